@@ -1,0 +1,96 @@
+"""The demo: a sample workload into a CDC table of the local stack, then what Cassandra put in cdc_raw.
+
+Run through `deploy/local/demo`, which installs what is missing and starts the stack first.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from decimal import Decimal
+from pathlib import Path
+
+from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile
+from cassandra.concurrent import execute_concurrent_with_args
+from cassandra.policies import RoundRobinPolicy
+
+ROOT = Path(__file__).resolve().parents[2]
+KEYSPACE = "ringtail_demo"
+
+
+def idx_state(cdc_raw: Path) -> dict[str, tuple[int, bool]]:
+    """segment name → (durable offset, completed) from each `_cdc.idx`."""
+    state = {}
+    for idx in sorted(cdc_raw.glob("CommitLog-*_cdc.idx")):
+        lines = idx.read_text().split()
+        if lines and lines[0].isdigit():
+            state[idx.name.removesuffix("_cdc.idx") + ".log"] = (int(lines[0]), "COMPLETED" in lines[1:])
+    return state
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--rows", type=int, default=2000, help="rows to write (default 2000)")
+    args = parser.parse_args(argv)
+
+    run_dir = Path(os.environ.get("RINGTAIL_RUN_DIR") or ROOT / ".run")
+    stack = json.loads((run_dir / "stack.json").read_text())
+    cdc_raw = Path(stack["cassandra"]["cdc_raw"])
+    cluster = Cluster(
+        [stack["cassandra"]["host"]], port=stack["cassandra"]["port"], protocol_version=5,
+        execution_profiles={EXEC_PROFILE_DEFAULT: ExecutionProfile(load_balancing_policy=RoundRobinPolicy())},
+    )
+    session = cluster.connect()
+    try:
+        session.execute(
+            f"CREATE KEYSPACE IF NOT EXISTS {KEYSPACE} "
+            "WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}"
+        )
+        session.execute(
+            f"CREATE TABLE IF NOT EXISTS {KEYSPACE}.orders ("
+            " customer int, placed timestamp, item text, quantity int, price decimal,"
+            " PRIMARY KEY ((customer), placed)) WITH cdc = true"
+        )
+        before = idx_state(cdc_raw)
+        insert = session.prepare(
+            f"INSERT INTO {KEYSPACE}.orders (customer, placed, item, quantity, price) VALUES (?, ?, ?, ?, ?)"
+        )
+        started = time.monotonic()
+        step = max(1, args.rows // 10)
+        for first in range(0, args.rows, step):
+            batch = [
+                (i % 97, int(time.time() * 1000) + i, f"item-{i % 13}", 1 + i % 5, Decimal(f"{i % 100}.99"))
+                for i in range(first, min(first + step, args.rows))
+            ]
+            execute_concurrent_with_args(session, insert, batch, concurrency=32, raise_on_first_error=True)
+            print(f"  wrote {min(first + step, args.rows):>6}/{args.rows} rows", flush=True)
+        took = time.monotonic() - started
+        print(f"wrote {args.rows} rows to {KEYSPACE}.orders in {took:.1f}s ({args.rows / took:,.0f} rows/s)")
+
+        # The durable offset moves on the next commit-log sync (at most commitlog_sync_period away).
+        deadline = time.monotonic() + 10
+        after = idx_state(cdc_raw)
+        while after == before and time.monotonic() < deadline:
+            time.sleep(0.25)
+            after = idx_state(cdc_raw)
+    finally:
+        cluster.shutdown()
+
+    print(f"\ncdc_raw: {cdc_raw}")
+    print(f"  {'segment':34} {'size':>9} {'durable offset':>15}  state")
+    for segment, (offset, completed) in after.items():
+        size = (cdc_raw / segment).stat().st_size if (cdc_raw / segment).exists() else 0
+        grown = offset - before.get(segment, (0, False))[0]
+        print(f"  {segment:34} {size:>9} {offset:>15}  {'COMPLETED' if completed else 'live'}"
+              + (f" (+{grown} bytes from this run)" if grown > 0 else ""))
+    if after == before:
+        print("no durable offset moved: is the table's cdc flag on?", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

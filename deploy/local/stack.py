@@ -1,0 +1,709 @@
+"""ringtail's local stack: Cassandra 5.0 with CDC, Kafka (KRaft), Apicurio Registry, PostgreSQL and
+Spark's connector jars, run as plain processes from Maven Central artifacts.
+
+    python deploy/local/stack.py start [SERVICE ...]   fetch, configure, start, wait until answering
+    python deploy/local/stack.py stop  [SERVICE ...]   stop what start started (pid files)
+    python deploy/local/stack.py status                one line per service
+    python deploy/local/stack.py cassandra-yaml        print the Cassandra configuration (for images)
+
+Everything lives under the run directory (RINGTAIL_RUN_DIR, default `.run/` in the project). After a
+start, `<run dir>/stack.json` describes the endpoints, directories and jars for tests and tools.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+from string import Template
+
+HERE = Path(__file__).resolve().parent
+PROJECT = HERE.parent.parent
+
+CASSANDRA_VERSION = "5.0.8"
+KAFKA_VERSION = "4.1.1"
+LOG4J2_VERSION = "2.24.3"
+APICURIO_VERSION = "2.6.13.Final"
+# Must equal the pyspark pin in pyproject.toml: Spark loads these jars into its own JVM.
+SPARK_VERSION = "4.0.0"
+DELTA_VERSION = "4.0.0"
+SPARK_JARS = (
+    "spark-sql-kafka-0-10_2.13",
+    "spark-token-provider-kafka-0-10_2.13",
+    "kafka-clients",
+    "commons-pool2",
+    "spark-avro_2.13",
+    "delta-spark_2.13",
+    "delta-storage",
+)
+MAVEN_DEPENDENCY_PLUGIN = "org.apache.maven.plugins:maven-dependency-plugin:3.6.1"
+
+
+def _env(name: str, default: str) -> str:
+    return os.environ.get(name) or default
+
+
+@dataclass(frozen=True)
+class Settings:
+    run_dir: Path
+    host: str
+    cassandra_port: int
+    cassandra_storage_port: int
+    cassandra_heap: str
+    cassandra_num_tokens: int
+    commitlog_segment_size: str
+    commitlog_sync_period: str
+    cdc_total_space: str
+    storage_compatibility_mode: str
+    kafka_port: int
+    kafka_controller_port: int
+    kafka_heap: str
+    registry_port: int
+    registry_heap: str
+    postgres_port: int
+    start_timeout: float
+
+    @classmethod
+    def from_env(cls) -> Settings:
+        return cls(
+            run_dir=Path(_env("RINGTAIL_RUN_DIR", str(PROJECT / ".run"))).resolve(),
+            host=_env("RINGTAIL_HOST", "127.0.0.1"),
+            cassandra_port=int(_env("RINGTAIL_CASSANDRA_PORT", "9042")),
+            cassandra_storage_port=int(_env("RINGTAIL_CASSANDRA_STORAGE_PORT", "7000")),
+            cassandra_heap=_env("RINGTAIL_CASSANDRA_HEAP", "1G"),
+            cassandra_num_tokens=int(_env("RINGTAIL_CASSANDRA_NUM_TOKENS", "16")),
+            commitlog_segment_size=_env("RINGTAIL_COMMITLOG_SEGMENT_SIZE", "1MiB"),
+            commitlog_sync_period=_env("RINGTAIL_COMMITLOG_SYNC_PERIOD", "1000ms"),
+            cdc_total_space=_env("RINGTAIL_CDC_TOTAL_SPACE", "512MiB"),
+            storage_compatibility_mode=_env("RINGTAIL_STORAGE_COMPATIBILITY_MODE", "CASSANDRA_4"),
+            kafka_port=int(_env("RINGTAIL_KAFKA_PORT", "9092")),
+            kafka_controller_port=int(_env("RINGTAIL_KAFKA_CONTROLLER_PORT", "9093")),
+            kafka_heap=_env("RINGTAIL_KAFKA_HEAP", "512M"),
+            registry_port=int(_env("RINGTAIL_REGISTRY_PORT", "8081")),
+            registry_heap=_env("RINGTAIL_REGISTRY_HEAP", "384M"),
+            postgres_port=int(_env("RINGTAIL_POSTGRES_PORT", "5432")),
+            start_timeout=float(_env("RINGTAIL_START_TIMEOUT", "240")),
+        )
+
+
+class StackError(RuntimeError):
+    pass
+
+
+def log(message: str) -> None:
+    print(f"[stack] {message}", flush=True)
+
+
+# ---------------------------------------------------------------- helpers
+
+
+def maven(pom: str, goal: str, *props: str) -> None:
+    """Run one Maven goal on a POM of deploy/local/maven; artifacts are cached in ~/.m2."""
+    settings = os.environ.get("RINGTAIL_MAVEN_SETTINGS", str(HERE / "maven" / "settings.xml"))
+    cmd = ["mvn", "-B", "-q", "-s", settings, "-f", str(HERE / "maven" / pom), goal, *props]
+    result = subprocess.run(cmd, capture_output=True, text=True)
+    if result.returncode != 0:
+        tail = "\n".join((result.stdout + result.stderr).splitlines()[-15:])
+        raise StackError(f"maven failed for {pom}:\n{tail}")
+
+
+def fetch_once(target: Path, stamp: str, fetch) -> None:
+    """Fetch into `target` unless a previous fetch of the same `stamp` completed there."""
+    marker = target / ".fetched"
+    if marker.exists() and marker.read_text() == stamp:
+        return
+    if target.exists():
+        shutil.rmtree(target)
+    target.mkdir(parents=True)
+    log(f"fetching {stamp} into {target}")
+    fetch(target)
+    if not any(target.iterdir()):
+        raise StackError(f"fetching {stamp} left {target} empty")
+    marker.write_text(stamp)
+
+
+def port_open(host: str, port: int) -> bool:
+    with socket.socket() as sock:
+        sock.settimeout(0.5)
+        return sock.connect_ex((host, port)) == 0
+
+
+def pid_alive(pid_file: Path) -> int | None:
+    try:
+        pid = int(pid_file.read_text())
+        os.kill(pid, 0)
+    except (FileNotFoundError, ValueError, ProcessLookupError, PermissionError):
+        return None
+    return pid
+
+
+def spawn(name: str, cmd: list[str], service_dir: Path, env: dict[str, str] | None = None) -> None:
+    out = service_dir / "logs" / f"{name}.out"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with open(out, "ab") as sink:
+        proc = subprocess.Popen(
+            cmd,
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            cwd=service_dir,
+            env={**os.environ, **(env or {})},
+            start_new_session=True,  # survives the starting shell; stopped by pid
+        )
+    (service_dir / f"{name}.pid").write_text(str(proc.pid))
+
+
+def wait_until(name: str, check, timeout: float, pid_file: Path | None, logs: Path) -> None:
+    deadline = time.monotonic() + timeout
+    last_error: Exception | None = None
+    while time.monotonic() < deadline:
+        if pid_file is not None and pid_alive(pid_file) is None:
+            raise StackError(f"{name} exited during start-up; see {logs}")
+        try:
+            if check():
+                return
+        except Exception as exc:  # the service is still coming up
+            last_error = exc
+        time.sleep(1)
+    raise StackError(f"{name} did not answer within {timeout:.0f}s ({last_error}); see {logs}")
+
+
+def stop_pid(name: str, pid_file: Path, grace: float = 30) -> None:
+    pid = pid_alive(pid_file)
+    if pid is None:
+        pid_file.unlink(missing_ok=True)
+        return
+    log(f"stopping {name} (pid {pid})")
+    os.killpg(pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline and pid_alive(pid_file):
+        time.sleep(0.3)
+    if pid_alive(pid_file):
+        os.killpg(pid, signal.SIGKILL)
+    pid_file.unlink(missing_ok=True)
+
+
+def render(template: Path, **values: object) -> str:
+    return Template(template.read_text()).substitute({k: str(v) for k, v in values.items()})
+
+
+def java() -> str:
+    found = shutil.which("java")
+    if not found:
+        raise StackError("java (17+) not found; install a JDK 17, e.g. apt-get install openjdk-17-jdk-headless")
+    return found
+
+
+# ---------------------------------------------------------------- services
+
+
+class Service:
+    name: str
+
+    def __init__(self, settings: Settings):
+        self.s = settings
+        self.dir = settings.run_dir / self.name
+
+    @property
+    def pid_file(self) -> Path:
+        return self.dir / f"{self.name}.pid"
+
+    @property
+    def logs(self) -> Path:
+        return self.dir / "logs"
+
+    def fetch(self) -> None:
+        pass
+
+    def launch(self) -> None:
+        raise NotImplementedError
+
+    def ready(self) -> bool:
+        raise NotImplementedError
+
+    def describe(self) -> dict:
+        return {}
+
+    def start(self) -> None:
+        self.fetch()
+        if pid_alive(self.pid_file):
+            log(f"{self.name} already running (or starting)")
+            return
+        self.launch()
+
+    def wait(self) -> float:
+        started = time.monotonic()
+        wait_until(self.name, self.ready, self.s.start_timeout, self.pid_file, self.logs)
+        return time.monotonic() - started
+
+    def stop(self) -> None:
+        stop_pid(self.name, self.pid_file)
+
+    def status(self) -> str:
+        pid = pid_alive(self.pid_file)
+        return f"running (pid {pid})" if pid else "stopped"
+
+
+class Cassandra(Service):
+    name = "cassandra"
+
+    @property
+    def lib(self) -> Path:
+        return self.s.run_dir / "dist" / f"cassandra-{CASSANDRA_VERSION}"
+
+    @property
+    def data(self) -> Path:
+        return self.dir / "data"
+
+    def fetch(self) -> None:
+        fetch_once(
+            self.lib,
+            f"cassandra-all {CASSANDRA_VERSION}",
+            lambda target: maven(
+                "cassandra.xml",
+                f"{MAVEN_DEPENDENCY_PLUGIN}:copy-dependencies",
+                f"-Dcassandra.version={CASSANDRA_VERSION}",
+                "-DincludeScope=runtime",
+                f"-DoutputDirectory={target}",
+            ),
+        )
+
+    def yaml(self, data_dir: Path) -> str:
+        s = self.s
+        return render(
+            HERE / "cassandra" / "cassandra.yaml",
+            host=s.host,
+            storage_port=s.cassandra_storage_port,
+            native_port=s.cassandra_port,
+            num_tokens=s.cassandra_num_tokens,
+            data_dir=data_dir,
+            cdc_total_space=s.cdc_total_space,
+            commitlog_sync_period=s.commitlog_sync_period,
+            commitlog_segment_size=s.commitlog_segment_size,
+            storage_compatibility_mode=s.storage_compatibility_mode,
+        )
+
+    def launch(self) -> None:
+        conf = self.dir / "conf"
+        conf.mkdir(parents=True, exist_ok=True)
+        for sub in ("data", "commitlog", "cdc_raw", "saved_caches", "hints"):
+            (self.data / sub).mkdir(parents=True, exist_ok=True)
+        s = self.s
+        (conf / "cassandra.yaml").write_text(self.yaml(self.data))
+        shutil.copy(HERE / "cassandra" / "logback.xml", conf / "logback.xml")
+        flags = [
+            line.strip()
+            for line in (HERE / "cassandra" / "jvm-server.options").read_text().splitlines()
+            if line.startswith("-")
+        ]
+        jamm = next(self.lib.glob("jamm-*.jar"))
+        self.logs.mkdir(parents=True, exist_ok=True)
+        cmd = [
+            java(),
+            f"-Xms{s.cassandra_heap}",
+            f"-Xmx{s.cassandra_heap}",
+            *flags,
+            f"-javaagent:{jamm}",
+            f"-Dcassandra.config=file://{conf / 'cassandra.yaml'}",
+            f"-Dlogback.configurationFile={conf / 'logback.xml'}",
+            f"-Dcassandra.logdir={self.logs}",
+            f"-Dcassandra.storagedir={self.data}",
+            "-Dcassandra-foreground=yes",
+            "-Dcassandra.skip_wait_for_gossip_to_settle=0",
+            "-Dcassandra.superuser_setup_delay_ms=0",
+            "-Dcassandra.jmx.local.port=" + _env("RINGTAIL_CASSANDRA_JMX_PORT", "7199"),
+            f"-Djava.io.tmpdir={self.dir / 'tmp'}",
+            "-cp",
+            f"{conf}:{self.lib}/*",
+            "org.apache.cassandra.service.CassandraDaemon",
+        ]
+        (self.dir / "tmp").mkdir(exist_ok=True)
+        log(f"starting Cassandra {CASSANDRA_VERSION} on {s.host}:{s.cassandra_port} (logs: {self.logs})")
+        spawn(self.name, cmd, self.dir, env={"MALLOC_ARENA_MAX": "4"})
+
+    def ready(self) -> bool:
+        if not port_open(self.s.host, self.s.cassandra_port):
+            return False
+        from cassandra.cluster import Cluster
+
+        cluster = Cluster([self.s.host], port=self.s.cassandra_port, connect_timeout=5)
+        try:
+            row = cluster.connect().execute("SELECT release_version FROM system.local").one()
+            return row.release_version.startswith(CASSANDRA_VERSION.rsplit(".", 1)[0])
+        finally:
+            cluster.shutdown()
+
+    def describe(self) -> dict:
+        return {
+            "host": self.s.host,
+            "port": self.s.cassandra_port,
+            "version": CASSANDRA_VERSION,
+            "cdc_raw": str(self.data / "cdc_raw"),
+            "commitlog": str(self.data / "commitlog"),
+            "config": str(self.dir / "conf" / "cassandra.yaml"),
+            "logs": str(self.logs),
+        }
+
+
+class Kafka(Service):
+    name = "kafka"
+
+    @property
+    def lib(self) -> Path:
+        return self.s.run_dir / "dist" / f"kafka-{KAFKA_VERSION}"
+
+    def fetch(self) -> None:
+        fetch_once(
+            self.lib,
+            f"kafka_2.13 {KAFKA_VERSION} log4j {LOG4J2_VERSION}",
+            lambda target: maven(
+                "kafka.xml",
+                f"{MAVEN_DEPENDENCY_PLUGIN}:copy-dependencies",
+                f"-Dkafka.version={KAFKA_VERSION}",
+                f"-Dlog4j2.version={LOG4J2_VERSION}",
+                "-DincludeScope=runtime",
+                f"-DoutputDirectory={target}",
+            ),
+        )
+
+    def _java(self, heap: str) -> list[str]:
+        return [
+            java(),
+            f"-Xms{heap}",
+            f"-Xmx{heap}",
+            "-XX:+UseG1GC",
+            "-Djava.awt.headless=true",
+            f"-Dkafka.logs.dir={self.logs}",
+            f"-Dlog4j2.configurationFile={HERE / 'kafka' / 'log4j2.properties'}",
+            "-cp",
+            f"{self.lib}/*",
+        ]
+
+    def launch(self) -> None:
+        s = self.s
+        data = self.dir / "data"
+        config = self.dir / "server.properties"
+        self.logs.mkdir(parents=True, exist_ok=True)
+        config.write_text(render(
+            HERE / "kafka" / "server.properties",
+            host=s.host,
+            port=s.kafka_port,
+            controller_port=s.kafka_controller_port,
+            data_dir=data,
+        ))
+        if not (data / "meta.properties").exists():
+            cluster_id = subprocess.run(
+                [*self._java("256M"), "kafka.tools.StorageTool", "random-uuid"],
+                capture_output=True, text=True, check=True,
+            ).stdout.strip().splitlines()[-1]
+            subprocess.run(
+                [*self._java("256M"), "kafka.tools.StorageTool", "format", "--standalone",
+                 "-t", cluster_id, "-c", str(config)],
+                capture_output=True, text=True, check=True,
+            )
+        log(f"starting Kafka {KAFKA_VERSION} on {s.host}:{s.kafka_port} (logs: {self.logs})")
+        spawn(self.name, [*self._java(s.kafka_heap), "kafka.Kafka", str(config)], self.dir)
+
+    def ready(self) -> bool:
+        if not port_open(self.s.host, self.s.kafka_port):
+            return False
+        from confluent_kafka.admin import AdminClient
+
+        admin = AdminClient({"bootstrap.servers": self.bootstrap})
+        metadata = admin.list_topics(timeout=5)
+        return len(metadata.brokers) > 0
+
+    @property
+    def bootstrap(self) -> str:
+        return f"{self.s.host}:{self.s.kafka_port}"
+
+    def describe(self) -> dict:
+        return {"bootstrap_servers": self.bootstrap, "version": KAFKA_VERSION, "logs": str(self.logs)}
+
+
+class Registry(Service):
+    name = "registry"
+
+    @property
+    def dist(self) -> Path:
+        return self.s.run_dir / "dist" / f"apicurio-registry-{APICURIO_VERSION}"
+
+    def fetch(self) -> None:
+        fetch_once(
+            self.dist,
+            f"apicurio-registry-app {APICURIO_VERSION}",
+            lambda target: maven(
+                "apicurio.xml",
+                f"{MAVEN_DEPENDENCY_PLUGIN}:unpack-dependencies",
+                f"-Dapicurio.version={APICURIO_VERSION}",
+                f"-DoutputDirectory={target}",
+                # Unpack markers would otherwise land beside the POM and skip a later unpack.
+                f"-DmarkersDirectory={target}/.markers",
+            ),
+        )
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.s.host}:{self.s.registry_port}/apis/ccompat/v7"
+
+    def launch(self) -> None:
+        s = self.s
+        runner = next(self.dist.glob("*-runner.jar"))
+        self.logs.mkdir(parents=True, exist_ok=True)
+        cmd = [
+            java(),
+            f"-Xmx{s.registry_heap}",
+            "-XX:+UseSerialGC",
+            f"-Dquarkus.http.host={s.host}",
+            f"-Dquarkus.http.port={s.registry_port}",
+            f"-Dquarkus.log.file.enable=true",
+            f"-Dquarkus.log.file.path={self.logs / 'registry.log'}",
+            "-jar",
+            str(runner),
+        ]
+        log(f"starting Apicurio Registry {APICURIO_VERSION} at {self.url} (logs: {self.logs})")
+        spawn(self.name, cmd, self.dir)
+
+    def ready(self) -> bool:
+        with urllib.request.urlopen(f"{self.url}/subjects", timeout=5) as response:
+            return response.status == 200 and isinstance(json.load(response), list)
+
+    def describe(self) -> dict:
+        return {"url": self.url, "version": APICURIO_VERSION, "logs": str(self.logs)}
+
+
+class Postgres(Service):
+    """Debian's PostgreSQL server binaries, with a cluster of the project's own under the run dir."""
+
+    name = "postgres"
+    user = "ringtail"
+    database = "ringtail"
+
+    @property
+    def bindir(self) -> Path:
+        found = sorted(Path("/usr/lib/postgresql").glob("*/bin/pg_ctl"))
+        if found:
+            return found[-1].parent
+        on_path = shutil.which("pg_ctl")
+        if on_path:
+            return Path(on_path).parent
+        raise StackError("PostgreSQL server binaries not found")
+
+    def fetch(self) -> None:
+        try:
+            self.bindir
+        except StackError:
+            if os.geteuid() != 0:
+                raise StackError("PostgreSQL is not installed: run `apt-get install postgresql` as root")
+            log("installing PostgreSQL from Debian's packages")
+            subprocess.run(["apt-get", "update", "-qq"], check=True)
+            subprocess.run(["apt-get", "install", "-y", "-qq", "postgresql"], check=True,
+                           env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"})
+
+    def _as_owner(self, cmd: list[str]) -> list[str]:
+        # PostgreSQL refuses to run as root; run it as Debian's postgres user then.
+        return ["runuser", "-u", "postgres", "--", *cmd] if os.geteuid() == 0 else cmd
+
+    @property
+    def data(self) -> Path:
+        return self.dir / "data"
+
+    @property
+    def pid_file(self) -> Path:
+        return self.data / "postmaster.pid"
+
+    def launch(self) -> None:
+        s = self.s
+        self.logs.mkdir(parents=True, exist_ok=True)
+        if os.geteuid() == 0:
+            shutil.chown(self.dir, "postgres")
+            shutil.chown(self.logs, "postgres")
+        if not (self.data / "PG_VERSION").exists():
+            subprocess.run(
+                self._as_owner([str(self.bindir / "initdb"), "-D", str(self.data), "-U", self.user,
+                                "--auth=trust", "-E", "UTF8"]),
+                capture_output=True, text=True, check=True,
+            )
+        log(f"starting PostgreSQL on {s.host}:{s.postgres_port} (logs: {self.logs})")
+        subprocess.run(
+            self._as_owner([
+                str(self.bindir / "pg_ctl"), "-D", str(self.data), "-l", str(self.logs / "postgres.log"),
+                "-o", f"-h {s.host} -p {s.postgres_port} -k {self.dir}", "start",
+            ]),
+            capture_output=True, text=True, check=True,
+        )
+
+    def pid(self) -> int | None:
+        try:
+            pid = int(self.pid_file.read_text().splitlines()[0])
+            os.kill(pid, 0)
+        except (FileNotFoundError, ValueError, IndexError, ProcessLookupError, PermissionError):
+            return None
+        return pid
+
+    def start(self) -> None:
+        self.fetch()
+        if self.pid() and self.ready():
+            log("postgres already running")
+            return
+        self.launch()
+
+    def wait(self) -> float:
+        started = time.monotonic()
+        wait_until(self.name, self.ready, self.s.start_timeout, None, self.logs)
+        if not self._has_database():
+            subprocess.run([str(self.bindir / "createdb"), "-h", self.s.host, "-p", str(self.s.postgres_port),
+                            "-U", self.user, self.database], check=True)
+        return time.monotonic() - started
+
+    def _psql(self, sql: str, database: str = "postgres") -> str:
+        return subprocess.run(
+            [str(self.bindir / "psql"), "-h", self.s.host, "-p", str(self.s.postgres_port), "-U", self.user,
+             "-d", database, "-tAc", sql],
+            capture_output=True, text=True, check=True, timeout=10,
+        ).stdout.strip()
+
+    def _has_database(self) -> bool:
+        return self._psql(f"SELECT 1 FROM pg_database WHERE datname = '{self.database}'") == "1"
+
+    def ready(self) -> bool:
+        return port_open(self.s.host, self.s.postgres_port) and self._psql("SELECT 1") == "1"
+
+    def stop(self) -> None:
+        if self.pid() is None:
+            return
+        log("stopping postgres")
+        subprocess.run(self._as_owner([str(self.bindir / "pg_ctl"), "-D", str(self.data), "-m", "fast", "stop"]),
+                       capture_output=True, text=True)
+
+    def status(self) -> str:
+        pid = self.pid()
+        return f"running (pid {pid})" if pid else "stopped"
+
+    def describe(self) -> dict:
+        s = self.s
+        return {
+            "dsn": f"postgresql://{self.user}@{s.host}:{s.postgres_port}/{self.database}",
+            "logs": str(self.logs),
+        }
+
+
+class SparkJars(Service):
+    """Not a process: Spark's Kafka, Avro and Delta jars, handed to Spark through `spark.jars`."""
+
+    name = "spark-jars"
+
+    def fetch(self) -> None:
+        fetch_once(
+            self.dir,
+            f"spark {SPARK_VERSION} delta {DELTA_VERSION}",
+            lambda target: maven(
+                "spark.xml",
+                f"{MAVEN_DEPENDENCY_PLUGIN}:copy-dependencies",
+                f"-Dspark.version={SPARK_VERSION}",
+                f"-Ddelta.version={DELTA_VERSION}",
+                "-DincludeScope=runtime",
+                # pyspark bundles everything else; a second copy would shadow its versions.
+                f"-DincludeArtifactIds={','.join(SPARK_JARS)}",
+                f"-DoutputDirectory={target}",
+            ),
+        )
+
+    def start(self) -> None:
+        self.fetch()
+
+    def wait(self) -> float:
+        missing = [a for a in SPARK_JARS if not list(self.dir.glob(f"{a}-*.jar"))]
+        if missing:
+            raise StackError(f"Spark jars missing from {self.dir}: {', '.join(missing)}")
+        return 0.0
+
+    def stop(self) -> None:
+        pass
+
+    def status(self) -> str:
+        return f"{len(self.jars())} jars in {self.dir}"
+
+    def jars(self) -> list[str]:
+        return sorted(str(p) for p in self.dir.glob("*.jar"))
+
+    def describe(self) -> dict:
+        return {"version": SPARK_VERSION, "delta_version": DELTA_VERSION, "jars": self.jars()}
+
+
+SERVICES = {cls.name: cls for cls in (Cassandra, Kafka, Registry, Postgres, SparkJars)}
+
+
+def selected(settings: Settings, names: list[str]) -> list[Service]:
+    unknown = set(names) - set(SERVICES)
+    if unknown:
+        raise StackError(f"unknown service(s) {', '.join(sorted(unknown))}; known: {', '.join(SERVICES)}")
+    return [cls(settings) for name, cls in SERVICES.items() if not names or name in names]
+
+
+def write_description(settings: Settings) -> Path:
+    description = {name: cls(settings).describe() for name, cls in SERVICES.items()}
+    description["run_dir"] = str(settings.run_dir)
+    target = settings.run_dir / "stack.json"
+    target.write_text(json.dumps(description, indent=2) + "\n")
+    return target
+
+
+def start(settings: Settings, names: list[str]) -> None:
+    settings.run_dir.mkdir(parents=True, exist_ok=True)
+    services = selected(settings, names)
+    began = time.monotonic()
+    # Launch everything first, then wait: the JVMs boot in parallel.
+    for service in services:
+        service.start()
+    for service in services:
+        took = service.wait()
+        log(f"{service.name} ready ({took:.1f}s after launch)")
+    target = write_description(settings)
+    log(f"stack up in {time.monotonic() - began:.1f}s; description: {target}")
+
+
+def stop(settings: Settings, names: list[str]) -> None:
+    for service in reversed(selected(settings, names)):
+        service.stop()
+
+
+def status(settings: Settings) -> None:
+    for service in selected(settings, []):
+        print(f"{service.name:11} {service.status()}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("command", choices=("start", "stop", "status", "cassandra-yaml"))
+    parser.add_argument("services", nargs="*", help=f"any of: {', '.join(SERVICES)} (default: all)")
+    args = parser.parse_args(argv)
+    settings = Settings.from_env()
+    try:
+        if args.command == "start":
+            start(settings, args.services)
+        elif args.command == "stop":
+            stop(settings, args.services)
+        elif args.command == "cassandra-yaml":
+            # The same configuration for the container image (deploy/cassandra.Dockerfile).
+            print(Cassandra(settings).yaml(Path(_env("RINGTAIL_CASSANDRA_DATA_DIR", "/var/lib/cassandra"))), end="")
+        else:
+            status(settings)
+    except (StackError, subprocess.CalledProcessError) as exc:
+        detail = getattr(exc, "stderr", None)
+        print(f"[stack] error: {exc}" + (f"\n{detail}" if detail else ""), file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

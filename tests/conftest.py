@@ -1,0 +1,65 @@
+"""Test fixtures shared by the whole suite.
+
+Integration tests (everything under tests/integration) talk to real services. By default they use the
+local stack that `deploy/local/start` runs (described in `<run dir>/stack.json`); with
+RINGTAIL_TEST_BACKEND=containers and a Docker daemon they use testcontainers instead. With neither,
+they fail with a message naming the command that starts the stack — they are never skipped.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from pathlib import Path
+
+import pytest
+
+from tests.stack import Stack, StackUnavailable, connect_stack
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    integration = ROOT / "tests" / "integration"
+    for item in items:
+        if integration in Path(item.fspath).parents:
+            item.add_marker(pytest.mark.integration)
+
+
+@pytest.fixture(scope="session")
+def stack() -> Stack:
+    backend = os.environ.get("RINGTAIL_TEST_BACKEND", "local")
+    try:
+        if backend == "containers":
+            from tests.containers import container_stack
+
+            yield from container_stack()
+        else:
+            yield connect_stack()
+    except StackUnavailable as exc:
+        pytest.fail(str(exc), pytrace=False)
+
+
+@pytest.fixture(scope="session")
+def cql(stack: Stack):
+    from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile
+    from cassandra.policies import RoundRobinPolicy
+
+    cluster = Cluster(
+        [stack.cassandra_host], port=stack.cassandra_port, protocol_version=5,
+        execution_profiles={EXEC_PROFILE_DEFAULT: ExecutionProfile(load_balancing_policy=RoundRobinPolicy())},
+    )
+    session = cluster.connect()
+    yield session
+    cluster.shutdown()
+
+
+@pytest.fixture
+def keyspace(cql) -> str:
+    """A fresh keyspace for one test, dropped afterwards."""
+    name = f"t_{uuid.uuid4().hex[:12]}"
+    cql.execute(
+        f"CREATE KEYSPACE {name} WITH replication = {{'class': 'SimpleStrategy', 'replication_factor': 1}}"
+    )
+    yield name
+    cql.execute(f"DROP KEYSPACE IF EXISTS {name}")

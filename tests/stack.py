@@ -1,0 +1,63 @@
+"""Where the services the integration tests use are, and a check that they answer."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+START_HINT = "start it with `deploy/local/start` (or set RINGTAIL_TEST_BACKEND=containers with a Docker daemon)"
+
+
+class StackUnavailable(RuntimeError):
+    pass
+
+
+@dataclass(frozen=True)
+class Stack:
+    cassandra_host: str
+    cassandra_port: int
+    cdc_raw: Path
+    kafka_bootstrap: str
+    registry_url: str
+    postgres_dsn: str
+    spark_jars: tuple[str, ...]
+
+
+def _answers(host: str, port: int) -> bool:
+    with socket.socket() as sock:
+        sock.settimeout(2)
+        return sock.connect_ex((host, port)) == 0
+
+
+def connect_stack() -> Stack:
+    """The local stack described by `<run dir>/stack.json`, once every service's port answers."""
+    run_dir = Path(os.environ.get("RINGTAIL_RUN_DIR") or ROOT / ".run")
+    description = run_dir / "stack.json"
+    if not description.exists():
+        raise StackUnavailable(f"the local stack is not running ({description} is missing): {START_HINT}")
+    d = json.loads(description.read_text())
+    stack = Stack(
+        cassandra_host=d["cassandra"]["host"],
+        cassandra_port=d["cassandra"]["port"],
+        cdc_raw=Path(d["cassandra"]["cdc_raw"]),
+        kafka_bootstrap=d["kafka"]["bootstrap_servers"],
+        registry_url=d["registry"]["url"],
+        postgres_dsn=d["postgres"]["dsn"],
+        spark_jars=tuple(d["spark-jars"]["jars"]),
+    )
+    kafka_host, kafka_port = stack.kafka_bootstrap.rsplit(":", 1)
+    registry_host, registry_port = stack.registry_url.split("//", 1)[1].split("/", 1)[0].rsplit(":", 1)
+    pg_host, pg_port = stack.postgres_dsn.split("@", 1)[1].split("/", 1)[0].rsplit(":", 1)
+    for name, host, port in (
+        ("Cassandra", stack.cassandra_host, stack.cassandra_port),
+        ("Kafka", kafka_host, int(kafka_port)),
+        ("the schema registry", registry_host, int(registry_port)),
+        ("PostgreSQL", pg_host, int(pg_port)),
+    ):
+        if not _answers(host, port):
+            raise StackUnavailable(f"{name} does not answer on {host}:{port}: {START_HINT}")
+    return stack
