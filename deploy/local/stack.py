@@ -139,7 +139,8 @@ def port_open(host: str, port: int) -> bool:
 
 def pid_alive(pid_file: Path) -> int | None:
     try:
-        pid = int(pid_file.read_text())
+        # postmaster.pid holds more lines; the pid is the first.
+        pid = int(pid_file.read_text().split("\n", 1)[0])
         os.kill(pid, 0)
     except (FileNotFoundError, ValueError, ProcessLookupError, PermissionError):
         return None
@@ -233,17 +234,20 @@ class Service:
     def describe(self) -> dict:
         return {}
 
+    launched_at: float | None = None
+
     def start(self) -> None:
         self.fetch()
         if pid_alive(self.pid_file):
             log(f"{self.name} already running (or starting)")
             return
+        self.launched_at = time.monotonic()
         self.launch()
 
     def wait(self) -> float:
-        started = time.monotonic()
+        """Wait until the service answers; seconds from its launch (0 when it was already running)."""
         wait_until(self.name, self.ready, self.s.start_timeout, self.pid_file, self.logs)
-        return time.monotonic() - started
+        return time.monotonic() - self.launched_at if self.launched_at else 0.0
 
     def stop(self) -> None:
         stop_pid(self.name, self.pid_file)
@@ -542,28 +546,12 @@ class Postgres(Service):
             capture_output=True, text=True, check=True,
         )
 
-    def pid(self) -> int | None:
-        try:
-            pid = int(self.pid_file.read_text().splitlines()[0])
-            os.kill(pid, 0)
-        except (FileNotFoundError, ValueError, IndexError, ProcessLookupError, PermissionError):
-            return None
-        return pid
-
-    def start(self) -> None:
-        self.fetch()
-        if self.pid() and self.ready():
-            log("postgres already running")
-            return
-        self.launch()
-
     def wait(self) -> float:
-        started = time.monotonic()
-        wait_until(self.name, self.ready, self.s.start_timeout, None, self.logs)
+        took = super().wait()
         if not self._has_database():
             subprocess.run([str(self.bindir / "createdb"), "-h", self.s.host, "-p", str(self.s.postgres_port),
                             "-U", self.user, self.database], check=True)
-        return time.monotonic() - started
+        return took
 
     def _psql(self, sql: str, database: str = "postgres") -> str:
         return subprocess.run(
@@ -579,15 +567,11 @@ class Postgres(Service):
         return port_open(self.s.host, self.s.postgres_port) and self._psql("SELECT 1") == "1"
 
     def stop(self) -> None:
-        if self.pid() is None:
+        if pid_alive(self.pid_file) is None:
             return
         log("stopping postgres")
         subprocess.run(self._as_owner([str(self.bindir / "pg_ctl"), "-D", str(self.data), "-m", "fast", "stop"]),
                        capture_output=True, text=True)
-
-    def status(self) -> str:
-        pid = self.pid()
-        return f"running (pid {pid})" if pid else "stopped"
 
     def describe(self) -> dict:
         s = self.s
