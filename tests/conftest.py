@@ -42,14 +42,9 @@ def stack() -> Stack:
 
 @pytest.fixture(scope="session")
 def cql(stack: Stack):
-    from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile
-    from cassandra.policies import RoundRobinPolicy
+    from connector.schema.session import connect
 
-    cluster = Cluster(
-        [stack.cassandra_host], port=stack.cassandra_port, protocol_version=5,
-        execution_profiles={EXEC_PROFILE_DEFAULT: ExecutionProfile(load_balancing_policy=RoundRobinPolicy())},
-    )
-    session = cluster.connect()
+    cluster, session = connect([stack.cassandra_host], stack.cassandra_port)
     yield session
     cluster.shutdown()
 

@@ -13,9 +13,9 @@ import time
 from decimal import Decimal
 from pathlib import Path
 
-from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile
 from cassandra.concurrent import execute_concurrent_with_args
-from cassandra.policies import RoundRobinPolicy
+
+from connector.schema.session import connect
 
 ROOT = Path(__file__).resolve().parents[2]
 KEYSPACE = "ringtail_demo"
@@ -39,11 +39,7 @@ def main(argv: list[str] | None = None) -> int:
     run_dir = Path(os.environ.get("RINGTAIL_RUN_DIR") or ROOT / ".run")
     stack = json.loads((run_dir / "stack.json").read_text())
     cdc_raw = Path(stack["cassandra"]["cdc_raw"])
-    cluster = Cluster(
-        [stack["cassandra"]["host"]], port=stack["cassandra"]["port"], protocol_version=5,
-        execution_profiles={EXEC_PROFILE_DEFAULT: ExecutionProfile(load_balancing_policy=RoundRobinPolicy())},
-    )
-    session = cluster.connect()
+    cluster, session = connect([stack["cassandra"]["host"]], stack["cassandra"]["port"])
     try:
         session.execute(
             f"CREATE KEYSPACE IF NOT EXISTS {KEYSPACE} "

@@ -1,0 +1,20 @@
+"""One way to open a cassandra-driver session, shared by the schema loader, tools and tests."""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+
+def connect(hosts: Sequence[str], port: int = 9042, **options: Any):
+    """(cluster, session) for `hosts`; the caller shuts the cluster down."""
+    from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile
+    from cassandra.policies import RoundRobinPolicy
+
+    cluster = Cluster(
+        list(hosts),
+        port=port,
+        protocol_version=5,
+        execution_profiles={EXEC_PROFILE_DEFAULT: ExecutionProfile(load_balancing_policy=RoundRobinPolicy())},
+        **options,
+    )
+    return cluster, cluster.connect()
