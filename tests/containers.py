@@ -87,7 +87,7 @@ def container_stack():
 
 def _local_spark_jars() -> list[str]:
     # Spark runs in-process either way; its jars come from deploy/local/start spark-jars.
-    jars = sorted(str(p) for p in (ROOT / ".run" / "spark-jars").glob("*.jar"))
+    jars = sorted(str(p) for p in (ROOT / ".run" / "dist" / "spark-jars").glob("*.jar"))
     if not jars:
         raise StackUnavailable("Spark's jars are missing: run `deploy/local/start spark-jars`")
     return jars

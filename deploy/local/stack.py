@@ -124,7 +124,7 @@ def fetch_once(target: Path, stamp: str, fetch) -> None:
     if target.exists():
         shutil.rmtree(target)
     target.mkdir(parents=True)
-    log(f"fetching {stamp} into {target}")
+    log(f"fetching {target.name} with Maven into {target}")
     fetch(target)
     if not any(target.iterdir()):
         raise StackError(f"fetching {stamp} left {target} empty")
@@ -222,8 +222,28 @@ class Service:
     def logs(self) -> Path:
         return self.dir / "logs"
 
+    # What Maven fetches for this service: a POM of deploy/local/maven, the dependency-plugin goal and
+    # its properties. `dist` is where it lands; a service with no POM fetches nothing.
+    pom: str | None = None
+    goal = "copy-dependencies"
+
+    def maven_properties(self) -> list[str]:
+        return []
+
+    @property
+    def dist(self) -> Path:
+        return self.s.run_dir / "dist" / self.name
+
     def fetch(self) -> None:
-        pass
+        if self.pom is None:
+            return
+        properties = self.maven_properties()
+        fetch_once(
+            self.dist,
+            " ".join(properties),
+            lambda target: maven(self.pom, f"{MAVEN_DEPENDENCY_PLUGIN}:{self.goal}", *properties,
+                                 f"-DoutputDirectory={target}"),
+        )
 
     def launch(self) -> None:
         raise NotImplementedError
@@ -259,27 +279,14 @@ class Service:
 
 class Cassandra(Service):
     name = "cassandra"
+    pom = "cassandra.xml"
 
-    @property
-    def lib(self) -> Path:
-        return self.s.run_dir / "dist" / f"cassandra-{CASSANDRA_VERSION}"
+    def maven_properties(self) -> list[str]:
+        return [f"-Dcassandra.version={CASSANDRA_VERSION}", "-DincludeScope=runtime"]
 
     @property
     def data(self) -> Path:
         return self.dir / "data"
-
-    def fetch(self) -> None:
-        fetch_once(
-            self.lib,
-            f"cassandra-all {CASSANDRA_VERSION}",
-            lambda target: maven(
-                "cassandra.xml",
-                f"{MAVEN_DEPENDENCY_PLUGIN}:copy-dependencies",
-                f"-Dcassandra.version={CASSANDRA_VERSION}",
-                "-DincludeScope=runtime",
-                f"-DoutputDirectory={target}",
-            ),
-        )
 
     def yaml(self, data_dir: Path) -> str:
         s = self.s
@@ -309,7 +316,7 @@ class Cassandra(Service):
             for line in (HERE / "cassandra" / "jvm-server.options").read_text().splitlines()
             if line.startswith("-")
         ]
-        jamm = next(self.lib.glob("jamm-*.jar"))
+        jamm = next(self.dist.glob("jamm-*.jar"))
         self.logs.mkdir(parents=True, exist_ok=True)
         cmd = [
             java(),
@@ -327,7 +334,7 @@ class Cassandra(Service):
             "-Dcassandra.jmx.local.port=" + _env("RINGTAIL_CASSANDRA_JMX_PORT", "7199"),
             f"-Djava.io.tmpdir={self.dir / 'tmp'}",
             "-cp",
-            f"{conf}:{self.lib}/*",
+            f"{conf}:{self.dist}/*",
             "org.apache.cassandra.service.CassandraDaemon",
         ]
         (self.dir / "tmp").mkdir(exist_ok=True)
@@ -360,24 +367,10 @@ class Cassandra(Service):
 
 class Kafka(Service):
     name = "kafka"
+    pom = "kafka.xml"
 
-    @property
-    def lib(self) -> Path:
-        return self.s.run_dir / "dist" / f"kafka-{KAFKA_VERSION}"
-
-    def fetch(self) -> None:
-        fetch_once(
-            self.lib,
-            f"kafka_2.13 {KAFKA_VERSION} log4j {LOG4J2_VERSION}",
-            lambda target: maven(
-                "kafka.xml",
-                f"{MAVEN_DEPENDENCY_PLUGIN}:copy-dependencies",
-                f"-Dkafka.version={KAFKA_VERSION}",
-                f"-Dlog4j2.version={LOG4J2_VERSION}",
-                "-DincludeScope=runtime",
-                f"-DoutputDirectory={target}",
-            ),
-        )
+    def maven_properties(self) -> list[str]:
+        return [f"-Dkafka.version={KAFKA_VERSION}", f"-Dlog4j2.version={LOG4J2_VERSION}", "-DincludeScope=runtime"]
 
     def _java(self, heap: str) -> list[str]:
         return [
@@ -389,7 +382,7 @@ class Kafka(Service):
             f"-Dkafka.logs.dir={self.logs}",
             f"-Dlog4j2.configurationFile={HERE / 'kafka' / 'log4j2.properties'}",
             "-cp",
-            f"{self.lib}/*",
+            f"{self.dist}/*",
         ]
 
     def launch(self) -> None:
@@ -436,24 +429,13 @@ class Kafka(Service):
 
 class Registry(Service):
     name = "registry"
+    pom = "apicurio.xml"
+    goal = "unpack-dependencies"
 
-    @property
-    def dist(self) -> Path:
-        return self.s.run_dir / "dist" / f"apicurio-registry-{APICURIO_VERSION}"
-
-    def fetch(self) -> None:
-        fetch_once(
-            self.dist,
-            f"apicurio-registry-app {APICURIO_VERSION}",
-            lambda target: maven(
-                "apicurio.xml",
-                f"{MAVEN_DEPENDENCY_PLUGIN}:unpack-dependencies",
-                f"-Dapicurio.version={APICURIO_VERSION}",
-                f"-DoutputDirectory={target}",
-                # Unpack markers would otherwise land beside the POM and skip a later unpack.
-                f"-DmarkersDirectory={target}/.markers",
-            ),
-        )
+    def maven_properties(self) -> list[str]:
+        # Unpack markers would otherwise land beside the POM and skip a later unpack.
+        return [f"-Dapicurio.version={APICURIO_VERSION}",
+                f"-DmarkersDirectory={self.dist}/.markers"]
 
     @property
     def url(self) -> str:
@@ -585,40 +567,34 @@ class SparkJars(Service):
     """Not a process: Spark's Kafka, Avro and Delta jars, handed to Spark through `spark.jars`."""
 
     name = "spark-jars"
+    pom = "spark.xml"
 
-    def fetch(self) -> None:
-        fetch_once(
-            self.dir,
-            f"spark {SPARK_VERSION} delta {DELTA_VERSION}",
-            lambda target: maven(
-                "spark.xml",
-                f"{MAVEN_DEPENDENCY_PLUGIN}:copy-dependencies",
-                f"-Dspark.version={SPARK_VERSION}",
-                f"-Ddelta.version={DELTA_VERSION}",
-                "-DincludeScope=runtime",
-                # pyspark bundles everything else; a second copy would shadow its versions.
-                f"-DincludeArtifactIds={','.join(SPARK_JARS)}",
-                f"-DoutputDirectory={target}",
-            ),
-        )
+    def maven_properties(self) -> list[str]:
+        return [
+            f"-Dspark.version={SPARK_VERSION}",
+            f"-Ddelta.version={DELTA_VERSION}",
+            "-DincludeScope=runtime",
+            # pyspark bundles everything else; a second copy would shadow its versions.
+            f"-DincludeArtifactIds={','.join(SPARK_JARS)}",
+        ]
 
     def start(self) -> None:
         self.fetch()
 
     def wait(self) -> float:
-        missing = [a for a in SPARK_JARS if not list(self.dir.glob(f"{a}-*.jar"))]
+        missing = [a for a in SPARK_JARS if not list(self.dist.glob(f"{a}-*.jar"))]
         if missing:
-            raise StackError(f"Spark jars missing from {self.dir}: {', '.join(missing)}")
+            raise StackError(f"Spark jars missing from {self.dist}: {', '.join(missing)}")
         return 0.0
 
     def stop(self) -> None:
         pass
 
     def status(self) -> str:
-        return f"{len(self.jars())} jars in {self.dir}"
+        return f"{len(self.jars())} jars in {self.dist}"
 
     def jars(self) -> list[str]:
-        return sorted(str(p) for p in self.dir.glob("*.jar"))
+        return sorted(str(p) for p in self.dist.glob("*.jar"))
 
     def describe(self) -> dict:
         return {"version": SPARK_VERSION, "delta_version": DELTA_VERSION, "jars": self.jars()}
