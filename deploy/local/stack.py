@@ -261,6 +261,7 @@ class Service:
         if pid_alive(self.pid_file):
             log(f"{self.name} already running (or starting)")
             return
+        self.logs.mkdir(parents=True, exist_ok=True)
         self.launched_at = time.monotonic()
         self.launch()
 
@@ -317,7 +318,6 @@ class Cassandra(Service):
             if line.startswith("-")
         ]
         jamm = next(self.dist.glob("jamm-*.jar"))
-        self.logs.mkdir(parents=True, exist_ok=True)
         cmd = [
             java(),
             f"-Xms{s.cassandra_heap}",
@@ -389,7 +389,6 @@ class Kafka(Service):
         s = self.s
         data = self.dir / "data"
         config = self.dir / "server.properties"
-        self.logs.mkdir(parents=True, exist_ok=True)
         config.write_text(render(
             HERE / "kafka" / "server.properties",
             host=s.host,
@@ -444,7 +443,6 @@ class Registry(Service):
     def launch(self) -> None:
         s = self.s
         runner = next(self.dist.glob("*-runner.jar"))
-        self.logs.mkdir(parents=True, exist_ok=True)
         cmd = [
             java(),
             f"-Xmx{s.registry_heap}",
@@ -509,7 +507,6 @@ class Postgres(Service):
 
     def launch(self) -> None:
         s = self.s
-        self.logs.mkdir(parents=True, exist_ok=True)
         if os.geteuid() == 0:
             shutil.chown(self.dir, "postgres")
             shutil.chown(self.logs, "postgres")

@@ -1,0 +1,75 @@
+"""Command line: `python -m connector dump SEGMENT ...` prints a segment's changes as JSON lines."""
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import sys
+from typing import Sequence
+
+from connector.commitlog import CommitLogError, SegmentReader, UnknownTable
+from connector.commitlog.render import ChangeRenderer
+from connector.schema import DdlError, SchemaSnapshot, parse_ddl_file
+
+DEFAULT_CASSANDRA_PORT = 9042
+
+
+class CliError(Exception):
+    """A problem worth one line on stderr and exit status 2."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m connector", description="ringtail CDC connector")
+    commands = parser.add_subparsers(dest="command", required=True)
+    dump = commands.add_parser("dump", help="print the changes of one commit log segment as JSON lines")
+    dump.add_argument("segment", help="CommitLog-<version>-<id>.log file")
+    source = dump.add_mutually_exclusive_group(required=True)
+    source.add_argument("--schema", metavar="FILE.cql", help="DDL as printed by DESCRIBE ... WITH INTERNALS")
+    source.add_argument("--cassandra", metavar="HOST[:PORT]", help="read the schema from a live node")
+    dump.add_argument("--limit", type=int, metavar="BYTES",
+                      help="read only sections ending at or before this offset (the _cdc.idx value)")
+    dump.add_argument("--skip-unknown-tables", action="store_true",
+                      help="skip (and report on stderr) mutations of tables missing from the schema")
+    dump.set_defaults(run=_dump)
+    return parser
+
+
+def _load_schema(args: argparse.Namespace) -> SchemaSnapshot:
+    if args.schema:
+        try:
+            return parse_ddl_file(args.schema)
+        except (OSError, DdlError) as exc:
+            raise CliError(f"cannot read schema {args.schema}: {exc}") from None
+    host, _, port = args.cassandra.partition(":")
+    try:
+        loader = importlib.import_module("connector.schema.loader")
+    except ImportError:
+        raise CliError("--cassandra needs connector.schema.loader, which is not available; use --schema") from None
+    return loader.load_schema(host, int(port) if port else DEFAULT_CASSANDRA_PORT)
+
+
+def _dump(args: argparse.Namespace) -> None:
+    schema = _load_schema(args)
+
+    def skip(unknown: UnknownTable) -> None:
+        print(f"skipped: {unknown}", file=sys.stderr)
+
+    with SegmentReader(args.segment, schema, limit=args.limit,
+                       on_unknown_table=skip if args.skip_unknown_tables else None) as reader:
+        renderer = ChangeRenderer(schema)
+        write = sys.stdout.write
+        for change in reader.changes():
+            renderer.schema = reader.schema
+            write(json.dumps(renderer.render(change, args.segment), ensure_ascii=False) + "\n")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        args.run(args)
+    except (CliError, CommitLogError, OSError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:  # e.g. piped into `head`
+        return 0
+    return 0

@@ -1,0 +1,13 @@
+"""Commit log segment reader: descriptor, sync sections, entries, mutations, changes."""
+from .change import Bound, Cell, Change, ComplexColumn, DeletionTime, Liveness, Op, Position
+from .descriptor import Descriptor, read_descriptor, segment_id_from_name
+from .errors import (CommitLogError, CorruptSegment, CrcMismatch, EncryptedSegment, SchemaMismatch,
+                     TruncatedSegment, UnknownTable, UnsupportedSegment, UnsupportedVersion)
+from .reader import SegmentReader, UnknownTablePolicy
+
+__all__ = [
+    "Bound", "Cell", "Change", "CommitLogError", "ComplexColumn", "CorruptSegment", "CrcMismatch",
+    "DeletionTime", "Descriptor", "EncryptedSegment", "Liveness", "Op", "Position", "SchemaMismatch",
+    "SegmentReader", "TruncatedSegment", "UnknownTable", "UnknownTablePolicy", "UnsupportedSegment",
+    "UnsupportedVersion", "read_descriptor", "segment_id_from_name",
+]

@@ -1,0 +1,90 @@
+"""Decoded changes: what the reader yields, one per row, deletion or range deletion."""
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+from connector.schema.model import Table
+
+
+class Position(NamedTuple):
+    """Where a change sits; ordered like the segment's content.
+
+    `entry_offset` is the logical offset of the log entry; `update_index` the index of
+    the partition update in the entry's mutation; `row_index` the index of the item in
+    the update, counting the partition deletion, the static row and every row or range
+    tombstone marker in that order (a range deletion is reported at its closing marker).
+    """
+
+    segment_id: int
+    entry_offset: int
+    update_index: int
+    row_index: int
+
+
+class Op(enum.StrEnum):
+    INSERT = "insert"  # the row has primary-key liveness (an INSERT)
+    UPDATE = "update"  # cells only
+    ROW_DELETE = "row_delete"
+    PARTITION_DELETE = "partition_delete"
+    RANGE_DELETE = "range_delete"
+
+
+@dataclass(slots=True)
+class DeletionTime:
+    marked_for_delete_at: int  # write timestamp of the deletion, µs
+    local_deletion_time: int  # seconds since the epoch when it was deleted
+
+
+@dataclass(slots=True)
+class Liveness:
+    """Primary-key liveness of a row (written by INSERT)."""
+
+    timestamp: int
+    ttl: int = 0
+    expires_at: int | None = None  # local expiration time in seconds when ttl > 0
+
+
+@dataclass(slots=True)
+class Cell:
+    """One cell. For elements of multi-cell columns `path` is the element key."""
+
+    value: Any
+    timestamp: int
+    ttl: int = 0
+    local_deletion_time: int | None = None  # expiry time (ttl > 0) or deletion time (tombstone)
+    tombstone: bool = False
+    path: Any = None
+
+
+@dataclass(slots=True)
+class ComplexColumn:
+    """Cells of a non-frozen collection or UDT in one row."""
+
+    deletion: DeletionTime | None  # the whole column was deleted/overwritten before these cells
+    cells: list[Cell]
+
+
+@dataclass(slots=True)
+class Bound:
+    """One end of a range deletion: a clustering prefix and whether it is included."""
+
+    clustering: tuple
+    inclusive: bool
+
+
+@dataclass(slots=True)
+class Change:
+    position: Position
+    table: Table
+    op: Op
+    partition_key: tuple
+    clustering: tuple = ()
+    cells: dict[str, Cell | ComplexColumn] = field(default_factory=dict)
+    liveness: Liveness | None = None
+    deletion: DeletionTime | None = None  # row, partition or range deletion
+    shadowable: bool = False  # the row deletion is shadowable (legacy views)
+    static: bool = False
+    range_start: Bound | None = None
+    range_end: Bound | None = None

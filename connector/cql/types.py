@@ -1,0 +1,59 @@
+"""CQL type objects: framing facts, value decoding and JSON rendering.
+
+A type is parsed once (see parser.py) and then used on hot paths: `fixed_length` tells
+the commit log reader how a value is framed, `decode(raw)` turns non-empty serialized
+bytes (Cassandra's normal value serialization, the native protocol encoding) into a
+Python value, and `to_json(value)` renders that value as a JSON-compatible object.
+
+An empty byte string is a legitimate value of every type (Cassandra's "empty" value);
+`decode_or_empty` maps it to `empty` (None, or '' / b'' for text-like types).
+"""
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+
+class CqlTypeError(ValueError):
+    """A type string that cannot be parsed or resolved."""
+
+
+class UnsupportedType(CqlTypeError):
+    """A custom marshal class (or other type) this project does not decode."""
+
+
+class Duration(NamedTuple):
+    """CQL duration: months, days and nanoseconds, each with its own sign."""
+
+    months: int
+    days: int
+    nanoseconds: int
+
+
+class CqlType:
+    """Base of every CQL type."""
+
+    __slots__ = ("cql",)
+    fixed_length: int | None = None  # serialized size if every value has it
+    multi_cell = False  # stored as one cell per element (non-frozen collection / UDT)
+    empty: Any = None  # Python value of an empty serialized value
+
+    def __init__(self, cql: str) -> None:
+        self.cql = cql
+
+    def decode(self, raw: bytes) -> Any:
+        raise NotImplementedError
+
+    def decode_or_empty(self, raw: bytes) -> Any:
+        return self.decode(raw) if raw else self.empty
+
+    def to_json(self, value: Any) -> Any:
+        return value
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, CqlType) and other.cql == self.cql
+
+    def __hash__(self) -> int:
+        return hash(self.cql)
+
+    def __repr__(self) -> str:
+        return f"<CqlType {self.cql}>"

@@ -1,0 +1,65 @@
+"""`python -m connector dump` prints one JSON object per change."""
+import json
+import subprocess
+import sys
+
+from connector.cli import main
+from tests.unit.commitlog.testdata import REPO_ROOT, SEGMENT_40
+
+STANDARD1 = ('CREATE TABLE "Keyspace1"."Standard1" (key ascii, col ascii, val blob, val0 blob, '
+             'PRIMARY KEY ((key), col)) WITH ID = 657e5210-7cbb-11ee-9858-c9aa1eb53e69 AND cdc = true;')
+
+
+def test_dump_prints_json_lines(tmp_path, capsys):
+    schema = tmp_path / "schema.cql"
+    schema.write_text(STANDARD1)
+    assert main(["dump", str(SEGMENT_40), "--schema", str(schema), "--skip-unknown-tables"]) == 0
+    out, err = capsys.readouterr()
+    lines = [json.loads(line) for line in out.splitlines()]
+    assert len(lines) == 355
+    assert "skipped:" in err and "7ad54392-bcdd-35a6-8417-4e047860b377" in err
+    smallest = next(line for line in lines if line["position"]["entry_offset"] == 19646)
+    assert smallest == {
+        "segment": str(SEGMENT_40),
+        "position": {"segment_id": 1699285478684, "entry_offset": 19646, "update_index": 0, "row_index": 0},
+        "keyspace": "Keyspace1", "table": "Standard1", "op": "insert",
+        "partition_key": {"key": "old-style mapred"}, "clustering": ["name0"],
+        "liveness": {"timestamp": 1699285480066000},
+        "cells": {"val": {"value": "0x3637", "timestamp": 1699285480066000}},
+    }
+
+
+def test_limit_option(tmp_path, capsys):
+    schema = tmp_path / "schema.cql"
+    schema.write_text(STANDARD1)
+    assert main(["dump", str(SEGMENT_40), "--schema", str(schema), "--limit", "1576",
+                 "--skip-unknown-tables"]) == 0
+    assert capsys.readouterr().out == ""  # the first two sections hold only system tables
+
+
+def test_unknown_table_is_an_error_by_default(tmp_path, capsys):
+    schema = tmp_path / "schema.cql"
+    schema.write_text(STANDARD1)
+    assert main(["dump", str(SEGMENT_40), "--schema", str(schema)]) == 2
+    assert "unknown table id 7ad54392-bcdd-35a6-8417-4e047860b377" in capsys.readouterr().err
+
+
+def test_cassandra_option_without_a_loader(capsys, monkeypatch):
+    monkeypatch.setitem(sys.modules, "connector.schema.loader", None)  # makes the import fail
+    assert main(["dump", str(SEGMENT_40), "--cassandra", "localhost:9042"]) == 2
+    assert "connector.schema.loader" in capsys.readouterr().err
+
+
+def test_bad_schema_file(tmp_path, capsys):
+    schema = tmp_path / "schema.cql"
+    schema.write_text("CREATE TABLE ks.t (k int PRIMARY KEY);")
+    assert main(["dump", str(SEGMENT_40), "--schema", str(schema)]) == 2
+    assert "no ID" in capsys.readouterr().err
+
+
+def test_module_entry_point(tmp_path):
+    schema = tmp_path / "schema.cql"
+    schema.write_text(STANDARD1)
+    result = subprocess.run([sys.executable, "-m", "connector", "dump", str(SEGMENT_40), "--schema", str(schema),
+                             "--skip-unknown-tables"], cwd=REPO_ROOT, capture_output=True, text=True, check=True)
+    assert len(result.stdout.splitlines()) == 355

@@ -1,0 +1,68 @@
+"""Type strings as system_schema stores them."""
+from types import SimpleNamespace
+
+import pytest
+
+from connector.cql import (CqlTypeError, ListType, MapType, SetType, TupleType, UnsupportedType, UserType,
+                           VectorType, parse_type)
+
+TYPES = {
+    "addr": SimpleNamespace(field_names=("street", "zip"), field_types=("text", "int")),
+    "person": SimpleNamespace(field_names=("home", "tags"), field_types=("frozen<addr>", "set<text>")),
+    "Quoted": SimpleNamespace(field_names=("x",), field_types=("int",)),
+    "loop": SimpleNamespace(field_names=("me",), field_types=("frozen<loop>",)),
+}
+
+
+def test_nested_frozen_collections():
+    t = parse_type("frozen<map<text, frozen<list<int>>>>")
+    assert isinstance(t, MapType) and not t.multi_cell
+    assert isinstance(t.value, ListType) and not t.value.multi_cell
+    assert t.cql == "frozen<map<text, frozen<list<int>>>>"
+
+
+def test_non_frozen_collection_is_multi_cell_but_its_elements_are_frozen():
+    t = parse_type("map<text, frozen<set<int>>>")
+    assert t.multi_cell and isinstance(t.value, SetType) and not t.value.multi_cell
+
+
+def test_vector():
+    t = parse_type("vector<float, 3>")
+    assert isinstance(t, VectorType) and t.dimension == 3 and t.fixed_length == 12
+
+
+def test_tuple_is_never_multi_cell():
+    t = parse_type("tuple<int, text>")
+    assert isinstance(t, TupleType) and not t.multi_cell and t.cql == "frozen<tuple<int, text>>"
+
+
+def test_udts_resolve_against_the_keyspace():
+    person = parse_type("person", TYPES, "ks")
+    assert isinstance(person, UserType) and person.multi_cell
+    home, tags = person.field_types
+    assert isinstance(home, UserType) and not home.multi_cell
+    assert isinstance(tags, SetType) and not tags.multi_cell  # fields are never multi-cell
+    assert not parse_type("frozen<person>", TYPES, "ks").multi_cell
+    assert parse_type('"Quoted"', TYPES, "ks").field_names == ("x",)
+    assert parse_type("ks.addr", TYPES, "ks").name == "addr"
+
+
+def test_case_and_aliases():
+    assert parse_type("VARCHAR").cql == "text"
+    assert parse_type("Frozen<List<Int>>").cql == "frozen<list<int>>"
+
+
+@pytest.mark.parametrize("text, error", [
+    ("'org.apache.cassandra.db.marshal.DateType'", UnsupportedType),
+    ("nosuchtype", CqlTypeError),
+    ("list<int", CqlTypeError),
+    ("map<int>", CqlTypeError),
+    ("int int", CqlTypeError),
+    ("vector<float, 0>", CqlTypeError),
+    ("loop", CqlTypeError),
+    ("other.addr", CqlTypeError),
+    ("list<int>;", CqlTypeError),
+])
+def test_errors(text, error):
+    with pytest.raises(error):
+        parse_type(text, TYPES, "ks")
