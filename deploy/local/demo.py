@@ -15,6 +15,9 @@ from pathlib import Path
 
 from cassandra.concurrent import execute_concurrent_with_args
 
+from connector.commitlog import SegmentReader
+from connector.commitlog.render import ChangeRenderer
+from connector.schema.loader import read_snapshot
 from connector.schema.session import connect
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -72,6 +75,7 @@ def main(argv: list[str] | None = None) -> int:
         while after == before and time.monotonic() < deadline:
             time.sleep(0.25)
             after = idx_state(cdc_raw)
+        schema = read_snapshot(session)[1]
     finally:
         cluster.shutdown()
 
@@ -85,7 +89,35 @@ def main(argv: list[str] | None = None) -> int:
     if after == before:
         print("no durable offset moved: is the table's cdc flag on?", file=sys.stderr)
         return 1
+    decode(cdc_raw, after, schema)
     return 0
+
+
+def decode(cdc_raw: Path, durable: dict[str, tuple[int, bool]], schema) -> None:
+    """Decode the durable part of every segment with the reader; show the demo table's changes."""
+    renderer = ChangeRenderer(schema)
+    skipped: list[str] = []
+
+    def skip_dropped_table(error):
+        # Tables dropped since (by earlier runs or tests) are no longer in the schema.
+        skipped.append(str(error.table_id))
+        return None
+
+    ours, last = 0, None
+    started = time.monotonic()
+    for segment, (offset, _) in durable.items():
+        if not (cdc_raw / segment).exists():
+            continue
+        with SegmentReader(cdc_raw / segment, schema, limit=offset, on_unknown_table=skip_dropped_table) as reader:
+            for change in reader.changes():
+                if change.table.keyspace == KEYSPACE and change.table.name == "orders":
+                    ours, last = ours + 1, (segment, change)
+    took = time.monotonic() - started
+    print(f"\ndecoded {ours} changes of {KEYSPACE}.orders from cdc_raw in {took:.2f}s"
+          + (f" ({len(skipped)} mutations of dropped tables skipped)" if skipped else ""))
+    if last:
+        print("the newest, as `python -m connector dump` prints it:")
+        print(json.dumps(renderer.render(last[1], str(cdc_raw / last[0])), indent=2))
 
 
 if __name__ == "__main__":
