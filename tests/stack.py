@@ -7,6 +7,7 @@ import os
 import socket
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit
 
 ROOT = Path(__file__).resolve().parent.parent
 START_HINT = "start it with `deploy/local/start` (or set RINGTAIL_TEST_BACKEND=containers with a Docker daemon)"
@@ -49,14 +50,14 @@ def connect_stack() -> Stack:
         postgres_dsn=d["postgres"]["dsn"],
         spark_jars=tuple(d["spark-jars"]["jars"]),
     )
-    kafka_host, kafka_port = stack.kafka_bootstrap.rsplit(":", 1)
-    registry_host, registry_port = stack.registry_url.split("//", 1)[1].split("/", 1)[0].rsplit(":", 1)
-    pg_host, pg_port = stack.postgres_dsn.split("@", 1)[1].split("/", 1)[0].rsplit(":", 1)
+    kafka = urlsplit(f"//{stack.kafka_bootstrap}")
+    registry = urlsplit(stack.registry_url)
+    postgres = urlsplit(stack.postgres_dsn)
     for name, host, port in (
         ("Cassandra", stack.cassandra_host, stack.cassandra_port),
-        ("Kafka", kafka_host, int(kafka_port)),
-        ("the schema registry", registry_host, int(registry_port)),
-        ("PostgreSQL", pg_host, int(pg_port)),
+        ("Kafka", kafka.hostname, kafka.port),
+        ("the schema registry", registry.hostname, registry.port),
+        ("PostgreSQL", postgres.hostname, postgres.port),
     ):
         if not _answers(host, port):
             raise StackUnavailable(f"{name} does not answer on {host}:{port}: {START_HINT}")

@@ -16,22 +16,13 @@ from pathlib import Path
 from cassandra.concurrent import execute_concurrent_with_args
 
 from connector.commitlog import SegmentReader
+from connector.commitlog.cdc_index import CdcIndex, indexed_segments
 from connector.commitlog.render import ChangeRenderer
 from connector.schema.loader import read_snapshot
 from connector.schema.session import connect
 
 ROOT = Path(__file__).resolve().parents[2]
 KEYSPACE = "ringtail_demo"
-
-
-def idx_state(cdc_raw: Path) -> dict[str, tuple[int, bool]]:
-    """segment name → (durable offset, completed) from each `_cdc.idx`."""
-    state = {}
-    for idx in sorted(cdc_raw.glob("CommitLog-*_cdc.idx")):
-        lines = idx.read_text().split()
-        if lines and lines[0].isdigit():
-            state[idx.name.removesuffix("_cdc.idx") + ".log"] = (int(lines[0]), "COMPLETED" in lines[1:])
-    return state
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -53,7 +44,7 @@ def main(argv: list[str] | None = None) -> int:
             " customer int, placed timestamp, item text, quantity int, price decimal,"
             " PRIMARY KEY ((customer), placed)) WITH cdc = true"
         )
-        before = idx_state(cdc_raw)
+        before = indexed_segments(cdc_raw)
         insert = session.prepare(
             f"INSERT INTO {KEYSPACE}.orders (customer, placed, item, quantity, price) VALUES (?, ?, ?, ?, ?)"
         )
@@ -71,29 +62,29 @@ def main(argv: list[str] | None = None) -> int:
 
         # The durable offset moves on the next commit-log sync (at most commitlog_sync_period away).
         deadline = time.monotonic() + 10
-        after = idx_state(cdc_raw)
+        after = indexed_segments(cdc_raw)
         while after == before and time.monotonic() < deadline:
             time.sleep(0.25)
-            after = idx_state(cdc_raw)
+            after = indexed_segments(cdc_raw)
         schema = read_snapshot(session)[1]
     finally:
         cluster.shutdown()
 
     print(f"\ncdc_raw: {cdc_raw}")
     print(f"  {'segment':34} {'size':>9} {'durable offset':>15}  state")
-    for segment, (offset, completed) in after.items():
-        size = (cdc_raw / segment).stat().st_size if (cdc_raw / segment).exists() else 0
-        grown = offset - before.get(segment, (0, False))[0]
-        print(f"  {segment:34} {size:>9} {offset:>15}  {'COMPLETED' if completed else 'live'}"
+    for segment, index in sorted(after.items()):
+        size = segment.stat().st_size if segment.exists() else 0
+        grown = index.offset - (before[segment].offset if segment in before else 0)
+        print(f"  {segment.name:34} {size:>9} {index.offset:>15}  {'COMPLETED' if index.completed else 'live'}"
               + (f" (+{grown} bytes from this run)" if grown > 0 else ""))
     if after == before:
         print("no durable offset moved: is the table's cdc flag on?", file=sys.stderr)
         return 1
-    decode(cdc_raw, after, schema)
+    decode(after, schema)
     return 0
 
 
-def decode(cdc_raw: Path, durable: dict[str, tuple[int, bool]], schema) -> None:
+def decode(durable: dict[Path, CdcIndex], schema) -> None:
     """Decode the durable part of every segment with the reader; show the demo table's changes."""
     renderer = ChangeRenderer(schema)
     skipped: list[str] = []
@@ -105,10 +96,10 @@ def decode(cdc_raw: Path, durable: dict[str, tuple[int, bool]], schema) -> None:
 
     ours, last = 0, None
     started = time.monotonic()
-    for segment, (offset, _) in durable.items():
-        if not (cdc_raw / segment).exists():
+    for segment, index in sorted(durable.items()):
+        if not segment.exists():
             continue
-        with SegmentReader(cdc_raw / segment, schema, limit=offset, on_unknown_table=skip_dropped_table) as reader:
+        with SegmentReader(segment, schema, limit=index.offset, on_unknown_table=skip_dropped_table) as reader:
             for change in reader.changes():
                 if change.table.keyspace == KEYSPACE and change.table.name == "orders":
                     ours, last = ours + 1, (segment, change)
@@ -117,7 +108,7 @@ def decode(cdc_raw: Path, durable: dict[str, tuple[int, bool]], schema) -> None:
           + (f" ({len(skipped)} mutations of dropped tables skipped)" if skipped else ""))
     if last:
         print("the newest, as `python -m connector dump` prints it:")
-        print(json.dumps(renderer.render(last[1], str(cdc_raw / last[0])), indent=2))
+        print(json.dumps(renderer.render(last[1], str(last[0])), indent=2))
 
 
 if __name__ == "__main__":

@@ -226,6 +226,7 @@ class Service:
     # its properties. `dist` is where it lands; a service with no POM fetches nothing.
     pom: str | None = None
     goal = "copy-dependencies"
+    launched_at: float | None = None  # set when this start launched the process
 
     def maven_properties(self) -> list[str]:
         return []
@@ -253,8 +254,6 @@ class Service:
 
     def describe(self) -> dict:
         return {}
-
-    launched_at: float | None = None
 
     def start(self) -> None:
         self.fetch()

@@ -14,18 +14,15 @@ from pathlib import Path
 
 import pytest
 
+from connector.commitlog.cdc_index import indexed_segments
+
 from tests.stack import Stack
 
 T = 1_700_000_000_000_000  # base write timestamp, µs
 
 
 def _durable(cdc_raw: Path) -> dict[Path, int]:
-    out = {}
-    for idx in cdc_raw.glob("CommitLog-*_cdc.idx"):
-        words = idx.read_text().split()
-        if words and words[0].isdigit():
-            out[cdc_raw / (idx.name.removesuffix("_cdc.idx") + ".log")] = int(words[0])
-    return out
+    return {segment: index.offset for segment, index in indexed_segments(cdc_raw).items()}
 
 
 def _flush_commitlog(cql, keyspace: str, cdc_raw: Path) -> dict[Path, int]:

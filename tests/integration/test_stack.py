@@ -8,17 +8,13 @@ from pathlib import Path
 
 import pytest
 
+from connector.commitlog.cdc_index import indexed_segments
+
 from tests.stack import Stack
 
 
-def _idx_offsets(cdc_raw: Path) -> dict[str, int]:
-    """Durable offset per segment, from each `<segment>_cdc.idx` (first line; `COMPLETED` may follow)."""
-    offsets = {}
-    for idx in cdc_raw.glob("CommitLog-*_cdc.idx"):
-        first = idx.read_text().splitlines()[:1]
-        if first and first[0].strip().isdigit():
-            offsets[idx.name.removesuffix("_cdc.idx") + ".log"] = int(first[0])
-    return offsets
+def _idx_offsets(cdc_raw: Path) -> dict[Path, int]:
+    return {segment: index.offset for segment, index in indexed_segments(cdc_raw).items()}
 
 
 def _wait_for(predicate, timeout: float = 15.0, what: str = "condition"):
@@ -43,20 +39,20 @@ def test_cdc_table_writes_reach_cdc_raw_with_growing_idx(stack: Stack, cql, keys
     for i in range(50):
         cql.execute(insert, (i, "x" * 100))
 
-    def grown() -> dict[str, int]:
+    def grown() -> dict[Path, int]:
         now = _idx_offsets(stack.cdc_raw)
         return {seg: off for seg, off in now.items() if off > before.get(seg, 0)}
 
     first = _wait_for(grown, what="a _cdc.idx offset to grow after CDC writes")
     for segment in first:
-        assert (stack.cdc_raw / segment).is_file()
-        assert segment.startswith("CommitLog-") and segment.endswith(".log")
+        assert segment.is_file() and segment.parent == stack.cdc_raw
+        assert segment.name.startswith("CommitLog-") and segment.suffix == ".log"
 
     for i in range(50, 100):
         cql.execute(insert, (i, "y" * 100))
     after_first = {**before, **first}
 
-    def grown_again() -> dict[str, int]:
+    def grown_again() -> dict[Path, int]:
         now = _idx_offsets(stack.cdc_raw)
         return {seg: off for seg, off in now.items() if off > after_first.get(seg, 0)}
 
@@ -66,8 +62,8 @@ def test_cdc_table_writes_reach_cdc_raw_with_growing_idx(stack: Stack, cql, keys
     assert all(second[s] > first.get(s, 0) for s in second)
     # The durable offset never points past the bytes on disk.
     for segment, offset in _idx_offsets(stack.cdc_raw).items():
-        if (stack.cdc_raw / segment).exists():
-            assert offset <= (stack.cdc_raw / segment).stat().st_size
+        if segment.exists():
+            assert offset <= segment.stat().st_size
 
 
 def test_kafka_produce_and_consume(stack: Stack) -> None:
