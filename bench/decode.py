@@ -21,7 +21,7 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
 
-from connector.commitlog import SegmentReader  # noqa: E402
+from connector.commitlog import SegmentReader, skip_unknown_tables  # noqa: E402
 from connector.schema import SchemaSnapshot, parse_ddl, parse_ddl_file  # noqa: E402
 
 TESTDATA = Path(os.environ.get("RINGTAIL_TESTDATA", REPO_ROOT.parent / "shared" / "testdata"))
@@ -34,13 +34,9 @@ SYNTHETIC_SCHEMA = (f"CREATE TABLE bench.rows (k bigint, c int, a int, b text, d
 MB = 1 << 20
 
 
-def skip(unknown) -> None:
-    return None  # other tables (system ones) are not part of the measurement
-
-
 def decode(path: Path, schema: SchemaSnapshot) -> tuple[int, int]:
     """(changes, logical bytes read) of one full pass."""
-    with SegmentReader(path, schema, on_unknown_table=skip) as reader:
+    with SegmentReader(path, schema, on_schema_miss=skip_unknown_tables)  # system tables are not measured as reader:
         rows = sum(1 for _ in reader.changes())
         return rows, reader.end - reader.descriptor.header_length
 

@@ -2,12 +2,11 @@
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import sys
 from typing import Sequence
 
-from connector.commitlog import CommitLogError, SegmentReader, UnknownTable
+from connector.commitlog import CommitLogError, SchemaMismatch, SegmentReader, UnknownTable, skip_unknown_tables
 from connector.commitlog.render import ChangeRenderer
 from connector.schema import DdlError, SchemaSnapshot, parse_ddl_file
 
@@ -41,21 +40,25 @@ def _load_schema(args: argparse.Namespace) -> SchemaSnapshot:
         except (OSError, DdlError) as exc:
             raise CliError(f"cannot read schema {args.schema}: {exc}") from None
     host, _, port = args.cassandra.partition(":")
+    from cassandra.cluster import NoHostAvailable  # the driver is imported only when needed
+
+    from connector.schema.loader import load_schema
+
     try:
-        loader = importlib.import_module("connector.schema.loader")
-    except ImportError:
-        raise CliError("--cassandra needs connector.schema.loader, which is not available; use --schema") from None
-    return loader.load_schema(host, int(port) if port else DEFAULT_CASSANDRA_PORT)
+        return load_schema(host, int(port) if port else DEFAULT_CASSANDRA_PORT)
+    except NoHostAvailable as exc:
+        raise CliError(f"cannot read the schema from Cassandra at {args.cassandra}: {exc}") from None
 
 
 def _dump(args: argparse.Namespace) -> None:
     schema = _load_schema(args)
 
-    def skip(unknown: UnknownTable) -> None:
-        print(f"skipped: {unknown}", file=sys.stderr)
+    def skip(miss: UnknownTable | SchemaMismatch) -> None:
+        skip_unknown_tables(miss)
+        print(f"skipped: {miss}", file=sys.stderr)
 
     with SegmentReader(args.segment, schema, limit=args.limit,
-                       on_unknown_table=skip if args.skip_unknown_tables else None) as reader:
+                       on_schema_miss=skip if args.skip_unknown_tables else None) as reader:
         renderer = ChangeRenderer(schema)
         write = sys.stdout.write
         for change in reader.changes():

@@ -3,11 +3,11 @@ from .change import Bound, Cell, Change, ComplexColumn, DeletionTime, Liveness, 
 from .descriptor import Descriptor, read_descriptor, segment_id_from_name
 from .errors import (CommitLogError, CorruptSegment, CrcMismatch, EncryptedSegment, SchemaMismatch,
                      TruncatedSegment, UnknownTable, UnsupportedSegment, UnsupportedVersion)
-from .reader import SegmentReader, UnknownTablePolicy
+from .reader import SchemaMissPolicy, SegmentReader, skip_unknown_tables
 
 __all__ = [
     "Bound", "Cell", "Change", "CommitLogError", "ComplexColumn", "CorruptSegment", "CrcMismatch",
     "DeletionTime", "Descriptor", "EncryptedSegment", "Liveness", "Op", "Position", "SchemaMismatch",
-    "SegmentReader", "TruncatedSegment", "UnknownTable", "UnknownTablePolicy", "UnsupportedSegment",
+    "SchemaMissPolicy", "SegmentReader", "TruncatedSegment", "UnknownTable", "UnsupportedSegment",
     "UnsupportedVersion", "read_descriptor", "segment_id_from_name",
 ]

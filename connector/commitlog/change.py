@@ -88,3 +88,19 @@ class Change:
     static: bool = False
     range_start: Bound | None = None
     range_end: Bound | None = None
+
+
+
+def write_time(change: Change) -> int:
+    """The write timestamp (µs) of a change: the newest of its deletion, row liveness and cells."""
+    times = [cell.timestamp for cell in change.cells.values() if isinstance(cell, Cell)]
+    for column in change.cells.values():
+        if isinstance(column, ComplexColumn):
+            times += [c.timestamp for c in column.cells]
+            if column.deletion is not None:
+                times.append(column.deletion.marked_for_delete_at)
+    if change.deletion is not None:
+        times.append(change.deletion.marked_for_delete_at)
+    if change.liveness is not None:
+        times.append(change.liveness.timestamp)
+    return max(times, default=0)

@@ -16,13 +16,22 @@ from connector.schema.model import SchemaSnapshot
 from .change import Change, Position
 from .descriptor import Descriptor, read_descriptor
 from .entry import entries
-from .errors import TruncatedSegment, UnknownTable
+from .errors import SchemaMismatch, TruncatedSegment, UnknownTable
 from .mutation import MutationDecoder
 from .sync import Section, sections
 
-# Called when a mutation names a table the snapshot lacks. Return a newer snapshot to
-# decode the entry again with it, None to skip the entry, or raise (e.g. the argument).
-UnknownTablePolicy = Callable[[UnknownTable], "SchemaSnapshot | None"]
+# Called when a mutation names a table the snapshot lacks, or does not fit it (a column
+# added since). Return a newer snapshot to decode the entry again with it, None to skip
+# the entry, or raise (e.g. the argument).
+SchemaMissPolicy = Callable[[UnknownTable | SchemaMismatch], "SchemaSnapshot | None"]
+
+
+def skip_unknown_tables(miss: UnknownTable | SchemaMismatch) -> None:
+    """Policy of one-shot tools: skip entries of tables the snapshot lacks (dropped, or
+    system tables of a test schema); a mutation that does not fit stays an error."""
+    if isinstance(miss, SchemaMismatch):
+        raise miss
+    return None
 
 
 class SegmentReader:
@@ -32,15 +41,16 @@ class SegmentReader:
     value); None reads to the end of the marker chain. It may be raised between calls to
     `changes` to follow a live preallocated (mmap) segment; a compressed live segment grows
     by appending and must be reopened. Every table of the snapshot is decoded, CDC or not
-    (filter on `change.table.cdc`); `on_unknown_table` decides what an unknown table id
-    means (default: raise UnknownTable).
+    (filter on `change.table.cdc`); `on_schema_miss` decides what an unknown table id or
+    a mutation that does not fit the snapshot means (default: raise). `schema` may be
+    replaced between calls to `changes` when the cluster's schema changes.
     """
 
     def __init__(self, path: str | os.PathLike, schema: SchemaSnapshot, *, limit: int | None = None,
-                 on_unknown_table: UnknownTablePolicy | None = None) -> None:
+                 on_schema_miss: SchemaMissPolicy | None = None) -> None:
         self.path = Path(path)
         self.limit = limit
-        self.on_unknown_table = on_unknown_table
+        self.on_schema_miss = on_schema_miss
         segment = str(self.path)
         with open(self.path, "rb") as file:
             size = os.fstat(file.fileno()).st_size
@@ -48,6 +58,7 @@ class SegmentReader:
                 raise TruncatedSegment(segment, 0, "empty file")
             # A read-only map: memory use stays at the segment's own pages, however large.
             self._buf = mmap.mmap(file.fileno(), size, access=mmap.ACCESS_READ)
+        self.size = size  # bytes mapped; a compressed live segment that grew must be reopened
         try:
             self.descriptor: Descriptor = read_descriptor(self._buf, segment)
         except BaseException:
@@ -72,6 +83,12 @@ class SegmentReader:
     @property
     def schema(self) -> SchemaSnapshot:
         return self._decoder.schema
+
+    @schema.setter
+    def schema(self, schema: SchemaSnapshot) -> None:
+        if schema is not self._decoder.schema:
+            self._decoder = MutationDecoder(schema, str(self.path), self.segment_id,
+                                            self.descriptor.messaging_version)
 
     def changes(self, after: Position | None = None) -> Iterator[Change]:
         """Changes in segment order; with `after`, only those positioned after it."""
@@ -104,16 +121,16 @@ class SegmentReader:
         while True:
             try:
                 return self._decoder.decode(mutation, offset)
-            except UnknownTable as unknown:
-                if self.on_unknown_table is None:
+            except (UnknownTable, SchemaMismatch) as miss:
+                if self.on_schema_miss is None:
                     raise
-                schema = self.on_unknown_table(unknown)
+                schema = self.on_schema_miss(miss)
                 if schema is None:
                     return []
-                if schema.table(unknown.table_id) is None:
-                    raise unknown
-                self._decoder = MutationDecoder(schema, str(self.path), self.segment_id,
-                                                self.descriptor.messaging_version)
+                # Retrying with the same schema, or one still lacking the table, cannot succeed.
+                if schema is self.schema or (isinstance(miss, UnknownTable) and schema.table(miss.table_id) is None):
+                    raise miss
+                self.schema = schema
 
     def close(self) -> None:
         self._buf.close()

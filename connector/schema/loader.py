@@ -14,7 +14,7 @@ from typing import Any
 from .model import ClusteringOrder, Column, ColumnKind, DroppedColumn, SchemaSnapshot, Table, UserType
 
 _QUERIES = {
-    "tables": "SELECT keyspace_name, table_name, id, cdc FROM system_schema.tables",
+    "tables": "SELECT keyspace_name, table_name, id, cdc, writetime(cdc) AS altered_at FROM system_schema.tables",
     "views": "SELECT keyspace_name, view_name, id FROM system_schema.views",
     "columns": "SELECT keyspace_name, table_name, column_name, kind, position, clustering_order, type "
                "FROM system_schema.columns",
@@ -53,10 +53,10 @@ def snapshot_from_rows(rows: dict[str, list[Any]]) -> SchemaSnapshot:
         )
     tables = [
         Table(keyspace=ks, name=name, id=table_id, columns=tuple(columns[(ks, name)]), cdc=bool(cdc),
-              dropped_columns=dropped.get((ks, name), {}))
-        for ks, name, table_id, cdc in (
-            *((r.keyspace_name, r.table_name, r.id, r.cdc) for r in rows["tables"]),
-            *((r.keyspace_name, r.view_name, r.id, False) for r in rows["views"]),
+              dropped_columns=dropped.get((ks, name), {}), altered_at=altered_at)
+        for ks, name, table_id, cdc, altered_at in (
+            *((r.keyspace_name, r.table_name, r.id, r.cdc, r.altered_at) for r in rows["tables"]),
+            *((r.keyspace_name, r.view_name, r.id, False, None) for r in rows["views"]),
         )
     ]
     user_types = [

@@ -64,6 +64,8 @@ class Table:
     columns: tuple[Column, ...]
     cdc: bool = False
     dropped_columns: Mapping[str, DroppedColumn] = field(default_factory=dict)
+    # Write time (µs) of the table's schema row: when it was last created or altered.
+    altered_at: int | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "columns", tuple(self.columns))

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from cassandra.concurrent import execute_concurrent_with_args
 
-from connector.commitlog import SegmentReader
+from connector.commitlog import SegmentReader, skip_unknown_tables
 from connector.commitlog.cdc_index import CdcIndex, indexed_segments
 from connector.commitlog.render import ChangeRenderer
 from connector.schema.loader import read_snapshot
@@ -91,15 +91,15 @@ def decode(durable: dict[Path, CdcIndex], schema) -> None:
 
     def skip_dropped_table(error):
         # Tables dropped since (by earlier runs or tests) are no longer in the schema.
+        skip_unknown_tables(error)
         skipped.append(str(error.table_id))
-        return None
 
     ours, last = 0, None
     started = time.monotonic()
     for segment, index in sorted(durable.items()):
         if not segment.exists():
             continue
-        with SegmentReader(segment, schema, limit=index.offset, on_unknown_table=skip_dropped_table) as reader:
+        with SegmentReader(segment, schema, limit=index.offset, on_schema_miss=skip_dropped_table) as reader:
             for change in reader.changes():
                 if change.table.keyspace == KEYSPACE and change.table.name == "orders":
                     ours, last = ours + 1, (segment, change)

@@ -9,7 +9,7 @@ deletion times), cut after its zero marker. Besides system tables it holds:
 """
 from pathlib import Path
 
-from connector.commitlog import Op, SegmentReader
+from connector.commitlog import Op, SegmentReader, skip_unknown_tables
 from connector.schema import parse_ddl
 
 SEGMENT = Path(__file__).with_name("data") / "CommitLog-8-1795324415034.log"
@@ -22,7 +22,7 @@ T = 1_700_000_000_000_000
 
 
 def test_messaging_13_segment_decodes():
-    with SegmentReader(SEGMENT, SCHEMA, on_unknown_table=lambda unknown: None) as reader:
+    with SegmentReader(SEGMENT, SCHEMA, on_schema_miss=skip_unknown_tables) as reader:
         assert reader.descriptor.version == 8
         assert reader.descriptor.messaging_version == 13
         insert, row_delete, partition_delete = list(reader.changes())

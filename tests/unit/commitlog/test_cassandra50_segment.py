@@ -18,7 +18,7 @@ import ipaddress
 import uuid
 from pathlib import Path
 
-from connector.commitlog import Op, SegmentReader
+from connector.commitlog import Op, SegmentReader, skip_unknown_tables
 from connector.commitlog.render import ChangeRenderer
 from connector.cql import Duration
 from connector.schema import parse_ddl
@@ -46,7 +46,7 @@ SCHEMA = parse_ddl(DDL)
 
 
 def changes():
-    with SegmentReader(SEGMENT, SCHEMA, on_unknown_table=lambda unknown: None) as reader:
+    with SegmentReader(SEGMENT, SCHEMA, on_schema_miss=skip_unknown_tables) as reader:
         assert reader.descriptor.messaging_version == 12
         return list(reader.changes())
 
@@ -114,7 +114,7 @@ def system_table_id(keyspace: str, table: str) -> uuid.UUID:
 
 def test_unknown_system_tables_are_reported_and_skipped():
     skipped = []
-    with SegmentReader(SEGMENT, SCHEMA, on_unknown_table=lambda unknown: skipped.append(unknown)) as reader:
+    with SegmentReader(SEGMENT, SCHEMA, on_schema_miss=lambda unknown: skipped.append(unknown)) as reader:
         positions = [c.position for c in reader.changes()]
     assert positions == sorted(positions) and len(positions) == 14
     assert system_table_id("system", "local") == uuid.UUID("7ad54392-bcdd-35a6-8417-4e047860b377")

@@ -20,7 +20,7 @@ FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCh
 
 def entry_spans() -> list[tuple[int, int]]:
     """(offset, mutation size) of every entry of the segment."""
-    with SegmentReader(SEGMENT_40, SCHEMA_40, on_unknown_table=skip_unknown) as reader:
+    with SegmentReader(SEGMENT_40, SCHEMA_40, on_schema_miss=skip_unknown) as reader:
         from connector.commitlog.entry import entries
         from connector.commitlog.sync import sections
 
@@ -37,7 +37,7 @@ def read_everything(data: bytes, schema=SCHEMA_40, limit=None) -> None:
         path = Path(directory) / f"CommitLog-7-{SEGMENT_ID}.log"
         path.write_bytes(data)
         try:
-            with SegmentReader(path, schema, limit=limit, on_unknown_table=skip_unknown) as reader:
+            with SegmentReader(path, schema, limit=limit, on_schema_miss=skip_unknown) as reader:
                 for _ in reader.changes():
                     pass
         except CommitLogError as exc:

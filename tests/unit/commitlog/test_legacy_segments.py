@@ -26,7 +26,7 @@ def upgrade_test_hash(changes) -> tuple[int, int]:
 def read_all(names, schema):
     changes = []
     for name in names:
-        with SegmentReader(LEGACY / name, schema, on_unknown_table=skip_unknown) as reader:
+        with SegmentReader(LEGACY / name, schema, on_schema_miss=skip_unknown) as reader:
             changes += reader.changes()
     return changes
 
@@ -42,7 +42,7 @@ def test_legacy_segment_hash(names, table_id, expected):
 
 
 def test_40_segment_details():
-    with SegmentReader(SEGMENT_40, SCHEMA_40, on_unknown_table=skip_unknown) as reader:
+    with SegmentReader(SEGMENT_40, SCHEMA_40, on_schema_miss=skip_unknown) as reader:
         assert reader.descriptor.version == 7
         assert reader.descriptor.messaging_version == 12
         assert reader.descriptor.header_length == 20

@@ -24,7 +24,7 @@ def test_policy_can_supply_a_refreshed_schema():
         calls.append(unknown.table_id)
         return SCHEMA_40 if SCHEMA_40.table(unknown.table_id) else None
 
-    with SegmentReader(SEGMENT_40, SchemaSnapshot(), on_unknown_table=refresh) as reader:
+    with SegmentReader(SEGMENT_40, SchemaSnapshot(), on_schema_miss=refresh) as reader:
         changes = list(reader.changes())
         assert reader.schema is SCHEMA_40
     assert len(changes) == 355 and calls[0] == SYSTEM_LOCAL
@@ -32,7 +32,7 @@ def test_policy_can_supply_a_refreshed_schema():
 
 
 def test_a_refresh_that_still_lacks_the_table_raises():
-    with SegmentReader(SEGMENT_40, SchemaSnapshot(), on_unknown_table=lambda unknown: SCHEMA_40) as reader:
+    with SegmentReader(SEGMENT_40, SchemaSnapshot(), on_schema_miss=lambda unknown: SCHEMA_40) as reader:
         with pytest.raises(UnknownTable) as caught:
             list(reader.changes())
     assert caught.value.table_id == SYSTEM_LOCAL and caught.value.position == 28
@@ -42,7 +42,7 @@ def test_policy_may_raise_its_own_error():
     def stop(unknown):
         raise RuntimeError(f"stop at {unknown.position}")
 
-    with SegmentReader(SEGMENT_40, SCHEMA_40, on_unknown_table=stop) as reader:
+    with SegmentReader(SEGMENT_40, SCHEMA_40, on_schema_miss=stop) as reader:
         with pytest.raises(RuntimeError, match="stop at 28"):
             list(reader.changes())
 
@@ -61,7 +61,7 @@ def wrong_standard1(**types: str) -> SchemaSnapshot:
         Column("other", "blob", ColumnKind.REGULAR)))]), "not in Keyspace1.Standard1"),
 ])
 def test_schema_that_does_not_fit_is_a_typed_error(schema, message):
-    with SegmentReader(SEGMENT_40, schema, on_unknown_table=skip_unknown) as reader:
+    with SegmentReader(SEGMENT_40, schema, on_schema_miss=skip_unknown) as reader:
         with pytest.raises(SchemaMismatch, match=message) as caught:
             list(reader.changes())
     assert caught.value.position == 1584 and caught.value.segment == str(SEGMENT_40)

@@ -16,7 +16,7 @@ ORIGINAL = SEGMENT_40.read_bytes()
 
 
 def all_changes(path, **options):
-    with SegmentReader(path, SCHEMA_40, on_unknown_table=skip_unknown, **options) as reader:
+    with SegmentReader(path, SCHEMA_40, on_schema_miss=skip_unknown, **options) as reader:
         return list(reader.changes())
 
 
@@ -139,7 +139,7 @@ def test_unknown_table_is_raised_with_its_position():
 
 
 def test_resume_after_each_change():
-    with SegmentReader(SEGMENT_40, SCHEMA_40, on_unknown_table=skip_unknown) as reader:
+    with SegmentReader(SEGMENT_40, SCHEMA_40, on_schema_miss=skip_unknown) as reader:
         for k in range(0, len(REFERENCE), 17):
             assert list(reader.changes(after=REFERENCE[k].position)) == REFERENCE[k + 1:]
         assert list(reader.changes(after=REFERENCE[-1].position)) == []
@@ -154,7 +154,7 @@ def test_resume_position_of_another_segment_is_rejected():
 def test_live_segment_read_again_with_a_larger_limit(write_segment):
     """A preallocated segment is mapped whole: later syncs become visible to the same reader."""
     path = write_segment(ORIGINAL[:1576] + bytes(len(ORIGINAL) - 1576), SEGMENT_ID)
-    with SegmentReader(path, SCHEMA_40, limit=1576, on_unknown_table=skip_unknown) as reader:
+    with SegmentReader(path, SCHEMA_40, limit=1576, on_schema_miss=skip_unknown) as reader:
         assert list(reader.changes()) == []  # only system tables so far
         with open(path, "r+b") as file:  # the writer syncs the next section
             file.seek(1576)
@@ -167,18 +167,18 @@ def test_live_segment_read_again_with_a_larger_limit(write_segment):
 
 @pytest.mark.parametrize("limit", [467, 1576, 75003])
 def test_checkpoint_resumes_after_the_sections_read(limit):
-    with SegmentReader(SEGMENT_40, SCHEMA_40, limit=limit, on_unknown_table=skip_unknown) as reader:
+    with SegmentReader(SEGMENT_40, SCHEMA_40, limit=limit, on_schema_miss=skip_unknown) as reader:
         first = list(reader.changes())
         checkpoint = reader.checkpoint
     assert checkpoint.entry_offset == limit
-    with SegmentReader(SEGMENT_40, SCHEMA_40, on_unknown_table=skip_unknown) as reader:
+    with SegmentReader(SEGMENT_40, SCHEMA_40, on_schema_miss=skip_unknown) as reader:
         assert first + list(reader.changes(after=checkpoint)) == REFERENCE
 
 
 def test_checkpoint_does_not_move_back_when_nothing_new_is_read():
-    with SegmentReader(SEGMENT_40, SCHEMA_40, limit=1576, on_unknown_table=skip_unknown) as reader:
+    with SegmentReader(SEGMENT_40, SCHEMA_40, limit=1576, on_schema_miss=skip_unknown) as reader:
         list(reader.changes())
         checkpoint = reader.checkpoint
-    with SegmentReader(SEGMENT_40, SCHEMA_40, limit=1576, on_unknown_table=skip_unknown) as reader:
+    with SegmentReader(SEGMENT_40, SCHEMA_40, limit=1576, on_schema_miss=skip_unknown) as reader:
         assert list(reader.changes(after=checkpoint)) == []
         assert reader.checkpoint == checkpoint

@@ -1,0 +1,231 @@
+"""The cluster's schema, kept current while tables and types are created, altered and dropped.
+
+Schema change events pushed by Cassandra trigger a refresh at once (a dedicated connection registered
+for SCHEMA_CHANGE, as the driver's control connection does); a periodic `schema_version` check is the
+safety net for events lost across reconnects. Each refresh is applied to the `SchemaHistory`, logged,
+counted and stored locally. The reader asks for a refresh itself when a mutation names an unknown
+table or does not fit (`on_schema_miss`), so a table created a moment ago is never missed.
+"""
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import uuid
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from connector.commitlog import Cell, Change, SchemaMismatch, UnknownTable
+from connector.commitlog.change import write_time
+
+from .history import SchemaChange, SchemaHistory
+from .loader import read_snapshot
+from .model import SchemaSnapshot
+from .session import connect
+from .store import load_history, save_history
+
+log = logging.getLogger("ringtail.schema")
+
+COALESCE_SECONDS = 0.05  # one DDL statement raises several events; one refresh serves them all
+
+
+class SchemaUnavailable(RuntimeError):
+    """Cassandra cannot be asked for its schema and no stored copy can answer: retry later."""
+
+
+class LiveSchema:
+    def __init__(self, hosts: Sequence[str], port: int = 9042, *, store: Path | None = None,
+                 check_interval: float = 5.0, newest_segment: Callable[[], int] = lambda: 0,
+                 on_applied: Callable[[list[SchemaChange]], None] | None = None) -> None:
+        self.hosts, self.port = list(hosts), port
+        self.store = store
+        self.check_interval = check_interval
+        self.newest_segment = newest_segment
+        self.on_applied = on_applied
+        self.applied = 0  # schema changes applied since start
+        self._history: SchemaHistory | None = None
+        self._lock = threading.Lock()
+        self._wake = threading.Event()
+        self._closed = threading.Event()
+        self._cluster: Any = None
+        self._session: Any = None
+        self._events: Any = None  # the connection Cassandra pushes schema events on
+        self._thread: threading.Thread | None = None
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def start(self) -> LiveSchema:
+        """Load the stored copy, then the cluster's schema; a stored copy lets the connector start
+        while Cassandra is down (it catches up in the background)."""
+        if self.store is not None:
+            self._history = load_history(self.store)
+        try:
+            self.refresh("start")
+        except SchemaUnavailable:
+            if self._history is None:
+                raise
+            log.warning("Cassandra does not answer; decoding with the stored schema from %s", self.store)
+        self._thread = threading.Thread(target=self._watch, name="ringtail-schema", daemon=True)
+        self._thread.start()
+        return self
+
+    def close(self) -> None:
+        self._closed.set()
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+        self._drop_session()
+
+    def __enter__(self) -> LiveSchema:
+        return self.start()
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self.close()
+
+    # -- what the reader and the connector use ---------------------------------------------
+
+    @property
+    def history(self) -> SchemaHistory:
+        if self._history is None:
+            raise SchemaUnavailable("no schema loaded yet")
+        return self._history
+
+    @property
+    def snapshot(self) -> SchemaSnapshot:
+        """The snapshot to decode with (current tables and dropped ones still needed)."""
+        return self.history.decoding
+
+    def captures(self, change: Change) -> bool:
+        """Whether the change is CDC data: its table had cdc = true when it was written."""
+        return self.history.captures(change.table.id, write_time(change))
+
+    def observe(self, change: Change) -> None:
+        """Learn from the commit log itself: every CREATE and ALTER writes the table's row of
+        `system_schema.tables`, with its `cdc` flag and the statement's exact timestamp. Called for
+        every change read, in log order, before the changes after it are judged."""
+        table = change.table
+        if table.name != "tables" or table.keyspace != "system_schema":
+            return
+        cdc, table_id = change.cells.get("cdc"), change.cells.get("id")
+        if not (isinstance(cdc, Cell) and isinstance(table_id, Cell)) or cdc.value is None or table_id.value is None:
+            return
+        with self._lock:
+            history = self.history.record_flag(table_id.value, cdc.value, cdc.timestamp)
+            if history is not self._history:
+                self._history = history
+                self._save()
+
+    def on_schema_miss(self, miss: UnknownTable | SchemaMismatch) -> SchemaSnapshot | None:
+        """Reader policy: refresh and retry. A table still unknown was dropped before it was ever
+        seen; its mutation is skipped only when no CDC table can be in it, otherwise the error
+        stands (the connector quarantines the segment at that position)."""
+        before = self.snapshot
+        self.refresh(f"{miss.__class__.__name__} at {Path(miss.segment).name}:{miss.position}")
+        after = self.snapshot
+        if isinstance(miss, UnknownTable):
+            if after.table(miss.table_id) is not None:
+                return after
+            if not self.history.ever_cdc:
+                log.info("skipping a mutation of unknown table %s at %s:%d (no table has cdc enabled)",
+                         miss.table_id, Path(miss.segment).name, miss.position)
+                return None
+            raise miss
+        if after is before:
+            raise miss
+        return after
+
+    def release(self, segment_id: int) -> None:
+        """Every segment up to `segment_id` is delivered: forget dropped tables only they held."""
+        with self._lock:
+            history = self.history.release(segment_id)
+            if history is not self._history:
+                self._history = history
+                self._save()
+
+    # -- refreshing ---------------------------------------------------------------------------
+
+    def refresh(self, reason: str) -> list[SchemaChange]:
+        """Read the cluster's schema now and apply it; the changes found are logged and counted."""
+        with self._lock:
+            try:
+                version, snapshot = read_snapshot(self._open_session())
+            except Exception as exc:  # the driver's errors have no common base
+                self._drop_session()
+                raise SchemaUnavailable(f"cannot read the schema from Cassandra {self.hosts}:{self.port}: "
+                                        f"{exc}") from exc
+            if self._history is None:
+                history, changes = SchemaHistory.first(snapshot, version), []
+                log.info("schema loaded (%s): %d tables, version %s", reason, len(snapshot.tables), version)
+            else:
+                history, changes = self._history.apply(snapshot, version, self.newest_segment(),
+                                                       time.time_ns() // 1000)
+            self._history = history
+            for change in changes:
+                log.info("schema change applied (%s): %s", reason, change)
+            self.applied += len(changes)
+            if changes or self.store is not None and not self.store.exists():
+                self._save()
+        if changes and self.on_applied is not None:
+            self.on_applied(changes)
+        return changes
+
+    def _save(self) -> None:
+        if self.store is not None:
+            save_history(self.store, self._history)
+
+    def _open_session(self) -> Any:
+        if self._session is None:
+            self._cluster, self._session = connect(self.hosts, self.port)
+        return self._session
+
+    def _drop_session(self) -> None:
+        if self._events is not None:
+            self._events.close()
+        if self._cluster is not None:
+            self._cluster.shutdown()
+        self._cluster = self._session = self._events = None
+
+    def _watch(self) -> None:
+        while not self._closed.is_set():
+            self._listen()
+            woken = self._wake.wait(self.check_interval)
+            if self._closed.is_set():
+                return
+            try:
+                if woken:
+                    time.sleep(COALESCE_SECONDS)
+                    self._wake.clear()
+                    self.refresh("schema change event")
+                elif self._cluster_version() != self._history_version():
+                    self.refresh("schema_version changed")
+            except SchemaUnavailable as exc:
+                log.warning("%s; retrying in %.0f s", exc, self.check_interval)
+
+    def _history_version(self) -> uuid.UUID | None:
+        return self._history.version if self._history is not None else None
+
+    def _cluster_version(self) -> uuid.UUID | None:
+        try:
+            row = self._open_session().execute("SELECT schema_version FROM system.local").one()
+        except Exception as exc:  # the driver's errors have no common base
+            self._drop_session()
+            raise SchemaUnavailable(f"cannot read schema_version from Cassandra: {exc}") from exc
+        return row.schema_version if row else None
+
+    def _listen(self) -> None:
+        """Keep a connection registered for schema change events."""
+        if self._events is not None and not (self._events.is_closed or self._events.is_defunct):
+            return
+        try:
+            self._open_session()
+            host = next(iter(self._cluster.metadata.all_hosts()))
+            # The driver's own way to open a plain connection (the control connection uses it too).
+            connection = self._cluster.connection_factory(host.endpoint)
+            connection.register_watchers({"SCHEMA_CHANGE": self._on_event}, register_timeout=10)
+            self._events = connection
+        except Exception as exc:  # the periodic version check covers the time without events
+            log.warning("cannot register for schema change events: %s", exc)
+
+    def _on_event(self, event: dict) -> None:
+        log.debug("schema change event %s", event)
+        self._wake.set()

@@ -1,0 +1,75 @@
+"""The connector's read side against the real `cdc_raw`, from the moment a test starts.
+
+A live schema and one tail per segment, as the connector runs them; `until_marker` reads until a
+marker row written after the workload arrives, so every change of the workload was read.
+"""
+from __future__ import annotations
+
+import mmap
+import time
+import uuid
+from pathlib import Path
+
+from connector.commitlog import Change, Position
+from connector.commitlog.descriptor import read_descriptor
+from connector.commitlog.sync import sections
+from connector.schema.live import LiveSchema
+from connector.source import SegmentTail, list_segments
+from tests.stack import Stack
+
+
+class Capture:
+    def __init__(self, stack: Stack, store: Path) -> None:
+        self.cdc_raw = stack.cdc_raw
+        self.live = LiveSchema([stack.cassandra_host], stack.cassandra_port, store=store, check_interval=1.0,
+                               newest_segment=self.newest_segment)
+        # Older changes belong to other tests (and to tables dropped since): start after them, at
+        # the end of each segment's sync-marker chain (an index exists only once a segment holds CDC data).
+        self.start = {s.segment_id: Position(s.segment_id, _chain_end(s.path), -1, -1)
+                      for s in list_segments(self.cdc_raw)}
+        self.tails: dict[int, SegmentTail] = {}
+        self.decoded: list[Change] = []  # every change read, CDC or not
+
+    def newest_segment(self) -> int:
+        return list_segments(self.cdc_raw)[-1].segment_id
+
+    def __enter__(self) -> Capture:
+        self.live.start()
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        for tail in self.tails.values():
+            tail.close()
+        self.live.close()
+
+    def poll(self) -> None:
+        for segment in list_segments(self.cdc_raw):
+            tail = self.tails.get(segment.segment_id)
+            if tail is None:
+                tail = self.tails[segment.segment_id] = SegmentTail(segment, self.live,
+                                                                    self.start.get(segment.segment_id))
+            self.decoded += tail.poll()
+
+    def until_marker(self, cql, keyspace: str, timeout: float = 30) -> list[Change]:
+        """Captured changes of `keyspace` (marker excluded), once a marker written now has been read."""
+        cql.execute(f"CREATE TABLE IF NOT EXISTS {keyspace}.marker (id uuid PRIMARY KEY) WITH cdc = true")
+        marker = uuid.uuid4()
+        cql.execute(f"INSERT INTO {keyspace}.marker (id) VALUES ({marker})")
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            self.poll()
+            if any(c.table.name == "marker" and c.partition_key == (marker,) for c in self.decoded):
+                return self.captured(keyspace)
+            time.sleep(0.2)
+        raise AssertionError(f"the marker row was not read within {timeout} s")
+
+    def captured(self, keyspace: str) -> list[Change]:
+        return [c for c in self.decoded
+                if c.table.keyspace == keyspace and c.table.name != "marker" and self.live.captures(c)]
+
+
+def _chain_end(path: Path) -> int:
+    with open(path, "rb") as file, mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ) as buf:
+        descriptor = read_descriptor(buf, str(path))
+        return max((section.end for section in sections(buf, descriptor, str(path))),
+                   default=descriptor.header_length)

@@ -1,0 +1,129 @@
+"""Schema history: cdc periods by write time, dropped tables kept while segments may hold them."""
+from __future__ import annotations
+
+import uuid
+
+from connector.commitlog.change import Cell, Change, ComplexColumn, DeletionTime, Liveness, Op, Position, write_time
+from connector.schema.history import BEGINNING, SchemaChange, SchemaHistory
+from connector.schema.model import Column, ColumnKind, DroppedColumn, SchemaSnapshot, Table, UserType
+from connector.schema.store import load_history, save_history
+
+ORDERS = uuid.UUID("00000000-0000-0000-0000-000000000001")
+AUDIT = uuid.UUID("00000000-0000-0000-0000-000000000002")
+KEY = Column("id", "int", ColumnKind.PARTITION_KEY, 0)
+HOME = UserType("shop", "address", ("street",), ("text",))
+
+
+def table(table_id=ORDERS, name="orders", cdc=True, altered_at=None, extra=(), dropped=None) -> Table:
+    return Table("shop", name, table_id, (KEY, Column("home", "address", ColumnKind.REGULAR), *extra), cdc,
+                 dropped or {}, altered_at)
+
+
+def snapshot(*tables: Table, types=(HOME,)) -> SchemaSnapshot:
+    return SchemaSnapshot.of(tables, types)
+
+
+def test_a_history_starting_now_captures_every_change_of_cdc_tables():
+    history = SchemaHistory.first(snapshot(table(), table(AUDIT, "audit", cdc=False)))
+    assert history.captures(ORDERS, BEGINNING) and history.captures(ORDERS, 10**18)
+    assert not history.captures(AUDIT, 5)
+    assert history.ever_cdc
+
+
+def test_cdc_switched_on_and_off_applies_by_write_time():
+    history = SchemaHistory.first(snapshot(table(cdc=False)))
+    assert not history.ever_cdc
+    history, changes = history.apply(snapshot(table(cdc=True, altered_at=1_000)), None, 7, now=5_000)
+    assert changes == [SchemaChange("cdc_enabled", "shop.orders")]
+    assert [history.captures(ORDERS, t) for t in (999, 1_000, 1_500)] == [False, True, True]
+    history, changes = history.apply(snapshot(table(cdc=False, altered_at=2_000)), None, 7, now=5_000)
+    assert changes == [SchemaChange("cdc_disabled", "shop.orders")]
+    assert [history.captures(ORDERS, t) for t in (999, 1_000, 1_999, 2_000)] == [False, True, True, False]
+
+
+def test_flags_read_from_the_commit_log_correct_a_snapshot_that_missed_them():
+    """CREATE with cdc = true at 100, ALTER to false at 200, both before the first refresh saw the table."""
+    history = SchemaHistory.first(snapshot())
+    history, _ = history.apply(snapshot(table(cdc=False, altered_at=200)), None, 1, now=300)
+    assert not history.captures(ORDERS, 150)
+    history = history.record_flag(ORDERS, True, 100).record_flag(ORDERS, False, 200)
+    assert [history.captures(ORDERS, t) for t in (99, 100, 199, 200)] == [False, True, True, False]
+    assert history.record_flag(ORDERS, False, 200) is history
+    # And the other way round: created without cdc at 100, switched on at 200, first seen with cdc.
+    history = SchemaHistory.first(snapshot())
+    history, _ = history.apply(snapshot(table(cdc=True, altered_at=200)), None, 1, now=300)
+    history = history.record_flag(ORDERS, False, 100).record_flag(ORDERS, True, 200)
+    assert [history.captures(ORDERS, t) for t in (150, 200)] == [False, True]
+
+
+def test_a_table_created_with_cdc_captures_even_old_client_timestamps():
+    history = SchemaHistory.first(snapshot())
+    history, changes = history.apply(snapshot(table(altered_at=10**15)), None, 3, now=10**15)
+    assert changes == [SchemaChange("table_created", "shop.orders")]
+    assert history.captures(ORDERS, 1)
+
+
+def test_columns_added_and_dropped_are_one_alteration():
+    added = Column("note", "text", ColumnKind.REGULAR)
+    history = SchemaHistory.first(snapshot(table()))
+    history, changes = history.apply(snapshot(table(extra=(added,))), None, 1, now=1)
+    assert changes == [SchemaChange("table_altered", "shop.orders")]
+    gone = {"note": DroppedColumn("note", "text", 99)}
+    history, changes = history.apply(snapshot(table(dropped=gone)), None, 1, now=1)
+    assert changes == [SchemaChange("table_altered", "shop.orders")]
+    assert history.decoding.table(ORDERS).dropped_columns["note"].type == "text"
+
+
+def test_a_dropped_table_is_kept_until_its_segments_are_released():
+    history = SchemaHistory.first(snapshot(table(), table(AUDIT, "audit", cdc=False)))
+    # The whole keyspace goes: its type too, which the dropped table still needs.
+    history, changes = history.apply(SchemaSnapshot(), None, newest_segment=42, now=1)
+    assert set(changes) == {SchemaChange("table_dropped", "shop.orders"), SchemaChange("table_dropped", "shop.audit"),
+                            SchemaChange("type_dropped", "shop.address")}
+    assert history.decoding.table(ORDERS).name == "orders"
+    assert history.decoding.types_of("shop")["address"] == HOME
+    assert history.captures(ORDERS, 5)
+    assert history.release(41) is history
+    released = history.release(42)
+    assert released.decoding.table(ORDERS) is None and not released.captures(ORDERS, 5)
+    assert not released.ever_cdc
+
+
+def test_types_created_and_altered():
+    history = SchemaHistory.first(snapshot(types=()))
+    history, changes = history.apply(snapshot(types=(HOME,)), None, 1, now=1)
+    assert changes == [SchemaChange("type_created", "shop.address")]
+    wider = UserType("shop", "address", ("street", "zip"), ("text", "int"))
+    history, changes = history.apply(snapshot(types=(wider,)), None, 1, now=1)
+    assert changes == [SchemaChange("type_altered", "shop.address")]
+
+
+def test_the_stored_history_reads_back_the_same(tmp_path):
+    version = uuid.uuid4()
+    history = SchemaHistory.first(snapshot(table(cdc=False)), version)
+    history, _ = history.apply(snapshot(table(cdc=True, altered_at=1_000),
+                                        table(AUDIT, "audit", cdc=False, dropped={"x": DroppedColumn("x", "int", 7)})),
+                               version, 1, now=1)
+    history, _ = history.apply(snapshot(table(AUDIT, "audit", cdc=False)), version, 9, now=2)
+    path = tmp_path / "schema.json"
+    save_history(path, history)
+    loaded = load_history(path)
+    assert loaded.version == version
+    assert dict(loaded.cdc_flags) == dict(history.cdc_flags)
+    assert loaded.retained[ORDERS].until_segment == 9
+    assert loaded.retained[ORDERS].user_types == {"address": HOME}
+    for table_id in (ORDERS, AUDIT):
+        a, b = loaded.decoding.table(table_id), history.decoding.table(table_id)
+        assert (a.columns, dict(a.dropped_columns), a.cdc, a.altered_at) == (
+            b.columns, dict(b.dropped_columns), b.cdc, b.altered_at)
+    assert load_history(tmp_path / "missing.json") is None
+
+
+def test_write_time_is_the_newest_timestamp_of_the_change():
+    cells = {"a": Cell(1, 10), "b": ComplexColumn(DeletionTime(30, 0), [Cell(2, 20, path=0)])}
+    change = Change(Position(1, 2, 0, 0), table(), Op.UPDATE, (1,), cells=cells)
+    assert write_time(change) == 30
+    change.liveness = Liveness(40)
+    assert write_time(change) == 40
+    deleted = Change(Position(1, 2, 0, 0), table(), Op.PARTITION_DELETE, (1,), deletion=DeletionTime(50, 0))
+    assert write_time(deleted) == 50
