@@ -14,6 +14,7 @@ import struct
 import uuid
 from collections.abc import Callable, Sequence
 from decimal import Decimal, InvalidOperation
+from functools import lru_cache
 from typing import Any
 
 from .errors import InvalidKeyValue, UnsupportedKeyType
@@ -237,18 +238,24 @@ def normalize_type(cql_type: str) -> str:
     return re.sub(r"\s+", "", cql_type).lower()
 
 
-def serialize(cql_type: str, value: Any) -> bytes:
-    """The bytes Cassandra stores for ``value`` as a ``cql_type`` partition key column."""
+@lru_cache(maxsize=256)
+def _serializer(cql_type: str) -> Callable[[Any], bytes]:
+    # Cached: normalizing the type name for every value would cost more than serializing it.
     name = normalize_type(cql_type)
-    if value is None:
-        raise InvalidKeyValue(f"a partition key column cannot be null ({cql_type})")
     if name.startswith(_PRESERIALIZED_PREFIXES):
-        return _blob(value)
+        return _blob
     serializer = _SERIALIZERS.get(name)
     if serializer is None:
         reason = "is not allowed in a partition key" if name in _NEVER_IN_KEYS else "is not supported"
         raise UnsupportedKeyType(f"CQL type {cql_type!r} {reason}")
-    return serializer(value)
+    return serializer
+
+
+def serialize(cql_type: str, value: Any) -> bytes:
+    """The bytes Cassandra stores for ``value`` as a ``cql_type`` partition key column."""
+    if value is None:
+        raise InvalidKeyValue(f"a partition key column cannot be null ({cql_type})")
+    return _serializer(cql_type)(value)
 
 
 def compose(components: Sequence[bytes]) -> bytes:

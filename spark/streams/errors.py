@@ -52,3 +52,15 @@ class WriteFromThePast(WriteOutsideAcceptanceWindow):
 
 class WriteFromTheFuture(WriteOutsideAcceptanceWindow):
     """The write timestamp is at or beyond now + leeway."""
+
+
+class InvalidGenerationsFile(StreamsError, ValueError):
+    """A generations JSON file that cannot be read or does not describe generations."""
+
+
+class InvalidStoreSetting(StreamsError, ValueError):
+    """A keyspace name or replication setting the generation store will not put into CQL."""
+
+
+class StoreUnavailable(StreamsError, RuntimeError):
+    """The Cassandra cluster holding the generations cannot be reached or read."""

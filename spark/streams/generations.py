@@ -23,7 +23,7 @@ from .errors import (
     WriteFromThePast,
     WriteFromTheFuture,
 )
-from .stream_id import StreamId
+from .stream_id import STREAM_ID_DTYPE, StreamId
 from .topology import DEFAULT_IGNORE_MSB, TopologyDescription, build_topology_description
 
 MICROS_PER_MILLI = 1_000
@@ -45,6 +45,18 @@ class Generation:
     @property
     def timestamp_ms(self) -> int:
         return self.timestamp // MICROS_PER_MILLI
+
+    def topology(self) -> TopologyDescription:
+        """The description, which a generation known only by its timestamp cannot give."""
+        if self.description is None:
+            raise GenerationDataUnavailable(
+                f"generation {self.timestamp} is known by its timestamp only; its streams are not"
+            )
+        return self.description
+
+    def streams_for_tokens(self, tokens: np.ndarray) -> np.ndarray:
+        """Stream ids of many tokens at once, as raw 16-byte values (:data:`STREAM_ID_DTYPE`)."""
+        return self.topology().stream_ids(tokens)
 
 
 def _shape(description: TopologyDescription) -> tuple:
@@ -97,23 +109,25 @@ class Generations:
 
     def get_stream(self, ts: int, token: int) -> StreamId:
         """The stream of a write with timestamp ``ts`` to a partition with ``token``."""
-        return _description(self.operating_at(ts)).get_stream(token)
+        return self.operating_at(ts).topology().get_stream(token)
 
-    def get_streams(self, timestamps: np.ndarray, tokens: np.ndarray) -> list[StreamId]:
-        """:meth:`get_stream` over arrays of write timestamps and tokens."""
-        timestamps = np.asarray(timestamps, dtype=np.int64)
+    def stream_ids(self, timestamps: np.ndarray | int, tokens: np.ndarray) -> np.ndarray:
+        """:meth:`get_stream` over arrays, as raw 16-byte ids; one timestamp may serve every token."""
         tokens = np.asarray(tokens, dtype=np.int64)
+        timestamps = np.broadcast_to(np.asarray(timestamps, dtype=np.int64), tokens.shape)
         positions = np.searchsorted(np.array(self._timestamps, dtype=np.int64), timestamps, side="right") - 1
         if (positions < 0).any():
             earliest = int(timestamps[positions < 0].min())
             raise NoGenerationOperating(f"could not find any CDC stream for timestamp {earliest}")
-        streams: list[StreamId | None] = [None] * len(tokens)
+        ids = np.empty(tokens.shape, dtype=STREAM_ID_DTYPE)
         for position in np.unique(positions):
-            members = np.flatnonzero(positions == position)
-            description = _description(self._generations[position])
-            for member, index in zip(members, description.stream_indices(tokens[members])):
-                streams[member] = description.streams[index]
-        return streams
+            members = positions == position
+            ids[members] = self._generations[position].streams_for_tokens(tokens[members])
+        return ids
+
+    def get_streams(self, timestamps: np.ndarray | int, tokens: np.ndarray) -> list[StreamId]:
+        """:meth:`stream_ids` as :class:`StreamId` objects."""
+        return [StreamId(value) for value in self.stream_ids(timestamps, tokens).tolist()]
 
     def accept_write(self, ts: int, now: int) -> Generation:
         """The generation a write goes to, if ScyllaDB would accept it at time ``now``.
@@ -134,7 +148,7 @@ class Generations:
 
     def stream_for_write(self, ts: int, token: int, now: int) -> StreamId:
         """:meth:`get_stream` for a write that passes :meth:`accept_write`."""
-        return _description(self.accept_write(ts, now)).get_stream(token)
+        return self.accept_write(ts, now).topology().get_stream(token)
 
     def add_for_ring(
         self,
@@ -184,11 +198,3 @@ class Generations:
                 self._generations[position] = replace(generation, expired=dead_from)
                 newly_expired.append(self._generations[position])
         return newly_expired
-
-
-def _description(generation: Generation) -> TopologyDescription:
-    if generation.description is None:
-        raise GenerationDataUnavailable(
-            f"generation {generation.timestamp} is known by its timestamp only; its streams are not"
-        )
-    return generation.description

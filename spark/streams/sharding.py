@@ -53,6 +53,11 @@ def shards_of(tokens: np.ndarray, shard_counts: np.ndarray | int, ignore_msb: np
 def shard_starts(shard_count: int, ignore_msb: int) -> tuple[int, ...]:
     """Smallest unbiased, msb-stripped value owned by each shard (``init_zero_based_shard_start``)."""
     check_sharding(shard_count, ignore_msb)
+    if shard_count > 1 << (64 - ignore_msb):
+        # Some shard would own no token at all, and the search below would look for it forever.
+        raise InvalidTopology(
+            f"ignore_msb {ignore_msb} leaves 2**{64 - ignore_msb} tokens per span, fewer than {shard_count} shards"
+        )
     if shard_count == 1:
         return (0,)
     starts = []

@@ -12,6 +12,8 @@ import struct
 from dataclasses import dataclass
 from functools import total_ordering
 
+import numpy as np
+
 from .errors import InvalidStreamId, UnknownStreamIdVersion
 from .tokens import MAX_TOKEN, MIN_TOKEN
 
@@ -23,6 +25,8 @@ INDEX_SHIFT = VERSION_BITS
 RANDOM_SHIFT = VERSION_BITS + INDEX_BITS
 MAX_INDEX = (1 << INDEX_BITS) - 1
 STREAM_ID_SIZE = 16
+# Raw 16-byte ids in numpy arrays; "S16" would drop trailing zero bytes when read back.
+STREAM_ID_DTYPE = np.dtype(f"V{STREAM_ID_SIZE}")
 
 
 def _field(low_qword: int, shift: int, bits: int) -> int:

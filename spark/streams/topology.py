@@ -17,7 +17,7 @@ import numpy as np
 
 from .errors import InvalidTopology
 from .sharding import check_sharding, first_token_for_shard, shard_of, shards_of
-from .stream_id import StreamId
+from .stream_id import STREAM_ID_DTYPE, StreamId
 from .tokens import MAX_TOKEN, MIN_TOKEN
 
 DEFAULT_IGNORE_MSB = 12  # ScyllaDB's murmur3_partitioner_ignore_msb_bits default
@@ -33,8 +33,23 @@ class TokenRangeDescription:
         object.__setattr__(self, "streams", tuple(self.streams))
         check_sharding(len(self.streams), self.sharding_ignore_msb)
 
+    def shard_of(self, token: int) -> int:
+        return shard_of(token, len(self.streams), self.sharding_ignore_msb)
+
     def get_stream(self, token: int) -> StreamId:
-        return self.streams[shard_of(token, len(self.streams), self.sharding_ignore_msb)]
+        return self.streams[self.shard_of(token)]
+
+
+@dataclass(frozen=True)
+class StreamPlacement:
+    """Where writes to one token go: range ``(start, end]`` at ``index`` (the vnode index), shard, stream."""
+
+    token: int
+    index: int
+    start: int
+    end: int
+    shard: int
+    stream: StreamId
 
 
 class TopologyDescription:
@@ -54,6 +69,7 @@ class TopologyDescription:
         self._ignore_msb = np.array([entry.sharding_ignore_msb for entry in self._entries], dtype=np.int64)
         self._first_stream = np.cumsum(counts) - counts
         self._streams = tuple(stream for entry in self._entries for stream in entry.streams)
+        self._stream_ids = np.array([stream.value for stream in self._streams], dtype=STREAM_ID_DTYPE)
 
     @property
     def entries(self) -> tuple[TokenRangeDescription, ...]:
@@ -64,12 +80,27 @@ class TopologyDescription:
         """Every stream, entry by entry, shard by shard; :meth:`stream_indices` points into it."""
         return self._streams
 
-    def entry_for(self, token: int) -> TokenRangeDescription:
+    def index_of(self, token: int) -> int:
+        """Position of the entry whose range holds ``token``."""
         position = bisect.bisect_left(self._ends, token)
-        return self._entries[position if position < len(self._entries) else 0]
+        return position if position < len(self._entries) else 0
+
+    def token_range(self, index: int) -> tuple[int, int]:
+        """``(start, end)`` of entry ``index``'s range ``(start, end]``; entry 0's start is the last end."""
+        return self._ends[index - 1], self._ends[index]
+
+    def entry_for(self, token: int) -> TokenRangeDescription:
+        return self._entries[self.index_of(token)]
 
     def get_stream(self, token: int) -> StreamId:
         return self.entry_for(token).get_stream(token)
+
+    def place(self, token: int) -> StreamPlacement:
+        index = self.index_of(token)
+        entry = self._entries[index]
+        shard = entry.shard_of(token)
+        start, end = self.token_range(index)
+        return StreamPlacement(token, index, start, end, shard, entry.streams[shard])
 
     def stream_indices(self, tokens: np.ndarray) -> np.ndarray:
         """Positions in :attr:`streams` of the stream of every token."""
@@ -81,6 +112,10 @@ class TopologyDescription:
 
     def get_streams(self, tokens: np.ndarray) -> list[StreamId]:
         return [self._streams[i] for i in self.stream_indices(tokens)]
+
+    def stream_ids(self, tokens: np.ndarray) -> np.ndarray:
+        """The stream id of every token as raw 16-byte values (:data:`STREAM_ID_DTYPE`), no objects made."""
+        return self._stream_ids[self.stream_indices(tokens)]
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, TopologyDescription) and self._entries == other._entries
@@ -176,8 +211,49 @@ def rebuild_topology_description(
             match = next((stream for stream in unmatched if stream.token == token), None)
             if match is None:
                 raise InvalidTopology(f"range ending at {end} has no stream on token {token} for shard {shard}")
-            # Fallback slots share the end token; any of them will do, they are never used.
+            # Fallback slots share the end token and are never used. But the shard owning `end` may own
+            # nothing else in the range, so its used stream sits on `end` too: a set cannot tell which
+            # tied id is that one, and token `end` alone may be given a fallback's id.
             unmatched.remove(match)
             ordered.append(match)
         entries.append(TokenRangeDescription(end, tuple(ordered), msb))
     return TopologyDescription(entries)
+
+
+def rebuild_from_stream_set(
+    streams: Iterable[StreamId], ignore_msb: int = DEFAULT_IGNORE_MSB
+) -> TopologyDescription:
+    """A topology description from a generation's one set of streams (the v1 ``cdc_streams_descriptions``).
+
+    That layout keeps no range ends. They are recovered from the streams: a stream's
+    vnode index names its range, and a range ``(start, end]`` always has a stream on
+    ``start + 1`` (that token is some shard's first), the smallest token of a
+    non-wrapping range. The result is checked like :func:`rebuild_topology_description`.
+    """
+    groups: dict[int, list[StreamId]] = {}
+    for stream in streams:
+        groups.setdefault(stream.index, []).append(stream)
+    if not groups or sorted(groups) != list(range(len(groups))):
+        raise InvalidTopology(f"stream vnode indices must be 0..n-1, got {sorted(groups)[:10]}")
+    ranges = [groups[index] for index in range(len(groups))]
+    if len(ranges) == 1:
+        return _rebuild_single_range(ranges[0], ignore_msb)
+    ends = [min(stream.token for stream in members) - 1 for members in ranges[1:]]
+    # Entry 0 wraps: its streams above every token of the last range start right after the last end.
+    last_range_top = max(stream.token for stream in ranges[-1])
+    wrapped = [stream.token for stream in ranges[0] if stream.token > last_range_top]
+    ends.append(min(wrapped) - 1 if wrapped else MAX_TOKEN)
+    if ends[0] <= MIN_TOKEN or any(a >= b for a, b in zip(ends, ends[1:])):
+        raise InvalidTopology("stream tokens do not follow their vnode indices")
+    return rebuild_topology_description(zip(ends, ranges), ignore_msb)
+
+
+def _rebuild_single_range(streams: list[StreamId], ignore_msb: int) -> TopologyDescription:
+    # A one-token ring (t, t] has no other range to bound it: try every stream as the one on t + 1.
+    for token in sorted({stream.token for stream in streams}):
+        end = MAX_TOKEN if token == MIN_TOKEN + 1 else token - 1
+        try:
+            return rebuild_topology_description([(end, streams)], ignore_msb)
+        except InvalidTopology:
+            continue
+    raise InvalidTopology("no ring token fits the streams of the single range")

@@ -11,38 +11,7 @@ from cassandra.util import Date
 
 from spark.streams import InvalidKeyValue, UnsupportedKeyType, compose, partition_key, serialize, token_of, tokens_of
 from spark.streams.tokens import MIN_TOKEN
-
-# Reference document §10.1: Cassandra tokens of single and composite keys.
-REFERENCE_TOKENS = [
-    (["test"], ["text"], -6017608668500074083),
-    (["xd"], ["text"], 4507812186440344727),
-    (["primary_key"], ["text"], -1632642444691073360),
-    ([0], ["int"], -3485513579396041028),
-    ([42], ["int"], -7160136740246525330),
-    ([127], ["int"], 4443639997907684431),
-    ([256], ["int"], 180151580513994396),
-    ([0], ["bigint"], 2945182322382062539),
-    ([1], ["bigint"], 6292367497774912474),
-    (["a"], ["text"], -8839064797231613815),
-    (["ab"], ["text"], -7815133031266706642),
-    (["abc"], ["text"], -5434086359492102041),
-    (["abcd"], ["text"], -5153323217664422577),
-    (["hello"], ["text"], -3758069500696749310),
-    (["cassandra"], ["text"], 356242581507269238),
-    (["0123456789abcdef"], ["text"], 5467490433528156583),
-    ([uuid.UUID(int=0)], ["uuid"], 5457549051747178710),
-    ([b"\x00"], ["blob"], 5048724184180415669),
-    (["hello", 42], ["text", "int"], 7666157718303755816),
-]
-
-# apache/cassandra-dtest replication_test.py: tokens of int keys 1..20.
-DTEST_INT_TOKENS = [
-    -4069959284402364209, -3248873570005575792, 9010454139840013625, -2729420104000364805,
-    -7509452495886106294, 2705480034054113608, 1634052884888577606, -3799847372828181882,
-    3728482343045213994, -6715243485458697746, -4156302194539278891, 8582886034424406875,
-    -5034495173465742853, 4279681877540623768, -1191135763843456182, -5477287129830487822,
-    5467144456125416399, -2695747960476065067, -3974532302236993209, 1388667306199997068,
-]
+from tests.unit.streams.vectors import DTEST_INT_TOKENS, REFERENCE_TOKENS
 
 
 @pytest.mark.parametrize(("values", "types", "token"), REFERENCE_TOKENS)

@@ -5,6 +5,7 @@ import pytest
 
 from spark.streams import (
     DEFAULT_GENERATION_DELAY,
+    STREAM_ID_DTYPE,
     Generation,
     GenerationDataUnavailable,
     Generations,
@@ -173,3 +174,32 @@ class TestExpiry:
     def test_expired_generations_still_answer_lookups(self, generations):
         generations.expire(T1 * 2, 1)
         assert generations.get_stream(T0, 1) == generations.generations[0].description.get_stream(1)
+
+
+class TestVectorizedStreamIds:
+    """The batch path (searchsorted over generations and ranges, then shard arithmetic) equals get_stream."""
+
+    def test_equals_the_per_row_path(self, generations):
+        rng = np.random.default_rng(5)
+        timestamps = rng.integers(T0, T1 + 10 * SECOND, size=3000)
+        timestamps[:4] = [T0, T1 - 1, T1, T1 + 1]
+        tokens = rng.integers(-(2**63) + 1, 2**63 - 1, size=3000, dtype=np.int64)
+        ids = generations.stream_ids(timestamps, tokens)
+        assert ids.dtype == STREAM_ID_DTYPE and ids.shape == (3000,)
+        assert ids.tolist() == [generations.get_stream(int(ts), int(t)).value for ts, t in zip(timestamps, tokens)]
+
+    def test_one_timestamp_for_every_token(self, generations):
+        tokens = np.array([-5000, 0, 2600, 9000])
+        second = generations.generations[1]
+        assert generations.stream_ids(T1, tokens).tolist() == second.streams_for_tokens(tokens).tolist()
+        assert generations.get_streams(T1, tokens) == second.description.get_streams(tokens)
+
+    def test_no_tokens(self, generations):
+        assert generations.stream_ids(T1, np.array([], dtype=np.int64)).shape == (0,)
+
+    def test_generation_known_only_by_timestamp(self, generations):
+        generations.insert(Generation(T1 + SECOND))
+        with pytest.raises(GenerationDataUnavailable):
+            generations.stream_ids(np.array([T1, T1 + SECOND]), np.array([1, 2]))
+        with pytest.raises(GenerationDataUnavailable):
+            Generation(T0).streams_for_tokens(np.array([1]))

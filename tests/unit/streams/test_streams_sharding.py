@@ -154,6 +154,21 @@ def test_invalid_sharding(shards, msb):
         shard_of(0, shards, msb)
 
 
+@pytest.mark.parametrize(("shards", "msb"), [(3, 63), (5, 62)])
+def test_shards_that_own_no_token_are_rejected(shards, msb):
+    # A span of 2**(64 - msb) tokens cannot give each shard one; ScyllaDB's search would not end either.
+    with pytest.raises(InvalidTopology):
+        shard_starts(shards, msb)
+    with pytest.raises(InvalidTopology):
+        first_token_for_shard(0, 10, 0, shards, msb)
+
+
+def test_every_shard_owns_a_token_at_the_largest_msb_allowed():
+    assert shard_starts(2, 63) == (0, 1)
+    assert shard_starts(4, 62) == (0, 1, 2, 3)
+    assert [shard_of(MIN_TOKEN + v, 4, 62) for v in range(5)] == [0, 1, 2, 3, 0]
+
+
 def test_shard_out_of_range():
     with pytest.raises(InvalidTopology):
         first_token_for_shard(0, 10, 3, 3, 12)

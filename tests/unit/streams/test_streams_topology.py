@@ -11,6 +11,7 @@ from spark.streams import (
     TokenRangeDescription,
     TopologyDescription,
     build_topology_description,
+    rebuild_from_stream_set,
     rebuild_topology_description,
     shard_of,
 )
@@ -183,3 +184,64 @@ def test_rebuild_rejects_foreign_streams(description):
     rows[0] = (rows[0][0], [StreamId.create(12345, 0)])
     with pytest.raises(InvalidTopology):
         rebuild_topology_description(rows)
+
+
+def test_place_reports_range_shard_and_stream(description):
+    placement = description.place(-1)
+    assert (placement.token, placement.index, placement.start, placement.end) == (-1, 1, -SPAN, 0)
+    assert placement.shard == 1 and placement.stream.token == -HALF
+    wrapped = description.place(MAX_TOKEN)
+    assert (wrapped.index, wrapped.start, wrapped.end, wrapped.shard) == (0, HALF + 10, -SPAN, 0)
+    assert description.token_range(0) == (HALF + 10, -SPAN)
+
+
+def test_stream_ids_keep_trailing_zero_bytes():
+    # A version-0 id may end in zero bytes; numpy's "S16" would strip them.
+    zero = StreamId(bytes(16))
+    description = TopologyDescription([TokenRangeDescription(5, (zero,), 12)])
+    (value,) = description.stream_ids(np.array([1])).tolist()
+    assert value == bytes(16)
+
+
+def test_a_used_stream_can_tie_with_fallback_slots():
+    # (0, 1] holds one token, owned by shard 1: shard 1's stream sits on 1, and shard 0 falls back to 1 too.
+    description = build_topology_description({"a": [0, 1]}, shards=2, ignore_msb=0, rand=1)
+    entry = description.entries[1]
+    assert [s.token for s in entry.streams] == [1, 1]
+    assert description.get_stream(1) == entry.streams[1]  # a used stream, tied with the fallback
+    # A set keeps both ids but not which one is used, so a rebuild may swap them.
+    rebuilt = rebuild_topology_description([(e.token_range_end, sorted(e.streams)) for e in description.entries], 0)
+    assert set(rebuilt.entries[1].streams) == set(entry.streams)
+
+
+def test_rebuild_from_stream_set_by_hand(description):
+    # The v1 layout: every stream of the generation in one set, nothing else.
+    rebuilt = rebuild_from_stream_set(sorted(description.streams), ignore_msb=12)
+    assert rebuilt == description
+    two_ranges = rebuild_from_stream_set([StreamId.create(5, 0), StreamId.create(-5, 1)], ignore_msb=12)
+    assert [e.token_range_end for e in two_ranges.entries] == [-6, 4]
+
+
+def test_rebuild_from_stream_set_of_a_one_token_ring():
+    description = build_topology_description({"solo": [10]}, shards=2, ignore_msb=12, rand=1)
+    rebuilt = rebuild_from_stream_set(description.streams, ignore_msb=12)
+    assert rebuilt == description
+    ring_end = build_topology_description({"solo": [MAX_TOKEN]}, rand=1)
+    assert rebuild_from_stream_set(ring_end.streams, ignore_msb=12) == ring_end
+
+
+@pytest.mark.parametrize(
+    "streams",
+    [
+        [],
+        [StreamId.create(5, 1)],  # indices must start at 0
+        [StreamId.create(5, 0), StreamId.create(-5, 2)],  # and have no gap
+        # Range 1 would start at 6 and range 2 at 5: the tokens contradict the indices.
+        [StreamId.create(5, 0), StreamId.create(7, 1), StreamId.create(6, 2)],
+        [StreamId.create(5, 0), StreamId.create(99, 1, 1), StreamId.create(7, 1, 2)],  # 99 is no shard's first
+        [StreamId.create(5, 0), StreamId.create(MIN_TOKEN, 1)],  # a range would end before the ring starts
+    ],
+)
+def test_rebuild_from_stream_set_rejects_foreign_sets(streams):
+    with pytest.raises(InvalidTopology):
+        rebuild_from_stream_set(streams)
