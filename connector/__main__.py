@@ -1,5 +1,9 @@
 import sys
+import warnings
 
-from connector.cli import main
+# confluent-kafka's registry client imports authlib's httpx integration, which warns on import.
+warnings.filterwarnings("ignore", message="The httpx module is deprecated")
+
+from connector.cli import main  # noqa: E402
 
 sys.exit(main())

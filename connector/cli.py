@@ -1,9 +1,12 @@
-"""Command line: `python -m connector dump SEGMENT ...` prints a segment's changes as JSON lines."""
+"""Command line: `python -m connector run --config FILE` runs the connector;
+`python -m connector dump SEGMENT ...` prints a segment's changes as JSON lines."""
 from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
+from pathlib import Path
 from typing import Sequence
 
 from connector.commitlog import CommitLogError, SchemaMismatch, SegmentReader, UnknownTable, skip_unknown_tables
@@ -30,7 +33,29 @@ def build_parser() -> argparse.ArgumentParser:
     dump.add_argument("--skip-unknown-tables", action="store_true",
                       help="skip (and report on stderr) mutations of tables missing from the schema")
     dump.set_defaults(run=_dump)
+    run = commands.add_parser("run", help="run the connector beside a Cassandra node")
+    run.add_argument("--config", metavar="FILE.yaml", type=Path,
+                     help="settings file; RINGTAIL_* environment variables override it")
+    run.set_defaults(run=_run)
     return parser
+
+
+def _run(args: argparse.Namespace) -> None:
+    from pydantic import ValidationError
+
+    from connector.config import load_settings
+    from connector.logs import setup_logging
+    from connector.runner import Connector
+
+    try:
+        settings = load_settings(args.config)
+    except ValidationError as exc:
+        raise CliError(f"invalid settings: {exc}") from None
+    setup_logging(settings.log_level, settings.log_format)
+    connector = Connector(settings)
+    signal.signal(signal.SIGTERM, lambda *_: connector.stop())
+    signal.signal(signal.SIGINT, lambda *_: connector.stop())
+    connector.run()
 
 
 def _load_schema(args: argparse.Namespace) -> SchemaSnapshot:

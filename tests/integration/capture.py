@@ -25,7 +25,7 @@ class Capture:
                                newest_segment=self.newest_segment)
         # Older changes belong to other tests (and to tables dropped since): start after them, at
         # the end of each segment's sync-marker chain (an index exists only once a segment holds CDC data).
-        self.start = {s.segment_id: Position(s.segment_id, _chain_end(s.path), -1, -1)
+        self.start = {s.segment_id: Position(s.segment_id, chain_end(s.path), -1, -1)
                       for s in list_segments(self.cdc_raw)}
         self.tails: dict[int, SegmentTail] = {}
         self.decoded: list[Change] = []  # every change read, CDC or not
@@ -68,7 +68,7 @@ class Capture:
                 if c.table.keyspace == keyspace and c.table.name != "marker" and self.live.captures(c)]
 
 
-def _chain_end(path: Path) -> int:
+def chain_end(path: Path) -> int:
     with open(path, "rb") as file, mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ) as buf:
         descriptor = read_descriptor(buf, str(path))
         return max((section.end for section in sections(buf, descriptor, str(path))),

@@ -1,0 +1,22 @@
+"""Changes as Avro events: per-table key and value schemas (Debezium-style envelope), the
+encoder filling them, and the Confluent wire format with a schema registry.
+
+Producing to Kafka:
+
+    registry = SchemaRegistry(SchemaRegistryClient({"url": registry_url}))
+    events = ChangeSerializer(ChangeEncoder(SourceInfo(name, cluster, node), schema), registry)
+    for change in reader.changes():
+        events.encoder.schema = reader.schema
+        topic, key, value = events.serialize(change, reader.path.name)
+        producer.produce(topic, key=key, value=value)
+"""
+from .encoder import ChangeEncoder
+from .errors import AvroError, MalformedPayload, NameClash, RegistryError, SchemaRejected
+from .registry import SchemaRegistry
+from .serializer import ChangeSerializer, Event, topic_name
+from .table import SourceInfo, TableEncoder
+
+__all__ = [
+    "AvroError", "ChangeEncoder", "ChangeSerializer", "Event", "MalformedPayload", "NameClash", "RegistryError",
+    "SchemaRegistry", "SchemaRejected", "SourceInfo", "TableEncoder", "topic_name",
+]

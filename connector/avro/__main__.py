@@ -1,0 +1,5 @@
+import sys
+
+from connector.avro.cli import main
+
+sys.exit(main())

@@ -1,0 +1,83 @@
+"""Schemas registered with a Confluent-compatible schema registry, and payloads framed with
+their ids.
+
+Subjects follow the TopicNameStrategy: `<topic>-key` and `<topic>-value`. Before a subject's
+first registration from this process its compatibility level is set (BACKWARD by default:
+consumers on the new schema read data written with the old one), so a table change the level
+forbids is refused by the registry and raised as SchemaRejected.
+"""
+from __future__ import annotations
+
+import json
+from contextlib import contextmanager
+
+import httpx
+from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
+from confluent_kafka.schema_registry.error import SchemaRegistryError
+from fastavro import parse_schema
+
+from .errors import RegistryError, SchemaRejected
+from .wire import frame, schema_id_of, unframe
+
+_REJECTED = (409, 422)  # incompatible with the subject's versions; not a valid schema
+
+
+def schema_text(schema: dict) -> str:
+    """The text registered for a schema; stable, so equal schemas register once."""
+    return json.dumps(schema, separators=(",", ":"), ensure_ascii=False)
+
+
+class SchemaRegistry:
+    """Schema ids by (subject, schema) and parsed schemas by id, each asked of the registry once."""
+
+    def __init__(self, client: SchemaRegistryClient, compatibility: str = "BACKWARD") -> None:
+        self.client = client
+        self.compatibility = compatibility
+        self._ids: dict[tuple[str, str], int] = {}  # (subject, schema text) -> id
+        self._configured: set[str] = set()
+        self._parsed: dict[int, dict] = {}  # schema id -> fastavro parsed schema
+
+    def register(self, subject: str, schema: dict, table: str) -> int:
+        """The id of `schema` under `subject`, registering it on first use; `table` (its
+        qualified name) is for errors."""
+        text = schema_text(schema)
+        schema_id = self._ids.get((subject, text))
+        if schema_id is None:
+            schema_id = self._register(subject, text, table)
+            self._parsed.setdefault(schema_id, parse_schema(schema))
+            self._ids[subject, text] = schema_id
+        return schema_id
+
+    def _register(self, subject: str, text: str, table: str) -> int:
+        with _registry_errors(subject, table):
+            if subject not in self._configured:
+                self.client.set_compatibility(subject, self.compatibility)
+                self._configured.add(subject)
+            return self.client.register_schema(subject, Schema(text, "AVRO"))
+
+    def parsed_schema(self, schema_id: int) -> dict:
+        """The parsed schema of an id, fetched from the registry once."""
+        parsed = self._parsed.get(schema_id)
+        if parsed is None:
+            with _registry_errors(None, None):
+                text = self.client.get_schema(schema_id).schema_str
+            parsed = self._parsed[schema_id] = parse_schema(json.loads(text))
+        return parsed
+
+    def serialize(self, schema_id: int, datum) -> bytes:
+        return frame(schema_id, self.parsed_schema(schema_id), datum)
+
+    def deserialize(self, payload: bytes):
+        return unframe(payload, self.parsed_schema(schema_id_of(payload)))
+
+
+@contextmanager
+def _registry_errors(subject: str | None, table: str | None):
+    """Registry failures as typed errors naming the subject and table."""
+    try:
+        yield
+    except SchemaRegistryError as exc:
+        error = SchemaRejected if exc.http_status_code in _REJECTED else RegistryError
+        raise error(subject, table, exc.error_message) from exc
+    except httpx.HTTPError as exc:
+        raise RegistryError(subject, table, f"registry unreachable: {exc}") from exc

@@ -1,0 +1,75 @@
+"""The connector's configuration: one typed, frozen object from a YAML file and `RINGTAIL_*` variables.
+
+Precedence: explicit arguments, then the environment, then the file, then the defaults below.
+"""
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import Field, field_validator
+from pydantic_settings import BaseSettings, NoDecode, PydanticBaseSettingsSource, SettingsConfigDict
+from pydantic_settings import YamlConfigSettingsSource
+
+
+class ConnectorSettings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="RINGTAIL_", frozen=True, extra="forbid")
+
+    # Where Cassandra hard-links the commit-log segments (cdc_raw_directory in cassandra.yaml).
+    cdc_raw: Path
+    # Positions, the stored schema and, by default, quarantined segments.
+    state_dir: Path = Path("ringtail-state")
+    cassandra_hosts: Annotated[tuple[str, ...], NoDecode] = ("127.0.0.1",)  # the node beside it first
+    cassandra_port: int = 9042
+    kafka_bootstrap_servers: str = "127.0.0.1:9092"
+    registry_url: str = "http://127.0.0.1:8081"
+    topic_prefix: str = "ringtail"
+    topic_partitions: int = Field(6, ge=1)
+    topic_replication_factor: int = Field(1, ge=1)
+    # Named in every event's `source`.
+    cluster_name: str = "cassandra"
+    node_name: str = Field(default_factory=socket.gethostname)
+    # Delivered segments are deleted, or moved here when set.
+    archive_dir: Path | None = None
+    quarantine_dir: Path | None = None  # default: <state_dir>/quarantine
+    # Filesystem events wake the connector at once; this is the fallback poll.
+    poll_interval: float = Field(0.25, gt=0)
+    commit_interval: float = Field(0.5, gt=0)
+    schema_check_interval: float = Field(5.0, gt=0)
+    # Events handed to the producer and not yet acknowledged: bounds memory whatever the backlog.
+    max_in_flight: int = Field(20_000, ge=1)
+    # cassandra.yaml's cdc_total_space; usage above the warning ratio is logged and exported.
+    cdc_total_space: int = Field(4096 << 20, ge=1)
+    cdc_usage_warning: float = Field(0.7, gt=0, le=1)
+    metrics_host: str = "0.0.0.0"
+    metrics_port: int = Field(9108, ge=0)  # 0: no HTTP endpoint
+    log_level: str = "INFO"
+    log_format: Literal["json", "text"] = "json"
+    # Extra librdkafka settings for the producer (idempotence and acks=all are always on).
+    producer: dict[str, str | int | float | bool] = Field(default_factory=dict)
+
+    @field_validator("cassandra_hosts", mode="before")
+    @classmethod
+    def _split_hosts(cls, value):
+        return tuple(h.strip() for h in value.split(",") if h.strip()) if isinstance(value, str) else value
+
+    @property
+    def quarantine(self) -> Path:
+        return self.quarantine_dir or self.state_dir / "quarantine"
+
+    @classmethod
+    def settings_customise_sources(cls, settings_cls, init_settings, env_settings, dotenv_settings,
+                                   file_secret_settings) -> tuple[PydanticBaseSettingsSource, ...]:
+        return init_settings, env_settings, YamlConfigSettingsSource(settings_cls)
+
+
+def load_settings(config_file: Path | None = None, **overrides) -> ConnectorSettings:
+    """Settings from `config_file` (YAML), overridden by the environment and `overrides`."""
+    if config_file is not None and not Path(config_file).is_file():
+        raise FileNotFoundError(f"configuration file {config_file} does not exist")
+
+    class FromFile(ConnectorSettings):
+        model_config = SettingsConfigDict(**{**ConnectorSettings.model_config, "yaml_file": config_file})
+
+    return FromFile(**overrides)

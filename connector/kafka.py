@@ -1,0 +1,62 @@
+"""Producing change events: an idempotent producer with acks=all, one topic per table."""
+from __future__ import annotations
+
+import logging
+from typing import Callable
+
+from confluent_kafka import KafkaError, KafkaException, Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+log = logging.getLogger("ringtail.kafka")
+
+
+class TopicError(RuntimeError):
+    """A table's topic cannot be created."""
+
+
+class EventProducer:
+    def __init__(self, bootstrap_servers: str, *, partitions: int, replication_factor: int,
+                 extra: dict | None = None) -> None:
+        config = {
+            "bootstrap.servers": bootstrap_servers,
+            "linger.ms": 5,
+            "compression.type": "lz4",
+            **(extra or {}),
+            # Not overridable: these make delivery exactly ordered per partition and durable.
+            "enable.idempotence": True,
+            "acks": "all",
+            # A broker down for a long time is not a reason to give up an event: wait for it.
+            "message.timeout.ms": 0,
+        }
+        self._producer = Producer(config)
+        self._admin = AdminClient({"bootstrap.servers": bootstrap_servers})
+        self.partitions, self.replication_factor = partitions, replication_factor
+        self._topics: set[str] = set()
+
+    def ensure_topic(self, topic: str) -> None:
+        if topic in self._topics:
+            return
+        future = self._admin.create_topics([NewTopic(topic, self.partitions, self.replication_factor)])[topic]
+        try:
+            future.result(timeout=60)
+            log.info("created topic %s (%d partitions)", topic, self.partitions)
+        except KafkaException as exc:
+            if exc.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
+                raise TopicError(f"cannot create topic {topic}: {exc.args[0].str()}") from None
+        self._topics.add(topic)
+
+    def send(self, topic: str, key: bytes, value: bytes, on_delivery: Callable) -> None:
+        """Queue one event; when the local queue is full, serve acknowledgements until it is not."""
+        while True:
+            try:
+                self._producer.produce(topic, value=value, key=key, on_delivery=on_delivery)
+                return
+            except BufferError:
+                self._producer.poll(0.1)
+
+    def poll(self, timeout: float = 0) -> None:
+        """Serve delivery callbacks."""
+        self._producer.poll(timeout)
+
+    def flush(self, timeout: float) -> int:
+        return self._producer.flush(timeout)

@@ -1,0 +1,87 @@
+"""Prometheus metrics and the HTTP endpoints: /metrics, /health (alive) and /ready (making progress).
+
+Names follow what users of Debezium and Kafka Connect already chart, in Prometheus form.
+"""
+from __future__ import annotations
+
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
+from prometheus_client.exposition import CONTENT_TYPE_LATEST
+
+
+class Metrics:
+    def __init__(self) -> None:
+        r = self.registry = CollectorRegistry()
+        self.changes_read = Counter("ringtail_changes_read", "Changes decoded from segments", registry=r)
+        self.changes_emitted = Counter("ringtail_changes_emitted", "Change events acknowledged by Kafka",
+                                       registry=r)
+        self.changes_filtered = Counter("ringtail_changes_filtered", "Changes of tables without cdc", registry=r)
+        self.errors = Counter("ringtail_errors", "Errors by kind", ["kind"], registry=r)
+        self.schema_changes = Counter("ringtail_schema_changes_applied", "Schema changes applied", registry=r)
+        self.segments_released = Counter("ringtail_segments_released", "Segments delivered and released",
+                                         registry=r)
+        self.segments_quarantined = Counter("ringtail_segments_quarantined", "Segments moved to quarantine",
+                                            registry=r)
+        self.segment = Gauge("ringtail_current_segment_id", "Segment being read", registry=r)
+        self.position = Gauge("ringtail_current_position_offset", "Offset read in the current segment",
+                              registry=r)
+        self.committed = Gauge("ringtail_committed_position_offset", "Committed offset", ["segment_id"],
+                               registry=r)
+        self.bytes_behind = Gauge("ringtail_bytes_behind", "Durable bytes in cdc_raw not read yet", registry=r)
+        self.lag = Gauge("ringtail_lag_seconds", "Now minus the write time of the last change read", registry=r)
+        self.cdc_raw_bytes = Gauge("ringtail_cdc_raw_bytes", "Bytes of segments in cdc_raw", registry=r)
+        self.cdc_raw_usage = Gauge("ringtail_cdc_raw_usage_ratio", "cdc_raw bytes / cdc_total_space", registry=r)
+        self.producer_queue = Gauge("ringtail_producer_in_flight", "Events produced, not yet acknowledged",
+                                    registry=r)
+        self.last_progress = time.monotonic()
+
+    def progressed(self) -> None:
+        self.last_progress = time.monotonic()
+
+
+class StatusServer:
+    """/health answers while the process runs; /ready only while the connector makes progress
+    (its loop turned within `stall_seconds`), so a wedged connector is not reported ready."""
+
+    def __init__(self, metrics: Metrics, host: str, port: int, stall_seconds: float = 30.0) -> None:
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                if self.path == "/metrics":
+                    self._send(200, generate_latest(metrics.registry), CONTENT_TYPE_LATEST)
+                elif self.path == "/health":
+                    self._send(200, b"ok\n")
+                elif self.path == "/ready":
+                    idle = time.monotonic() - metrics.last_progress
+                    ok = outer.ready and idle < stall_seconds
+                    self._send(200 if ok else 503, (b"ready\n" if ok else b"not ready: %.0f s without progress\n"
+                                                    % idle))
+                else:
+                    self._send(404, b"not found\n")
+
+            def _send(self, status: int, body: bytes, content_type: str = "text/plain; charset=utf-8") -> None:
+                self.send_response(status)
+                self.send_header("Content-Type", content_type)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args) -> None:  # scrapes are not worth a log line
+                pass
+
+        self.ready = False
+        self.server = ThreadingHTTPServer((host, port), Handler)
+        self.port = self.server.server_address[1]
+        self._thread = threading.Thread(target=self.server.serve_forever, name="ringtail-http", daemon=True)
+
+    def start(self) -> StatusServer:
+        self._thread.start()
+        return self
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()

@@ -1,0 +1,77 @@
+"""Events against the real schema registry: registration, standard consumers, evolution."""
+from __future__ import annotations
+
+import dataclasses
+import uuid
+
+import pytest
+from confluent_kafka.schema_registry import SchemaRegistryClient
+from confluent_kafka.schema_registry.avro import AvroDeserializer
+from confluent_kafka.serialization import MessageField, SerializationContext
+
+from connector.avro import ChangeEncoder, ChangeSerializer, SchemaRegistry, SchemaRejected, SourceInfo
+from connector.commitlog import Change
+from connector.schema import SchemaSnapshot, parse_ddl
+from tests.stack import Stack
+from tests.unit.commitlog.test_cassandra50_segment import DDL, SCHEMA, SEGMENT, changes
+
+PROCESSED_MS = 1795323700000
+
+
+@pytest.fixture
+def serializer(stack: Stack):
+    """A serializer with a logical name of its own, so every run has its own subjects (removed after)."""
+    client = SchemaRegistryClient({"url": stack.registry_url})
+    source = SourceInfo(name=f"it-{uuid.uuid4().hex[:8]}", cluster="Test Cluster", node="node-1")
+    yield ChangeSerializer(ChangeEncoder(source, SCHEMA), SchemaRegistry(client))
+    for subject in client.get_subjects():
+        if subject.startswith(f"{source.name}."):
+            client.delete_subject(subject)
+
+
+def our_changes() -> list[Change]:
+    return [c for c in changes() if c.table.keyspace == "ringtail_decoder_check"]
+
+
+def decoded_with(change: Change, schema: SchemaSnapshot) -> Change:
+    return dataclasses.replace(change, table=schema.table(change.table.id))
+
+
+def test_registered_events_read_by_confluent_deserializer(serializer):
+    ours = our_changes()
+    events = [serializer.serialize(c, str(SEGMENT), PROCESSED_MS) for c in ours]
+    topic = events[1].topic
+    assert topic == f"{serializer.encoder.source.name}.ringtail_decoder_check.everything"
+    client = serializer.registry.client
+    assert client.get_compatibility(f"{topic}-value") == "BACKWARD"
+    assert client.get_latest_version(f"{topic}-key").version == 1
+
+    keys, values = AvroDeserializer(client), AvroDeserializer(client)
+    for change, event in zip(ours, events):
+        key, value = serializer.encoder.encode(change, str(SEGMENT), PROCESSED_MS)
+        assert keys(event.key, SerializationContext(event.topic, MessageField.KEY)) == key
+        assert values(event.value, SerializationContext(event.topic, MessageField.VALUE)) == value
+
+
+def test_added_column_is_accepted_and_changed_type_rejected(serializer):
+    registry = serializer.registry
+    insert = our_changes()[1]
+    first = serializer.serialize(insert, str(SEGMENT), PROCESSED_MS)
+    subject = f"{first.topic}-value"
+
+    added = parse_ddl(DDL + "ALTER TABLE ringtail_decoder_check.everything ADD n_new map<int, frozen<addr>>;")
+    serializer.encoder.schema = added
+    evolved = serializer.serialize(decoded_with(insert, added), str(SEGMENT), PROCESSED_MS)
+    assert registry.client.get_latest_version(subject).version == 2
+    assert registry.deserialize(evolved.value)["after"]["n_new"] is None
+    assert registry.deserialize(first.value)["after"]["v_int"]["value"] == -7  # older events still read
+
+    # Cassandra refuses this ALTER; a schema that differs so must be refused by the registry.
+    changed = parse_ddl(DDL.replace("v_int int", "v_int text"))
+    serializer.encoder.schema = changed
+    with pytest.raises(SchemaRejected) as rejected:
+        serializer.serialize(decoded_with(insert, changed), str(SEGMENT), PROCESSED_MS)
+    assert rejected.value.subject == subject
+    assert rejected.value.table == "ringtail_decoder_check.everything"
+    assert "incompatible" in rejected.value.message.lower()
+    assert registry.client.get_latest_version(subject).version == 2
