@@ -5,7 +5,6 @@ connector running beside the node would be, and reads the real `cdc_raw`.
 """
 from __future__ import annotations
 
-import socket
 import threading
 import time
 
@@ -14,6 +13,7 @@ import pytest
 from connector.commitlog import Op, UnknownTable
 from connector.schema.live import LiveSchema, SchemaUnavailable
 from tests.integration.capture import Capture
+from tests.support import unused_port, wait_for
 
 
 @pytest.fixture
@@ -109,9 +109,9 @@ def test_dropped_table_with_unread_segments(stack, cql, keyspace, capture, tmp_p
     cql.execute(f"CREATE TABLE {keyspace}.doomed (id int PRIMARY KEY, v text) WITH cdc = true")
     for i in range(20):
         cql.execute(f"INSERT INTO {keyspace}.doomed (id, v) VALUES ({i}, 'x')")
-    table_id = _wait_for(lambda: capture.live.history.current.table_by_name(keyspace, "doomed")).id
+    table_id = wait_for(lambda: capture.live.history.current.table_by_name(keyspace, "doomed")).id
     cql.execute(f"DROP TABLE {keyspace}.doomed")
-    _wait_for(lambda: capture.live.history.current.table(table_id) is None)
+    wait_for(lambda: capture.live.history.current.table(table_id) is None)
     changes = capture.until_marker(cql, keyspace)
     assert rows(changes, "doomed") == list(range(20))
 
@@ -144,14 +144,6 @@ def _fields(column) -> dict:
     return {cell.path: cell.value for cell in column.cells if not cell.tombstone}
 
 
-def _wait_for(probe, timeout: float = 10):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = probe()
-        if found:
-            return found
-        time.sleep(0.1)
-    raise AssertionError("the live schema did not apply the change in time")
 
 
 def test_a_table_never_seen_stops_the_read_at_its_position(stack, cql, keyspace, tmp_path):
@@ -172,10 +164,8 @@ def test_a_table_never_seen_stops_the_read_at_its_position(stack, cql, keyspace,
 
 def test_stored_schema_answers_while_cassandra_is_down(stack, cql, keyspace, capture, tmp_path):
     cql.execute(f"CREATE TABLE {keyspace}.kept (id int PRIMARY KEY) WITH cdc = true")
-    table = _wait_for(lambda: capture.live.history.current.table_by_name(keyspace, "kept"))
-    with socket.socket() as unused:
-        unused.bind(("127.0.0.1", 0))
-        port = unused.getsockname()[1]
+    table = wait_for(lambda: capture.live.history.current.table_by_name(keyspace, "kept"))
+    port = unused_port()
     with LiveSchema(["127.0.0.1"], port, store=tmp_path / "schema.json", check_interval=60) as offline:
         assert offline.snapshot.table(table.id).name == "kept"
         assert offline.history.captures(table.id, 1)

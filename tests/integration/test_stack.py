@@ -10,21 +10,12 @@ import pytest
 
 from connector.commitlog.cdc_index import indexed_segments
 
+from tests.support import wait_for
 from tests.stack import Stack
 
 
 def _idx_offsets(cdc_raw: Path) -> dict[Path, int]:
     return {segment: index.offset for segment, index in indexed_segments(cdc_raw).items()}
-
-
-def _wait_for(predicate, timeout: float = 15.0, what: str = "condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.2)
-    pytest.fail(f"timed out after {timeout}s waiting for {what}")
 
 
 def test_cdc_table_writes_reach_cdc_raw_with_growing_idx(stack: Stack, cql, keyspace: str) -> None:
@@ -43,7 +34,7 @@ def test_cdc_table_writes_reach_cdc_raw_with_growing_idx(stack: Stack, cql, keys
         now = _idx_offsets(stack.cdc_raw)
         return {seg: off for seg, off in now.items() if off > before.get(seg, 0)}
 
-    first = _wait_for(grown, what="a _cdc.idx offset to grow after CDC writes")
+    first = wait_for(grown, what="a _cdc.idx offset to grow after CDC writes")
     for segment in first:
         assert segment.is_file() and segment.parent == stack.cdc_raw
         assert segment.name.startswith("CommitLog-") and segment.suffix == ".log"
@@ -56,7 +47,7 @@ def test_cdc_table_writes_reach_cdc_raw_with_growing_idx(stack: Stack, cql, keys
         now = _idx_offsets(stack.cdc_raw)
         return {seg: off for seg, off in now.items() if off > after_first.get(seg, 0)}
 
-    second = _wait_for(grown_again, what="the durable offset to grow with more writes")
+    second = wait_for(grown_again, what="the durable offset to grow with more writes")
     # The offset only ever moves forward, within a segment or into a newer one.
     assert max(second) >= max(first)
     assert all(second[s] > first.get(s, 0) for s in second)
@@ -87,7 +78,7 @@ def test_kafka_produce_and_consume(stack: Stack) -> None:
     })
     consumer.subscribe([topic])
     try:
-        message = _wait_for(lambda: _poll_value(consumer), timeout=30, what="the produced message")
+        message = wait_for(lambda: _poll_value(consumer), timeout=30, what="the produced message")
     finally:
         consumer.close()
     assert message.key() == b"k"

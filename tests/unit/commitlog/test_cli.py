@@ -1,10 +1,10 @@
 """`python -m connector dump` prints one JSON object per change."""
 import json
 import subprocess
-import socket
 import sys
 
 from connector.cli import main
+from tests.support import unused_port
 from tests.unit.commitlog.testdata import REPO_ROOT, SEGMENT_40
 
 STANDARD1 = ('CREATE TABLE "Keyspace1"."Standard1" (key ascii, col ascii, val blob, val0 blob, '
@@ -46,9 +46,7 @@ def test_unknown_table_is_an_error_by_default(tmp_path, capsys):
 
 
 def test_cassandra_that_does_not_answer(capsys):
-    with socket.socket() as unused:  # a port nothing listens on
-        unused.bind(("127.0.0.1", 0))
-        port = unused.getsockname()[1]
+    port = unused_port()
     assert main(["dump", str(SEGMENT_40), "--cassandra", f"127.0.0.1:{port}"]) == 2
     assert f"cannot read the schema from Cassandra at 127.0.0.1:{port}" in capsys.readouterr().err
 
