@@ -19,12 +19,12 @@ from __future__ import annotations
 import argparse
 import random
 import string
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
+from timing import best_seconds  # bench/ is the script's directory
 from spark.streams import Generation, Generations, build_topology_description, token_of, tokens_of
 from spark.streams.tokens import MAX_TOKEN, MIN_TOKEN
 
@@ -58,15 +58,6 @@ def int_text_keys(rng: random.Random, count: int) -> list[tuple[Any, ...]]:
     return [
         (rng.randrange(-(2**31), 2**31), "".join(rng.choices(alphabet, k=rng.randrange(4, 30)))) for _ in range(count)
     ]
-
-
-def best_seconds(run: Callable[[], object], repeat: int) -> float:
-    timings = []
-    for _ in range(repeat):
-        started = time.perf_counter()
-        run()
-        timings.append(time.perf_counter() - started)
-    return min(timings)
 
 
 def in_batches(count: int, batch: int) -> list[slice]:

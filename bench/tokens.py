@@ -11,11 +11,10 @@ from __future__ import annotations
 import argparse
 import random
 import string
-import time
-from collections.abc import Callable
 
 import mmh3
 
+from timing import best_seconds  # bench/ is the script's directory
 from spark.streams.tokens import token_of_key, tokens_of_keys
 
 
@@ -26,15 +25,6 @@ def text_keys(rng: random.Random, count: int) -> list[bytes]:
 
 def blob_keys(rng: random.Random, count: int) -> list[bytes]:
     return [rng.randbytes(rng.randrange(1, 40)) for _ in range(count)]
-
-
-def best_seconds(run: Callable[[], object], repeat: int) -> float:
-    timings = []
-    for _ in range(repeat):
-        started = time.perf_counter()
-        run()
-        timings.append(time.perf_counter() - started)
-    return min(timings)
 
 
 def bench(name: str, keys: list[bytes], repeat: int) -> None:
