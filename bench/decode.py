@@ -36,7 +36,8 @@ MB = 1 << 20
 
 def decode(path: Path, schema: SchemaSnapshot) -> tuple[int, int]:
     """(changes, logical bytes read) of one full pass."""
-    with SegmentReader(path, schema, on_schema_miss=skip_unknown_tables)  # system tables are not measured as reader:
+    # System tables missing from the schema are skipped, not measured.
+    with SegmentReader(path, schema, on_schema_miss=skip_unknown_tables) as reader:
         rows = sum(1 for _ in reader.changes())
         return rows, reader.end - reader.descriptor.header_length
 

@@ -1,7 +1,4 @@
-"""The connector's configuration: one typed, frozen object from a YAML file and `RINGTAIL_*` variables.
-
-Precedence: explicit arguments, then the environment, then the file, then the defaults below.
-"""
+"""The connector's configuration: one typed, frozen object from a YAML file and `RINGTAIL_*` variables."""
 from __future__ import annotations
 
 import socket
@@ -9,13 +6,12 @@ from pathlib import Path
 from typing import Annotated, Literal
 
 from pydantic import Field, field_validator
-from pydantic_settings import BaseSettings, NoDecode, PydanticBaseSettingsSource, SettingsConfigDict
-from pydantic_settings import YamlConfigSettingsSource
+from pydantic_settings import NoDecode
+
+from connector.settings import FileSettings, split_hosts
 
 
-class ConnectorSettings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="RINGTAIL_", frozen=True, extra="forbid")
-
+class ConnectorSettings(FileSettings):
     # Where Cassandra hard-links the commit-log segments (cdc_raw_directory in cassandra.yaml).
     cdc_raw: Path
     # Positions, the stored schema and, by default, quarantined segments.
@@ -52,24 +48,13 @@ class ConnectorSettings(BaseSettings):
     @field_validator("cassandra_hosts", mode="before")
     @classmethod
     def _split_hosts(cls, value):
-        return tuple(h.strip() for h in value.split(",") if h.strip()) if isinstance(value, str) else value
+        return split_hosts(value)
 
     @property
     def quarantine(self) -> Path:
         return self.quarantine_dir or self.state_dir / "quarantine"
 
-    @classmethod
-    def settings_customise_sources(cls, settings_cls, init_settings, env_settings, dotenv_settings,
-                                   file_secret_settings) -> tuple[PydanticBaseSettingsSource, ...]:
-        return init_settings, env_settings, YamlConfigSettingsSource(settings_cls)
-
 
 def load_settings(config_file: Path | None = None, **overrides) -> ConnectorSettings:
     """Settings from `config_file` (YAML), overridden by the environment and `overrides`."""
-    if config_file is not None and not Path(config_file).is_file():
-        raise FileNotFoundError(f"configuration file {config_file} does not exist")
-
-    class FromFile(ConnectorSettings):
-        model_config = SettingsConfigDict(**{**ConnectorSettings.model_config, "yaml_file": config_file})
-
-    return FromFile(**overrides)
+    return ConnectorSettings.load(config_file, **overrides)

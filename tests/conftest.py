@@ -58,3 +58,16 @@ def keyspace(cql) -> str:
     )
     yield name
     cql.execute(f"DROP KEYSPACE IF EXISTS {name}")
+
+
+@pytest.fixture(scope="session")
+def spark(stack: Stack):
+    """One local Spark session (with the stack's Kafka, Avro and Delta jars) for every test using Spark."""
+    from spark.job.config import JobSettings
+    from spark.job.pipeline import spark_session
+
+    session = spark_session(JobSettings(spark_master="local[2]", spark_jars=stack.spark_jars,
+                                        spark_conf={"spark.ui.enabled": "false",
+                                                    "spark.sql.shuffle.partitions": "2"}))
+    yield session
+    session.stop()

@@ -63,7 +63,8 @@ class TableEncoder:
             """`after` field and (field name, convert) of a primary key column: a plain value,
             null when the change has none (a partition deletion's clustering) or it is empty."""
             avro = optional(avro_type(column_type(column), path(column)))
-            return field(column.name, avro.schema, cql_type=column.type), (avro_name(column.name), avro.convert)
+            return (field(column.name, avro.schema, cql_type=column.type, cql_kind=column.kind.value),
+                    (avro_name(column.name), avro.convert))
 
         partition_key = [primary_key(c) for c in table.partition_key]
         clustering = [primary_key(c) for c in table.clustering]
@@ -78,7 +79,7 @@ class TableEncoder:
         self._columns = {}  # CQL name -> (field name, cell encoder)
         for column in (*table.static_columns, *table.regular_columns):
             cell, encode = column_cell(column_type(column), path(column), deletion)
-            after_fields.append(field(column.name, ["null", cell], cql_type=column.type))
+            after_fields.append(field(column.name, ["null", cell], cql_type=column.type, cql_kind=column.kind.value))
             self._columns[column.name] = (avro_name(column.name), encode)
         self._empty_row = dict.fromkeys(f["name"] for f in after_fields)
         self._empty_clustering = dict.fromkeys(name for name, _ in self._clustering)
@@ -121,7 +122,7 @@ class TableEncoder:
             "source": {**self._source_fields,
                        "position": {"segment_id": position.segment_id, "entry_offset": position.entry_offset,
                                     "update_index": position.update_index, "row_index": position.row_index},
-                       "ts_ms": written // 1000, "ts_us": written},
+                       "ts_ms": written // 1000, "ts_us": written, "partition_key": change.partition_key_bytes},
             "after": row,
             "static": change.static,
             "liveness": None if liveness is None else {
@@ -158,6 +159,8 @@ def _envelope(namespace: str, after_fields: list[dict], clustering_fields: list[
         field("position", position),
         field("ts_ms", "long", "write timestamp of the change, ms since the epoch"),
         field("ts_us", "long", "write timestamp of the change, µs since the epoch (Cassandra's precision)"),
+        field("partition_key", "bytes", "the serialized partition key, as Cassandra hashes it into the token",
+              default=""),
     ])
     liveness = record("Liveness", namespace, [
         field("timestamp", "long"), field("ttl", "int"), field("local_deletion_time", ["null", "long"])],

@@ -88,7 +88,8 @@ class Change:
     static: bool = False
     range_start: Bound | None = None
     range_end: Bound | None = None
-
+    # The serialized partition key, as Cassandra hashes it into the token.
+    partition_key_bytes: bytes = b""
 
 
 def write_time(change: Change) -> int:

@@ -36,6 +36,7 @@ def read_partition_update(buf: bytes, p: int, layout_of: Callable[[bytes], Table
     header, p = read_serialization_header(buf, p, layout, flags & HAS_STATIC_ROW != 0, signed_ldt)
     partition_key = layout.decode_partition_key(key)
     clustering_columns = layout.clustering
+    first = len(out)
     index = 0
     if flags & HAS_PARTITION_DELETION:
         deletion, p = header.read_deletion(buf, p)
@@ -57,7 +58,7 @@ def read_partition_update(buf: bytes, p: int, layout_of: Callable[[bytes], Table
         row_flags = buf[p]
         p += 1
         if row_flags & END_OF_PARTITION:
-            return p
+            break
         position = Position(segment_id, entry_offset, update_index, index)
         index += 1
         if row_flags & IS_MARKER:
@@ -76,3 +77,7 @@ def read_partition_update(buf: bytes, p: int, layout_of: Callable[[bytes], Table
         change, p = read_row(buf, p, row_flags, ext_flags, header, clustering_columns, position, table,
                              partition_key)
         out.append(change)
+    raw_key = bytes(key)
+    for change in out[first:]:
+        change.partition_key_bytes = raw_key
+    return p

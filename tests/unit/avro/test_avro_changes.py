@@ -58,7 +58,9 @@ def test_source_block(events):
         "version": SOURCE.version, "connector": "cassandra", "name": "demo", "cluster": "Test Cluster",
         "node": SOURCE.node, "keyspace": "ringtail_decoder_check", "table": "everything",
         "file": SEGMENT.name, "position": change.position._asdict(),
-        "ts_ms": (T + 1) // 1000, "ts_us": T + 1}
+        "ts_ms": (T + 1) // 1000, "ts_us": T + 1,
+        # (p1 int 1, p2 text 'a'): a composite key, each component length-prefixed and 0-terminated
+        "partition_key": bytes.fromhex("0004 00000001 00 0001 61 00")}
     for change, _, value in events:
         assert value["source"]["ts_us"] == write_time(change)
 

@@ -1,0 +1,76 @@
+"""Token, generation and stream id of every decoded row, a whole Arrow batch at a time.
+
+A row that no generation covers, or whose write time lies outside the acceptance window, is
+not logged but kept as a dead letter with its reason. The window is judged against the time
+the change reached Kafka, not the wall clock, so a replayed micro-batch decides the same way.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from spark.streams.generations import Generations
+from spark.streams.tokens import tokens_of_keys
+
+from . import rows as R
+
+_ASSIGNED = R.arrow_schema(R.DECODED)
+
+
+def assign_batch(batch: pa.RecordBatch, generations: Generations, leeway_us: int,
+                 max_age_us: int | None) -> pa.RecordBatch:
+    n = batch.num_rows
+    decoded = pc.is_null(batch.column("failure")).to_numpy(zero_copy_only=False)
+    written = batch.column("write_time_us").fill_null(0).to_numpy()
+    reached_kafka = batch.column("kafka_time").cast(pa.int64()).fill_null(0).to_numpy()
+    keys = batch.column("partition_key").fill_null(b"").to_pylist()
+    tokens = tokens_of_keys(keys)
+
+    starts = np.array([g.timestamp for g in generations.generations], dtype=np.int64)
+    positions = np.searchsorted(starts, written, side="right") - 1
+    reasons = np.full(n, None, dtype=object)
+    details = np.full(n, None, dtype=object)
+
+    def reject(mask: np.ndarray, reason: str, detail: Callable[[int], str]) -> None:
+        mask = mask & decoded & (reasons == None)  # noqa: E711 - elementwise
+        for i in np.flatnonzero(mask):
+            reasons[i], details[i] = reason, detail(i)
+
+    reject(written > reached_kafka + leeway_us, R.FROM_THE_FUTURE,
+           lambda i: f"written at {written[i]} µs, more than {leeway_us} µs after it reached Kafka ({reached_kafka[i]})")
+    if max_age_us is not None:
+        reject(written < reached_kafka - max_age_us, R.TOO_OLD,
+               lambda i: f"written at {written[i]} µs, more than {max_age_us} µs before it reached Kafka")
+    reject(positions < 0, R.NO_GENERATION,
+           lambda i: f"no CDC generation starts at or before the write time {written[i]} µs"
+                     + (f" (the first starts at {starts[0]})" if len(starts) else " (none is published)"))
+    accepted = decoded & (reasons == None)  # noqa: E711
+
+    ids = np.zeros(n, dtype="V16")
+    if accepted.any():
+        ids[accepted] = generations.stream_ids(written[accepted], tokens[accepted])
+    fixed = pa.FixedSizeBinaryArray.from_buffers(pa.binary(16), n, [None, pa.py_buffer(ids.tobytes())])
+    mask = pa.array(accepted)
+    stream_ids = pc.if_else(mask, fixed, pa.nulls(n, pa.binary(16))).cast(pa.binary())
+    generation = pc.if_else(mask, pa.array(starts[np.maximum(positions, 0)] if len(starts) else np.zeros(n, np.int64)),
+                            pa.nulls(n, pa.int64())).cast(pa.timestamp("us", tz="UTC"))
+    token = pc.if_else(pa.array(decoded), pa.array(tokens), pa.nulls(n, pa.int64()))
+    failure = pc.coalesce(batch.column("failure"), pa.array(reasons, pa.string()))
+    detail = pc.coalesce(batch.column("failure_detail"), pa.array(details, pa.string()))
+
+    replaced = {"cdc$stream_id": stream_ids, "generation": generation, "token": token, "failure": failure,
+                "failure_detail": detail}
+    return pa.RecordBatch.from_arrays([replaced.get(name, batch.column(name)) for name in _ASSIGNED.names],
+                                      schema=_ASSIGNED)
+
+
+def assign_partition(generations: Generations, leeway_us: int, max_age_us: int | None
+                     ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """The `mapInArrow` function assigning stream ids with `generations`."""
+    def assign(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            yield assign_batch(batch, generations, leeway_us, max_age_us)
+    return assign

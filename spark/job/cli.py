@@ -1,0 +1,70 @@
+"""Command line: `python -m spark.job --config FILE` runs the streaming job until stopped;
+`--available-now` processes what Kafka holds and exits (also under `spark-submit`)."""
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import sys
+from pathlib import Path
+from typing import Sequence
+
+from pyspark.sql import SparkSession
+
+from .config import JobSettings
+from .sinks import Sink
+
+log = logging.getLogger(__name__)
+
+
+def make_sink(spark: SparkSession, settings: JobSettings) -> Sink:
+    if settings.sink == "delta":
+        from .sinks.delta import DeltaSink
+
+        return DeltaSink(spark, settings.delta_path, settings.app_id)
+    if settings.sink == "postgres":
+        from .sinks.postgres import PostgresSink
+
+        return PostgresSink(settings.postgres_dsn, schema=settings.postgres_schema, app_id=settings.app_id)
+    from .sinks.cassandra import CassandraSink
+
+    return CassandraSink(hosts=list(settings.cassandra_hosts), port=settings.cassandra_port,
+                         keyspace=settings.generations_keyspace)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m spark.job",
+                                     description="ringtail: change events from Kafka to ScyllaDB-style CDC logs")
+    parser.add_argument("--config", metavar="FILE.yaml", type=Path,
+                        help="settings file; RINGTAIL_* environment variables override it")
+    parser.add_argument("--available-now", action="store_true",
+                        help="process what the topics hold now, then exit")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from pydantic import ValidationError
+
+    from connector.logs import setup_logging
+
+    from .pipeline import spark_session, start
+
+    args = build_parser().parse_args(argv)
+    try:
+        settings = JobSettings.load(args.config)
+    except (ValidationError, FileNotFoundError) as exc:
+        print(f"python -m spark.job: invalid settings: {exc}", file=sys.stderr)
+        return 2
+    setup_logging(settings.log_level, settings.log_format)
+    spark = spark_session(settings)
+    query, keeper = start(spark, settings, make_sink(spark, settings), available_now=args.available_now)
+    signal.signal(signal.SIGTERM, lambda *_: query.stop())
+    try:
+        query.awaitTermination()
+    except KeyboardInterrupt:
+        query.stop()
+    finally:
+        if keeper is not None:
+            keeper.close()
+        spark.stop()
+    return 0

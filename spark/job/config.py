@@ -1,0 +1,71 @@
+"""The Spark job's configuration: YAML file plus `RINGTAIL_*` variables, like the connector's."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import Field, field_validator
+from pydantic_settings import NoDecode
+
+from connector.settings import FileSettings, split_hosts
+
+
+class JobSettings(FileSettings):
+    kafka_bootstrap_servers: str = "127.0.0.1:9092"
+    registry_url: str = "http://127.0.0.1:8081"
+    # The connector's topics are <topic_prefix>.<keyspace>.<table>; new tables are picked up.
+    topic_prefix: str = "ringtail"
+    starting_offsets: Literal["earliest", "latest"] = "earliest"
+    # Bounds a micro-batch (and so memory) while a backlog is read.
+    max_offsets_per_trigger: int | None = Field(200_000, ge=1)
+    trigger_interval: str = "1 second"
+
+    # The cluster whose ring the generations describe; generations are stored in it.
+    cassandra_hosts: Annotated[tuple[str, ...], NoDecode] = ("127.0.0.1",)
+    cassandra_port: int = 9042
+    generations_keyspace: str = "ringtail_cdc"
+    shards: int = Field(1, ge=1)  # per node, as ScyllaDB's smp
+    ignore_msb: int = Field(12, ge=0, le=63)  # ScyllaDB's murmur3_partitioner_ignore_msb_bits
+    # How far back the first generation starts, so that changes written before the job's
+    # first start still have streams.
+    first_generation_lookback: float = Field(86_400.0, ge=0)
+    # A new generation starts this long after the job notices a ring change (ScyllaDB: 2 * ring_delay + 5 s).
+    generation_delay: float = Field(65.0, gt=0)
+    generation_check_interval: float = Field(30.0, gt=0)
+    # Acceptance window, against the time the change reached Kafka: ScyllaDB's 5 s leeway for
+    # writes "from the future"; `max_age` (off by default) for writes "from the past".
+    leeway: float = Field(5.0, ge=0)
+    max_age: float | None = Field(None, gt=0)
+
+    # Replica copies (one connector per node) are removed within this watermark on Kafka time.
+    dedup: bool = True
+    dedup_watermark: str = "10 minutes"
+    # Bench switch: pass rows through without stream ids.
+    assign_streams: bool = True
+
+    sink: Literal["delta", "postgres", "cassandra"] = "delta"
+    delta_path: Path = Path("ringtail-delta")
+    postgres_dsn: str = "postgresql://ringtail@127.0.0.1:5432/ringtail"
+    postgres_schema: str = "ringtail"
+    checkpoint_dir: Path = Path("ringtail-checkpoints")
+    # Names this job's writes in the sinks' exactly-once bookkeeping.
+    app_id: str = "ringtail"
+
+    # None under spark-submit, which sets the master itself.
+    spark_master: str | None = "local[2]"
+    spark_jars: Annotated[tuple[str, ...], NoDecode] = ()
+    spark_packages: Annotated[tuple[str, ...], NoDecode] = ()
+    spark_conf: dict[str, str] = Field(default_factory=dict)
+    log_level: str = "INFO"
+    log_format: Literal["json", "text"] = "json"
+
+    @field_validator("cassandra_hosts", "spark_jars", "spark_packages", mode="before")
+    @classmethod
+    def _split(cls, value):
+        return split_hosts(value)
+
+    @property
+    def topic_pattern(self) -> str:
+        """The subscribe pattern: every table's topic of this connector name."""
+        return rf"{re.escape(self.topic_prefix)}\.[^.]+\.[^.]+"

@@ -1,0 +1,133 @@
+"""The streaming query: Kafka → decoded log rows → (replica copies removed) → stream ids → sink.
+
+Exactly once: Spark's checkpoint records each micro-batch's Kafka offsets before the batch
+runs and its completion after the sink write; a batch cut short is replayed with the same id
+and the same offsets, and every sink makes a replayed write a no-op. Rows are decided the same
+way on replay (the acceptance window is judged against Kafka time, and the generations of a
+past write never change: new ones start later than any row already logged).
+"""
+from __future__ import annotations
+
+import logging
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.streaming import StreamingQuery
+
+from spark.streams.generations import MICROS_PER_SECOND
+
+from . import rows as R
+from .assign import assign_partition
+from .config import JobSettings
+from .events import decode_partition
+from .generations import GenerationKeeper
+from .sinks import Sink
+
+log = logging.getLogger(__name__)
+
+# Identifies one change's log row whatever node's connector sent it.
+REPLICA_KEY = ["keyspace", "table", "partition_key", "change_id", "cdc$batch_seq_no"]
+
+
+def spark_session(settings: JobSettings) -> SparkSession:
+    builder = SparkSession.builder.appName(f"ringtail-{settings.app_id}")
+    if settings.spark_master:
+        builder = builder.master(settings.spark_master)
+    conf = {
+        "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
+        "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
+        "spark.sql.session.timeZone": "UTC",
+        "spark.sql.shuffle.partitions": "4",
+    }
+    if settings.spark_master and settings.spark_master.startswith("local"):
+        # Delta rebuilds table snapshots in 50 tasks by default: seconds of overhead per batch on one machine.
+        conf["spark.databricks.delta.snapshotPartitions"] = "2"
+    conf.update(settings.spark_conf)
+    if settings.spark_jars:
+        conf["spark.jars"] = ",".join(settings.spark_jars)
+    if settings.spark_packages:
+        conf["spark.jars.packages"] = ",".join(settings.spark_packages)
+    for key, value in conf.items():
+        builder = builder.config(key, value)
+    return builder.getOrCreate()
+
+
+def read_changes(spark: SparkSession, settings: JobSettings) -> DataFrame:
+    """The connector's events as `DECODED` rows, replica copies removed when configured."""
+    reader = (spark.readStream.format("kafka")
+              .option("kafka.bootstrap.servers", settings.kafka_bootstrap_servers)
+              .option("subscribePattern", settings.topic_pattern)
+              .option("startingOffsets", settings.starting_offsets)
+              # Lost offsets (retention passed before the job read them) must stop the job, not be skipped.
+              .option("failOnDataLoss", "true")
+              # New tables' topics are found within seconds, not Kafka's default 5 minutes.
+              .option("kafka.metadata.max.age.ms", "5000"))
+    if settings.max_offsets_per_trigger:
+        reader = reader.option("maxOffsetsPerTrigger", settings.max_offsets_per_trigger)
+    decoded = (reader.load().select("topic", "partition", "offset", "timestamp", "key", "value")
+               .mapInArrow(decode_partition(settings.registry_url), R.DECODED))
+    if settings.dedup:
+        decoded = decoded.withWatermark("kafka_time", settings.dedup_watermark).dropDuplicatesWithinWatermark(
+            REPLICA_KEY)
+    return decoded
+
+
+def split(assigned: DataFrame) -> tuple[DataFrame, DataFrame]:
+    """(log rows, dead letters) of assigned `DECODED` rows."""
+    rows = assigned.where(F.col("failure").isNull()).select(*(F.col(f"`{f.name}`") for f in R.LOG_ROW.fields))
+    dead = assigned.where(F.col("failure").isNotNull()).select(
+        F.col("failure").alias("reason"), F.col("failure_detail").alias("detail"),
+        F.col("source.topic").alias("topic"), F.col("source.partition").alias("partition"),
+        F.col("source.offset").alias("offset"), "kafka_time", F.col("raw_key").alias("key"),
+        F.col("raw_value").alias("value"), "keyspace", "table", "write_time_us", "change_id")
+    return rows, dead
+
+
+class BatchWriter:
+    """The `foreachBatch` function: stream ids with the current generations, then the sink."""
+
+    def __init__(self, settings: JobSettings, sink: Sink, keeper: GenerationKeeper | None) -> None:
+        self.settings = settings
+        self.sink = sink
+        self.keeper = keeper
+
+    def publish_generations(self) -> None:
+        if self.keeper is not None and self.keeper.refresh():
+            self.sink.publish_generations(self.keeper.generations)
+
+    def __call__(self, batch: DataFrame, batch_id: int) -> None:
+        self.publish_generations()
+        s = self.settings
+        if self.keeper is not None:
+            batch = batch.mapInArrow(
+                assign_partition(self.keeper.generations, int(s.leeway * MICROS_PER_SECOND),
+                                 None if s.max_age is None else int(s.max_age * MICROS_PER_SECOND)),
+                R.DECODED)
+        batch = batch.persist()
+        try:
+            rows, dead = split(batch)
+            self.sink.write(rows, dead, batch_id)
+            counts = {r.logged: r["count"] for r in
+                      batch.groupBy(F.col("failure").isNull().alias("logged")).count().collect()}
+            log.info("batch written", extra={"batch_id": batch_id, "rows": counts.get(True, 0),
+                                             "dead_letters": counts.get(False, 0)})
+        finally:
+            batch.unpersist()
+
+
+def start(spark: SparkSession, settings: JobSettings, sink: Sink, *, available_now: bool = False
+          ) -> tuple[StreamingQuery, GenerationKeeper | None]:
+    """Start the query; the caller awaits or stops it and closes the keeper. With `available_now`
+    it processes what the topics hold and stops."""
+    sink.prepare()
+    keeper = GenerationKeeper(settings) if settings.assign_streams else None
+    writer = BatchWriter(settings, sink, keeper)
+    writer.publish_generations()
+    stream = (read_changes(spark, settings).writeStream
+              .queryName(settings.app_id)
+              .foreachBatch(writer)
+              .option("checkpointLocation", str(settings.checkpoint_dir)))
+    stream = stream.trigger(availableNow=True) if available_now else stream.trigger(
+        processingTime=settings.trigger_interval)
+    query = stream.start()
+    return query, keeper

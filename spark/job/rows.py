@@ -1,0 +1,112 @@
+"""The rows the job produces: ScyllaDB-style CDC log rows and dead letters.
+
+One change event becomes one log row, or two for a range deletion (its start and end bounds,
+as ScyllaDB writes them). Column values are JSON text, so one table layout holds every base
+table whatever its columns:
+
+* atomic values as JSON scalars; ``blob`` as ``"0x…"`` hex; ``timestamp`` as ms since the epoch,
+  ``date`` as days since the epoch, ``time`` as ns since midnight (Avro logical types are not
+  applied, so nothing is rounded or out of range); ``uuid``, ``timeuuid``, ``varint``, ``decimal``,
+  ``inet`` as strings; ``duration`` as ``{months, days, nanoseconds}``;
+* lists as objects from the element timeuuid to the value (ScyllaDB logs a non-frozen
+  ``list<T>`` as ``frozen<map<timeuuid, T>>``), sets as arrays, maps as arrays of ``[key, value]``,
+  tuples as arrays, UDTs as objects of the fields written.
+
+The metadata columns carry ScyllaDB's names (``cdc$stream_id``…) and meaning.
+"""
+from __future__ import annotations
+
+import pyarrow as pa
+from pyspark.sql.types import (
+    BinaryType,
+    BooleanType,
+    ByteType,
+    IntegerType,
+    LongType,
+    MapType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
+    ArrayType,
+)
+
+# ScyllaDB's cdc$operation codes (cdc/log.hh; "don't change the constant values").
+ROW_UPDATE = 1
+ROW_INSERT = 2
+ROW_DELETE = 3
+PARTITION_DELETE = 4
+RANGE_DELETE_START_INCLUSIVE = 5
+RANGE_DELETE_START_EXCLUSIVE = 6
+RANGE_DELETE_END_INCLUSIVE = 7
+RANGE_DELETE_END_EXCLUSIVE = 8
+
+SOURCE = StructType([
+    StructField("node", StringType()),
+    StructField("segment_id", LongType()),
+    StructField("entry_offset", LongType()),
+    StructField("update_index", IntegerType()),
+    StructField("row_index", IntegerType()),
+    StructField("topic", StringType()),
+    StructField("partition", IntegerType()),
+    StructField("offset", LongType()),
+    StructField("schema_id", IntegerType()),
+])
+
+# What decoding yields; the stream columns are filled by the assignment step.
+LOG_ROW = StructType([
+    StructField("keyspace", StringType(), False),
+    StructField("table", StringType(), False),
+    StructField("cdc$stream_id", BinaryType()),
+    StructField("cdc$time", StringType(), False),  # timeuuid text: write time in µs + a change digest
+    StructField("cdc$batch_seq_no", IntegerType(), False),
+    StructField("cdc$operation", ByteType(), False),
+    StructField("cdc$ttl", LongType()),  # seconds; null without TTL
+    StructField("cdc$end_of_batch", BooleanType(), False),
+    StructField("key", StringType(), False),  # JSON object of the primary key columns set
+    StructField("columns", MapType(StringType(), StringType()), False),  # column -> JSON value written
+    StructField("deleted_columns", ArrayType(StringType()), False),  # ScyllaDB's cdc$deleted_<column>
+    StructField("deleted_elements", MapType(StringType(), StringType()), False),  # column -> JSON array of keys
+    StructField("write_time", TimestampType(), False),  # the change's write timestamp
+    StructField("write_time_us", LongType(), False),
+    StructField("partition_key", BinaryType(), False),  # serialized, as Cassandra hashes it
+    StructField("token", LongType()),
+    StructField("generation", TimestampType()),  # start of the generation the stream belongs to
+    StructField("change_id", StringType(), False),  # digest of the change's content; equal on every replica
+    StructField("kafka_time", TimestampType(), False),  # when the event reached Kafka
+    StructField("source", SOURCE, False),
+])
+
+DEAD_LETTER = StructType([
+    StructField("reason", StringType(), False),  # undecodable, no_generation, from_the_future, too_old
+    StructField("detail", StringType(), False),
+    StructField("topic", StringType(), False),
+    StructField("partition", IntegerType(), False),
+    StructField("offset", LongType(), False),
+    StructField("kafka_time", TimestampType(), False),
+    StructField("key", BinaryType()),
+    StructField("value", BinaryType()),
+    StructField("keyspace", StringType()),
+    StructField("table", StringType()),
+    StructField("write_time_us", LongType()),
+    StructField("change_id", StringType()),
+])
+
+# What decoding and stream assignment yield: log rows, with `failure` (a dead letter's reason)
+# and `failure_detail` set on rows that cannot be logged; an undecodable record keeps its bytes.
+DECODED = StructType(
+    [StructField(f.name, f.dataType, True) for f in LOG_ROW.fields]
+    + [StructField("failure", StringType()), StructField("failure_detail", StringType()),
+       StructField("raw_key", BinaryType()), StructField("raw_value", BinaryType())]
+)
+UNDECODABLE = "undecodable"
+NO_GENERATION = "no_generation"
+FROM_THE_FUTURE = "from_the_future"
+TOO_OLD = "too_old"
+
+
+def arrow_schema(schema: StructType) -> pa.Schema:
+    """The Arrow schema Spark expects from `mapInArrow` for `schema`."""
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    return to_arrow_schema(schema)

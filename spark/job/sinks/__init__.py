@@ -1,0 +1,26 @@
+"""Where the job writes: every sink takes whole micro-batches and makes their writes exactly once.
+
+A micro-batch may be written again after a crash (Spark replays it with the same batch id
+when the crash came before the checkpoint). Each sink turns that replay into a no-op: Delta by
+the transaction's application id and version, PostgreSQL by a ledger of batch ids written in
+the same transaction, Cassandra by upserting rows whose primary key is derived from the change.
+"""
+from __future__ import annotations
+
+from typing import Protocol
+
+from pyspark.sql import DataFrame
+
+from spark.streams.generations import Generations
+
+
+class Sink(Protocol):
+    def prepare(self) -> None:
+        """Create what the sink needs (tables, keyspaces); safe to repeat."""
+
+    def write(self, rows: DataFrame, dead_letters: DataFrame, batch_id: int) -> None:
+        """Write one micro-batch: `rows` in the `LOG_ROW` layout, `dead_letters` in `DEAD_LETTER`'s."""
+
+    def publish_generations(self, generations: Generations) -> None:
+        """Write the generation description tables (`cdc_generation_timestamps`,
+        `cdc_streams_descriptions_v2`); idempotent."""

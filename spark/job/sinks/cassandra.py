@@ -1,0 +1,408 @@
+"""Cassandra sink: ScyllaDB-style CDC log tables next to their base tables.
+
+Rows of base table ``ks.t`` go to ``ks.t_scylla_cdc_log`` (see :mod:`.log_table`), created on first
+sight and widened (ALTER TABLE ADD) when the base table gained columns. Every write is an upsert of
+a row whose primary key (stream id, cdc$time, cdc$batch_seq_no) is derived from the change, with
+the change's write time as cell timestamp; a replayed batch rewrites the same cells, which makes
+the sink exactly once by idempotence, with no ledger.
+
+Rows are converted and written on the executors (each Python worker keeps one driver session),
+so the JSON decoding scales with the cluster. ``write`` reads `rows` twice (once for the tables and
+columns it names, once to write them), so the caller should persist the batch.
+
+A row that cannot be converted (a value not of its column's type), or that Cassandra refuses as
+invalid, becomes a dead letter with reason ``unwritable`` rather than failing the batch on every
+replay; timeouts and the like fail the task, which Spark retries. Dead letters go to
+``<keyspace>.dead_letters`` keyed by (topic, partition, offset, reason). Call ``prepare`` before
+the first ``write``.
+"""
+from __future__ import annotations
+
+import atexit
+import functools
+import logging
+import pickle
+import threading
+from dataclasses import dataclass
+from typing import Any, Iterable, Iterator, Mapping, Sequence
+
+import pyarrow as pa
+from cassandra import ConsistencyLevel, InvalidRequest
+from cassandra.concurrent import execute_concurrent, execute_concurrent_with_args
+from cassandra.query import UNSET_VALUE
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from connector.schema.loader import snapshot_from_rows
+from connector.schema.model import Table, UserType
+from spark.streams.generations import Generations
+from spark.streams.storage import DEFAULT_KEYSPACE, DEFAULT_REPLICATION, GenerationStore
+
+from .log_table import LOG_SUFFIX, LogLayout, LogRowEncoder, quote
+
+log = logging.getLogger(__name__)
+
+DEAD_LETTERS_TABLE = "dead_letters"
+UNWRITABLE = "unwritable"
+DEFAULT_LOG_TTL = 86_400  # ScyllaDB's default cdc ttl; 0 keeps log rows forever
+_CHUNK = 2_000  # rows bound and sent per execute_concurrent call
+_DETAIL_LIMIT = 2_000
+
+_DEAD_LETTER_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("topic", "text"), ("partition", "int"), ("offset", "bigint"), ("reason", "text"),
+    ("detail", "text"), ("kafka_time", "timestamp"), ("key", "blob"), ("value", "blob"),
+    ("keyspace", "text"), ("table", "text"), ("write_time_us", "bigint"), ("change_id", "text"),
+    ("batch_id", "bigint"),
+)
+_DEAD_LETTER_DDL = (
+    "CREATE TABLE IF NOT EXISTS {table} ("
+    + ", ".join(f"{quote(n)} {t}" for n, t in _DEAD_LETTER_COLUMNS)
+    + ', PRIMARY KEY (("topic", "partition"), "offset", "reason"))'
+)
+_DEAD_LETTER_INSERT = (
+    "INSERT INTO {table} (" + ", ".join(quote(n) for n, _ in _DEAD_LETTER_COLUMNS) + ") VALUES ("
+    + ", ".join("?" * len(_DEAD_LETTER_COLUMNS)) + ")"
+)
+
+# The schema of one base table, read like connector.schema.loader reads the whole cluster.
+_TABLE_QUERIES = {
+    "tables": "SELECT keyspace_name, table_name, id, cdc, writetime(cdc) AS altered_at FROM system_schema.tables"
+              " WHERE keyspace_name = %s AND table_name = %s",
+    "columns": "SELECT keyspace_name, table_name, column_name, kind, position, clustering_order, type"
+               " FROM system_schema.columns WHERE keyspace_name = %s AND table_name = %s",
+    "dropped_columns": "SELECT keyspace_name, table_name, column_name, toUnixTimestamp(dropped_time) AS dropped_ms,"
+                       " kind, type FROM system_schema.dropped_columns WHERE keyspace_name = %s AND table_name = %s",
+}
+_TYPES_QUERY = ("SELECT keyspace_name, type_name, field_names, field_types FROM system_schema.types"
+                " WHERE keyspace_name = %s")
+_COLUMNS_QUERY = "SELECT column_name, type FROM system_schema.columns WHERE keyspace_name = %s AND table_name = %s"
+
+def _write_projection() -> list:
+    """What the writers read of a LOG_ROW row (a function: columns need an active Spark context)."""
+    return [
+        *(F.col(n) for n in (
+        "keyspace", "table", "cdc$stream_id", "cdc$time", "cdc$batch_seq_no", "cdc$operation", "cdc$ttl",
+            "cdc$end_of_batch", "key", "columns", "deleted_columns", "deleted_elements", "write_time_us", "change_id",
+        )),
+        F.unix_millis("kafka_time").alias("kafka_time_ms"),
+        F.col("source.topic").alias("source_topic"),
+        F.col("source.partition").alias("source_partition"),
+        F.col("source.offset").alias("source_offset"),
+    ]
+
+
+def _dead_letter_projection() -> list:
+    """DEAD_LETTER columns in the order of the dead letters table (batch_id aside)."""
+    return [
+        "topic", "partition", "offset", "reason", "detail", F.unix_millis("kafka_time").alias("kafka_time"),
+        "key", "value", "keyspace", "table", "write_time_us", "change_id",
+    ]
+_COUNTS = pa.schema([("written", pa.int64()), ("unwritable", pa.int64())])
+
+
+def read_table(session: Any, keyspace: str, table: str) -> tuple[Table | None, Mapping[str, UserType]]:
+    """One base table from system_schema (None when it does not exist) and its keyspace's UDTs."""
+    rows = {name: list(session.execute(query, (keyspace, table))) for name, query in _TABLE_QUERIES.items()}
+    rows["views"] = []
+    rows["types"] = list(session.execute(_TYPES_QUERY, (keyspace,)))
+    snapshot = snapshot_from_rows(rows)
+    return snapshot.table_by_name(keyspace, table), snapshot.types_of(keyspace)
+
+
+def _schema_lag(error: InvalidRequest) -> bool:
+    """A refusal from a node that has not learnt of the log table or its new columns yet: retried
+    with the task, not a fault of the row."""
+    message = str(error).lower()
+    return "unconfigured table" in message or "undefined column" in message
+
+
+def _unset_nulls(values: Iterable[Any]) -> tuple:
+    return tuple(UNSET_VALUE if v is None else v for v in values)
+
+
+class RowWriter:
+    """Writes LOG_ROW rows through one session: encoders and prepared statements are cached per layout."""
+
+    def __init__(self, session: Any, *, keyspace: str, consistency: int, concurrency: int) -> None:
+        self.session = session
+        self.consistency = consistency
+        self.concurrency = concurrency
+        self._dead_letters = self._prepare(_DEAD_LETTER_INSERT.format(table=f"{quote(keyspace)}.{DEAD_LETTERS_TABLE}"))
+        self._encoders: dict[LogLayout, tuple[LogRowEncoder, Any]] = {}
+
+    def _prepare(self, cql: str) -> Any:
+        statement = self.session.prepare(cql)
+        statement.consistency_level = self.consistency
+        return statement
+
+    def _encoder(self, layout: LogLayout) -> tuple[LogRowEncoder, Any]:
+        found = self._encoders.get(layout)
+        if found is None:
+            found = self._encoders[layout] = (LogRowEncoder(layout), self._prepare(layout.insert_statement()))
+        return found
+
+    def write(self, rows: Iterable[Mapping[str, Any]], layouts: Mapping[tuple[str, str], LogLayout],
+              batch_id: int) -> tuple[int, int]:
+        """(rows written, rows made dead letters)."""
+        written, failed = 0, []
+        pending: list[tuple[Mapping[str, Any], Any]] = []
+        for row in rows:
+            layout = layouts.get((row["keyspace"], row["table"]))
+            if layout is None:
+                missing = LookupError(f"{row['keyspace']}.{row['table']} has no schema and no log table")
+                failed.append(self._dead_letter(row, missing, batch_id))
+                continue
+            encoder, insert = self._encoder(layout)  # outside the try: a failed prepare is retried, not the row's
+            try:
+                pending.append((row, insert.bind(encoder.encode(row))))
+            except Exception as exc:  # any conversion or binding failure is this row's alone
+                failed.append(self._dead_letter(row, exc, batch_id))
+            if len(pending) >= _CHUNK:
+                written += self._send(pending, failed, batch_id)
+                pending = []
+        written += self._send(pending, failed, batch_id)
+        if failed:
+            execute_concurrent_with_args(self.session, self._dead_letters, failed, concurrency=self.concurrency)
+            log.warning("%d log rows could not be written and went to the dead letters", len(failed))
+        return written, len(failed)
+
+    def _send(self, pending: list[tuple[Mapping[str, Any], Any]], failed: list, batch_id: int) -> int:
+        """Writes the bound rows; one the server refuses as invalid joins `failed`, any other error
+        (timeout, unavailable) raises so that Spark retries the task."""
+        if not pending:
+            return 0
+        results = execute_concurrent(self.session, [(bound, None) for _, bound in pending],
+                                     concurrency=self.concurrency, raise_on_first_error=False)
+        written = 0
+        for (row, _), (success, outcome) in zip(pending, results):
+            if success:
+                written += 1
+            elif isinstance(outcome, InvalidRequest) and not _schema_lag(outcome):
+                failed.append(self._dead_letter(row, outcome, batch_id))
+            else:
+                raise outcome
+        return written
+
+    @staticmethod
+    def _dead_letter(row: Mapping[str, Any], exc: Exception, batch_id: int) -> tuple:
+        detail = f"{type(exc).__name__}: {exc}"[:_DETAIL_LIMIT]
+        return _unset_nulls((
+            row.get("source_topic"), row.get("source_partition"), row.get("source_offset"), UNWRITABLE, detail,
+            row.get("kafka_time_ms"), None, None, row.get("keyspace"), row.get("table"), row.get("write_time_us"),
+            row.get("change_id"), batch_id,
+        ))
+
+    def write_dead_letters(self, rows: Iterable[Sequence[Any]], batch_id: int) -> int:
+        count, chunk = 0, []
+        for row in rows:
+            chunk.append(_unset_nulls((*row, batch_id)))
+            if len(chunk) >= _CHUNK:
+                count += self._send_dead_letters(chunk)
+                chunk = []
+        return count + self._send_dead_letters(chunk)
+
+    def _send_dead_letters(self, chunk: list) -> int:
+        if chunk:
+            execute_concurrent_with_args(self.session, self._dead_letters, chunk, concurrency=self.concurrency)
+        return len(chunk)
+
+
+@dataclass(frozen=True)
+class _Connection:
+    """Where executors connect; the options are pickled so they can key the per-process cache."""
+
+    hosts: tuple[str, ...]
+    port: int
+    options: bytes
+
+
+@dataclass(frozen=True)
+class _WriteJob:
+    connection: _Connection
+    keyspace: str
+    consistency: int
+    concurrency: int
+    layouts: tuple[LogLayout, ...]
+    batch_id: int
+
+
+_WRITERS: dict[tuple, RowWriter] = {}
+_WRITERS_LOCK = threading.Lock()
+
+
+def _executor_writer(job: _WriteJob) -> RowWriter:
+    """One session and writer per Python worker process, reused by every task it runs."""
+    key = (job.connection, job.keyspace, job.consistency, job.concurrency)
+    with _WRITERS_LOCK:
+        writer = _WRITERS.get(key)
+        if writer is None or writer.session.is_shutdown:
+            from connector.schema.session import connect
+
+            cluster, session = connect(job.connection.hosts, job.connection.port,
+                                       **pickle.loads(job.connection.options))
+            atexit.register(cluster.shutdown)
+            writer = _WRITERS[key] = RowWriter(session, keyspace=job.keyspace, consistency=job.consistency,
+                                               concurrency=job.concurrency)
+    return writer
+
+
+def _write_partition(job: _WriteJob, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    layouts = {(layout.keyspace, layout.base): layout for layout in job.layouts}
+    written = unwritable = 0
+    for batch in batches:
+        if not batch.num_rows:
+            continue
+        w, u = _executor_writer(job).write(batch.to_pylist(), layouts, job.batch_id)
+        written += w
+        unwritable += u
+    yield pa.RecordBatch.from_pydict({"written": [written], "unwritable": [unwritable]}, schema=_COUNTS)
+
+
+class CassandraSink:
+    """ScyllaDB-style CDC log tables in Cassandra; dead letters and generations in `keyspace`.
+
+    session: an open cassandra-driver session for the driver's work (schema, DDL, dead letters,
+        generations); without one the sink connects to `hosts`:`port` itself.
+    hosts, port, cluster_options: where executors connect (options go to ``cassandra.cluster.Cluster``
+        and must pickle); by default the session's contact points.
+    keyspace: ringtail's keyspace for dead letters and generation tables.
+    ttl: default TTL of new log tables in seconds, as ScyllaDB's cdc ``ttl`` option; 0 keeps rows.
+    on_executors: convert and write rows on the executors; False does it on the driver.
+    """
+
+    def __init__(
+        self,
+        session: Any = None,
+        *,
+        hosts: Sequence[str] | None = None,
+        port: int | None = None,
+        keyspace: str = DEFAULT_KEYSPACE,
+        replication: Mapping[str, str | int] = DEFAULT_REPLICATION,
+        ttl: int = DEFAULT_LOG_TTL,
+        consistency: int = ConsistencyLevel.LOCAL_QUORUM,
+        concurrency: int = 64,
+        on_executors: bool = True,
+        cluster_options: Mapping[str, Any] | None = None,
+    ) -> None:
+        if ttl < 0:
+            raise ValueError(f"ttl must be non-negative, got {ttl}")
+        options = dict(cluster_options or {})
+        self._cluster = None
+        if session is None:
+            from connector.schema.session import connect
+
+            self._cluster, session = connect(list(hosts or ("127.0.0.1",)), port or 9042, **options)
+        if hosts is None:
+            hosts = tuple(str(h) for h in session.cluster.contact_points)
+        self.session = session
+        self.keyspace = keyspace
+        self.replication = replication
+        self.ttl = ttl
+        self.consistency = consistency
+        self.concurrency = concurrency
+        self.on_executors = on_executors
+        self._connection = _Connection(tuple(hosts), port or session.cluster.port, pickle.dumps(options))
+        self._store = GenerationStore(session, keyspace)
+        self._writer: RowWriter | None = None
+        self._layouts: dict[tuple[str, str], LogLayout | None] = {}
+        self._unknown: dict[tuple[str, str], frozenset[str]] = {}
+
+    def close(self) -> None:
+        if self._cluster is not None:
+            self._cluster.shutdown()
+
+    def prepare(self) -> None:
+        self._store.create_schema(self.replication)
+        self.session.execute(_DEAD_LETTER_DDL.format(table=f"{quote(self.keyspace)}.{DEAD_LETTERS_TABLE}"))
+
+    @property
+    def writer(self) -> RowWriter:
+        if self._writer is None:
+            self._writer = RowWriter(self.session, keyspace=self.keyspace, consistency=self.consistency,
+                                     concurrency=self.concurrency)
+        return self._writer
+
+    def write(self, rows: DataFrame, dead_letters: DataFrame, batch_id: int) -> None:
+        referenced = _referenced(rows)
+        layouts = tuple(layout for layout in (
+            self.layout(keyspace, table, columns) for (keyspace, table), columns in referenced.items()
+        ) if layout is not None)
+        # Tables without a layout still go through the writer, whose rows become dead letters.
+        projected = rows.select(*_write_projection())
+        if not referenced:
+            written = unwritable = 0
+        elif self.on_executors:
+            job = _WriteJob(self._connection, self.keyspace, self.consistency, self.concurrency, layouts, batch_id)
+            counts = projected.mapInArrow(functools.partial(_write_partition, job), "written long, unwritable long")
+            written = unwritable = 0
+            for row in counts.collect():
+                written += row.written
+                unwritable += row.unwritable
+        else:
+            by_table = {(layout.keyspace, layout.base): layout for layout in layouts}
+            written, unwritable = self.writer.write(
+                (row.asDict() for row in projected.toLocalIterator()), by_table, batch_id)
+        letters = self.writer.write_dead_letters(
+            (tuple(row) for row in dead_letters.select(*_dead_letter_projection()).toLocalIterator()), batch_id)
+        log.info("batch %d: %d log rows written, %d unwritable, %d dead letters", batch_id, written, unwritable,
+                 letters)
+
+    def layout(self, keyspace: str, table: str, columns: Iterable[str] = ()) -> LogLayout | None:
+        """The log layout of base table `keyspace`.`table`, its log table created or widened so it
+        has every column in `columns`; reloaded from the cluster when it lacks one of them."""
+        key = (keyspace, table)
+        needed = frozenset(columns)
+        if key in self._layouts:
+            layout = self._layouts[key]
+            known = (layout.data_names if layout else frozenset()) | self._unknown.get(key, frozenset())
+            if needed <= known:
+                return layout
+        layout = self._load_layout(keyspace, table)
+        if layout is not None:
+            self._sync_log_table(layout)
+        known = layout.data_names if layout else frozenset()
+        unknown = (needed | self._unknown.get(key, frozenset())) - known
+        if unknown - self._unknown.get(key, frozenset()):
+            log.warning("%s.%s: no such column now, values skipped: %s", keyspace, table, ", ".join(sorted(unknown)))
+        self._unknown[key] = unknown
+        self._layouts[key] = layout
+        return layout
+
+    def _load_layout(self, keyspace: str, table: str) -> LogLayout | None:
+        base, user_types = read_table(self.session, keyspace, table)
+        if base is not None:
+            return LogLayout.of_table(base, user_types)
+        existing = self._log_columns(keyspace, table + LOG_SUFFIX)
+        if existing:  # the base table was dropped; its log stays writable as it is
+            return LogLayout.of_log_table(keyspace, table, existing, user_types)
+        return None
+
+    def _log_columns(self, keyspace: str, table: str) -> dict[str, str]:
+        return {row.column_name: row.type for row in self.session.execute(_COLUMNS_QUERY, (keyspace, table))}
+
+    def _sync_log_table(self, layout: LogLayout) -> None:
+        existing = self._log_columns(layout.keyspace, layout.table)
+        if not existing:
+            log.info("creating %s.%s", layout.keyspace, layout.table)
+            self.session.execute(layout.create_statement(self.ttl))
+            existing = self._log_columns(layout.keyspace, layout.table)
+        statement = layout.add_statement(existing)
+        if statement is not None:
+            log.info("widening %s.%s: %s", layout.keyspace, layout.table, statement)
+            self.session.execute(statement)
+
+    def publish_generations(self, generations: Generations) -> None:
+        for generation in generations.generations:
+            if generation.description is not None:  # one known by timestamp only has nothing to publish
+                self._store.publish(generation)
+
+
+def _referenced(rows: DataFrame) -> dict[tuple[str, str], set[str]]:
+    """The base tables in `rows` and the data columns their rows name (one small Spark job)."""
+    names = F.array_distinct(F.concat(F.map_keys("columns"), F.col("deleted_columns"), F.map_keys("deleted_elements")))
+    out: dict[tuple[str, str], set[str]] = {}
+    for row in rows.select("keyspace", "table", F.explode_outer(names).alias("column")).distinct().collect():
+        columns = out.setdefault((row["keyspace"], row["table"]), set())
+        if row["column"] is not None:
+            columns.add(row["column"])
+    return out

@@ -1,0 +1,324 @@
+"""PostgreSQL sink: CDC log rows and dead letters, exactly once through a ledger of batch ids.
+
+Tables (in `schema`, default ``ringtail``):
+
+``cdc_log``
+    LOG_ROW's columns under the same names: binaries as bytea, ``cdc$time`` as uuid, the JSON
+    columns as jsonb (``columns`` and ``deleted_elements`` as objects of parsed JSON values),
+    ``deleted_columns`` as text[], timestamps as timestamptz, ``source`` as jsonb.
+    Key (keyspace, "table", "cdc$stream_id", "cdc$time", "cdc$batch_seq_no").
+``dead_letters``
+    DEAD_LETTER's columns and the batch that wrote them; key (topic, partition, "offset", reason).
+``batches``
+    The ledger: (app_id, batch_id) with the rows and dead letters it inserted.
+``cdc_generation_timestamps``, ``cdc_streams_descriptions_v2``
+    The generation description tables, ``streams`` as bytea[] in shard order.
+
+A batch is one transaction: claim (app_id, batch_id) in the ledger, or stop when it is there (a
+replay); COPY the rows into a temporary table and INSERT … ON CONFLICT DO NOTHING, which also drops
+copies of a change read from several replicas; the same for dead letters; record the counts.
+The rows are formatted on the executors as CSV (Spark expressions, then Arrow's CSV writer) and
+streamed through the driver into COPY, partition by partition.
+"""
+from __future__ import annotations
+
+import datetime
+import io
+import logging
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator
+
+import pyarrow as pa
+import pyarrow.csv as pacsv
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from spark.streams.generations import Generations
+
+log = logging.getLogger(__name__)
+
+_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
+_CSV = pacsv.WriteOptions(include_header=False, quoting_style="all_valid")
+_CSV_SCHEMA = "csv binary"
+
+
+def ident(name: str) -> str:
+    """A PostgreSQL identifier, always quoted."""
+    return '"' + name.replace('"', '""') + '"'
+
+
+def micros_to_datetime(micros: int | None) -> datetime.datetime | None:
+    return None if micros is None else _EPOCH + datetime.timedelta(microseconds=micros)
+
+
+@dataclass(frozen=True)
+class _Column:
+    name: str
+    type: str  # in the target table
+    staged: str  # in the staging table, as the CSV carries it
+    spark: Callable[[], Column]  # LOG_ROW / DEAD_LETTER row -> the staged value (on the executors)
+    load: str = "{s}"  # staged column {s} -> target value; {json} is the text -> jsonb function
+
+
+def _col(name: str) -> Callable[[], Column]:
+    return lambda: F.col(name)
+
+
+def _bytea(name: str) -> Callable[[], Column]:
+    return lambda: F.concat(F.lit("\\x"), F.hex(F.col(name)))  # bytea's hex input form
+
+
+def _micros(name: str) -> Callable[[], Column]:
+    return lambda: F.unix_micros(F.col(name))
+
+
+def _json_text(name: str) -> Callable[[], Column]:
+    return lambda: F.to_json(F.col(name))
+
+
+_TIMESTAMP = "(timestamptz 'epoch' + {s} * interval '1 microsecond')"  # exact for any µs count
+
+
+def _jsonb(value: str) -> str:
+    """Text -> jsonb through {json}: json_value, or lenient_jsonb to retry a batch that held invalid JSON."""
+    return "{json}(" + value + ")"
+
+
+def _json_object(staged: str) -> str:
+    """A JSON object of JSON texts (Spark's to_json of a map) as a jsonb object of their values."""
+    value = _jsonb("coalesce(e.value, 'null')")
+    return (f"(SELECT coalesce(jsonb_object_agg(e.key, {value}), '{{}}'::jsonb)"
+            f" FROM json_each_text(({staged})::json) e)")
+
+
+LOG_COLUMNS: tuple[_Column, ...] = (
+    _Column("keyspace", "text NOT NULL", "text", _col("keyspace")),
+    _Column("table", "text NOT NULL", "text", _col("table")),
+    _Column("cdc$stream_id", "bytea NOT NULL", "bytea", _bytea("cdc$stream_id")),
+    _Column("cdc$time", "uuid NOT NULL", "uuid", _col("cdc$time")),
+    _Column("cdc$batch_seq_no", "integer NOT NULL", "integer", _col("cdc$batch_seq_no")),
+    _Column("cdc$operation", "smallint NOT NULL", "smallint", _col("cdc$operation")),
+    _Column("cdc$ttl", "bigint", "bigint", _col("cdc$ttl")),
+    _Column("cdc$end_of_batch", "boolean NOT NULL", "boolean", _col("cdc$end_of_batch")),
+    _Column("key", "jsonb NOT NULL", "text", _col("key"), _jsonb("{s}")),
+    _Column("columns", "jsonb NOT NULL", "text", _json_text("columns"), _json_object("{s}")),
+    _Column("deleted_columns", "text[] NOT NULL", "text", _json_text("deleted_columns"),
+            "ARRAY(SELECT json_array_elements_text(({s})::json))"),
+    _Column("deleted_elements", "jsonb NOT NULL", "text", _json_text("deleted_elements"), _json_object("{s}")),
+    _Column("write_time", "timestamptz NOT NULL", "bigint", _micros("write_time"), _TIMESTAMP),
+    _Column("write_time_us", "bigint NOT NULL", "bigint", _col("write_time_us")),
+    _Column("partition_key", "bytea NOT NULL", "bytea", _bytea("partition_key")),
+    _Column("token", "bigint", "bigint", _col("token")),
+    _Column("generation", "timestamptz", "bigint", _micros("generation"), _TIMESTAMP),
+    _Column("change_id", "text NOT NULL", "text", _col("change_id")),
+    _Column("kafka_time", "timestamptz NOT NULL", "bigint", _micros("kafka_time"), _TIMESTAMP),
+    _Column("source", "jsonb NOT NULL", "text", _json_text("source"), "({s})::jsonb"),
+)
+LOG_KEY = ("keyspace", "table", "cdc$stream_id", "cdc$time", "cdc$batch_seq_no")
+
+DEAD_LETTER_COLUMNS: tuple[_Column, ...] = (
+    _Column("topic", "text NOT NULL", "text", _col("topic")),
+    _Column("partition", "integer NOT NULL", "integer", _col("partition")),
+    _Column("offset", "bigint NOT NULL", "bigint", _col("offset")),
+    _Column("reason", "text NOT NULL", "text", _col("reason")),
+    _Column("detail", "text NOT NULL", "text", _col("detail")),
+    _Column("kafka_time", "timestamptz NOT NULL", "bigint", _micros("kafka_time"), _TIMESTAMP),
+    _Column("key", "bytea", "bytea", _bytea("key")),
+    _Column("value", "bytea", "bytea", _bytea("value")),
+    _Column("keyspace", "text", "text", _col("keyspace")),
+    _Column("table", "text", "text", _col("table")),
+    _Column("write_time_us", "bigint", "bigint", _col("write_time_us")),
+    _Column("change_id", "text", "text", _col("change_id")),
+)
+DEAD_LETTER_KEY = ("topic", "partition", "offset", "reason")
+
+# JSON cannot hold NaN or the infinities, jsonb cannot hold \u0000: json_value sends texts that may
+# contain them (rare) to lenient_jsonb, which quotes the non-finite numbers or, failing that, keeps the
+# text as a JSON string. Only lenient_jsonb pays for a subtransaction.
+_JSON_FUNCTIONS = (
+    r"""CREATE OR REPLACE FUNCTION {schema}.lenient_jsonb(v text) RETURNS jsonb
+LANGUAGE plpgsql IMMUTABLE AS $body$
+BEGIN
+    RETURN v::jsonb;
+EXCEPTION WHEN others THEN
+    BEGIN
+        RETURN regexp_replace(v, '(^|[\[,:\s])(-?Infinity|NaN)(?=[\],}\s]|$)', '\1"\2"', 'g')::jsonb;
+    EXCEPTION WHEN others THEN
+        RETURN to_jsonb(v);
+    END;
+END
+$body$""",
+    r"""CREATE OR REPLACE FUNCTION {schema}.json_value(v text) RETURNS jsonb
+LANGUAGE sql IMMUTABLE AS $body$
+SELECT CASE WHEN v ~ '(NaN|Infinity|\\u0000)' THEN {schema}.lenient_jsonb(v) ELSE v::jsonb END
+$body$""",
+)
+
+
+def _table_ddl(qualified: str, columns: tuple[_Column, ...], key: tuple[str, ...], extra: str = "") -> str:
+    body = ", ".join(f"{ident(c.name)} {c.type}" for c in columns)
+    return f"CREATE TABLE IF NOT EXISTS {qualified} ({body}{extra}, PRIMARY KEY ({', '.join(map(ident, key))}))"
+
+
+def schema_statements(schema: str) -> list[str]:
+    """The DDL of every table of the sink, safe to repeat."""
+    s = ident(schema)
+    return [
+        f"CREATE SCHEMA IF NOT EXISTS {s}",
+        _table_ddl(f"{s}.cdc_log", LOG_COLUMNS, LOG_KEY),
+        _table_ddl(f"{s}.dead_letters", DEAD_LETTER_COLUMNS, DEAD_LETTER_KEY,
+                   ", app_id text NOT NULL, batch_id bigint NOT NULL"),
+        f"CREATE TABLE IF NOT EXISTS {s}.batches (app_id text NOT NULL, batch_id bigint NOT NULL,"
+        " rows bigint NOT NULL, dead_letters bigint NOT NULL, written_at timestamptz NOT NULL DEFAULT now(),"
+        " PRIMARY KEY (app_id, batch_id))",
+        f"CREATE TABLE IF NOT EXISTS {s}.cdc_generation_timestamps (time timestamptz PRIMARY KEY,"
+        " expired timestamptz)",
+        f"CREATE TABLE IF NOT EXISTS {s}.cdc_streams_descriptions_v2 (time timestamptz NOT NULL,"
+        " range_end bigint NOT NULL, streams bytea[] NOT NULL, PRIMARY KEY (time, range_end))",
+        *(f.replace("{schema}", s) for f in _JSON_FUNCTIONS),
+    ]
+
+
+def staging_statement(table: str, columns: tuple[_Column, ...]) -> str:
+    body = ", ".join(f"{ident(c.name)} {c.staged}" for c in columns)
+    return f"CREATE TEMPORARY TABLE {ident(table)} ({body}) ON COMMIT DROP"
+
+
+def copy_statement(table: str, columns: tuple[_Column, ...]) -> str:
+    return f"COPY {ident(table)} ({', '.join(ident(c.name) for c in columns)}) FROM STDIN (FORMAT csv)"
+
+
+def insert_statement(schema: str, target: str, staging: str, columns: tuple[_Column, ...],
+                     extra: tuple[str, ...] = (), *, lenient: bool = False) -> str:
+    """INSERT … SELECT from the staging table, each value through its column's load expression;
+    `extra` target columns take query parameters. `lenient` parses every JSON text as lenient_jsonb."""
+    s = ident(schema)
+    json = f"{s}.lenient_jsonb" if lenient else f"{s}.json_value"
+    names = [ident(c.name) for c in columns] + [ident(n) for n in extra]
+    values = [c.load.replace("{s}", f"s.{ident(c.name)}").replace("{json}", json) for c in columns]
+    values += ["%s"] * len(extra)
+    return (f"INSERT INTO {s}.{ident(target)} ({', '.join(names)}) SELECT {', '.join(values)}"
+            f" FROM {ident(staging)} s ON CONFLICT DO NOTHING")
+
+
+def csv_chunk(batch: pa.RecordBatch) -> bytes:
+    """Rows as PostgreSQL's CSV COPY reads them: every value quoted (so '' is an empty string), nulls
+    as nothing; quotes doubled; backslashes and newlines need no escape."""
+    out = io.BytesIO()
+    pacsv.write_csv(batch, out, _CSV)
+    return out.getvalue()
+
+
+def _csv_chunks(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """mapInArrow body: one CSV chunk per Arrow batch, formatted on the executor."""
+    for batch in batches:
+        if batch.num_rows:
+            yield pa.RecordBatch.from_arrays([pa.array([csv_chunk(batch)], pa.binary())], ["csv"])
+
+
+def staged(frame: DataFrame, columns: tuple[_Column, ...]) -> DataFrame:
+    """`frame` as CSV chunks in the staging table's column order."""
+    return frame.select(*(c.spark().alias(f"c{i}") for i, c in enumerate(columns))).mapInArrow(_csv_chunks, _CSV_SCHEMA)
+
+
+def generation_rows(generations: Generations) -> tuple[list[tuple], list[tuple]]:
+    """(cdc_generation_timestamps rows, cdc_streams_descriptions_v2 rows); a generation known by its
+    timestamp only has no streams to publish and is left out, as readers trust a timestamp row."""
+    timestamps, streams = [], []
+    for generation in generations.generations:
+        if generation.description is None:
+            continue
+        time = micros_to_datetime(generation.timestamp)
+        timestamps.append((time, micros_to_datetime(generation.expired)))
+        streams.extend((time, entry.token_range_end, [s.value for s in entry.streams])
+                       for entry in generation.description.entries)
+    return timestamps, streams
+
+
+class PostgresSink:
+    """CDC log rows, dead letters and generations in PostgreSQL.
+
+    dsn: a libpq connection string or URI. schema: where the tables live. app_id: names the writer
+    in the batch ledger, so two streaming queries writing the same tables keep separate ledgers.
+    """
+
+    _LOG_STAGING = "ringtail_log_staging"
+    _DEAD_LETTER_STAGING = "ringtail_dead_letter_staging"
+
+    def __init__(self, dsn: str, schema: str = "ringtail", app_id: str = "ringtail") -> None:
+        self.dsn = dsn
+        self.schema = schema
+        self.app_id = app_id
+        s = ident(schema)
+        self._claim = (f"INSERT INTO {s}.batches (app_id, batch_id, rows, dead_letters) VALUES (%s, %s, 0, 0)"
+                       " ON CONFLICT DO NOTHING")
+        self._record = f"UPDATE {s}.batches SET rows = %s, dead_letters = %s WHERE app_id = %s AND batch_id = %s"
+        self._insert_rows = tuple(insert_statement(schema, "cdc_log", self._LOG_STAGING, LOG_COLUMNS,
+                                                   lenient=lenient) for lenient in (False, True))
+        self._insert_dead_letters = tuple(insert_statement(schema, "dead_letters", self._DEAD_LETTER_STAGING,
+                                                           DEAD_LETTER_COLUMNS, ("app_id", "batch_id"),
+                                                           lenient=lenient) for lenient in (False, True))
+
+    def _connect(self):
+        import psycopg
+
+        return psycopg.connect(self.dsn, autocommit=True)
+
+    def prepare(self) -> None:
+        with self._connect() as conn, conn.transaction():
+            # Concurrent CREATE … IF NOT EXISTS can still collide in the catalog; take turns.
+            conn.execute("SELECT pg_advisory_xact_lock(hashtext('ringtail.postgres_sink.prepare'))")
+            for statement in schema_statements(self.schema):
+                conn.execute(statement)
+
+    def write(self, rows: DataFrame, dead_letters: DataFrame, batch_id: int) -> None:
+        with self._connect() as conn, conn.transaction():
+            # Claiming first also serializes two writers of one batch: the second waits on the row
+            # lock, then finds the batch written.
+            if conn.execute(self._claim, (self.app_id, batch_id)).rowcount == 0:
+                log.info("batch %d of %s is already written; skipped", batch_id, self.app_id)
+                return
+            written = self._load(conn, rows, LOG_COLUMNS, self._LOG_STAGING, self._insert_rows, ())
+            letters = self._load(conn, dead_letters, DEAD_LETTER_COLUMNS, self._DEAD_LETTER_STAGING,
+                                 self._insert_dead_letters, (self.app_id, batch_id))
+            conn.execute(self._record, (written, letters, self.app_id, batch_id))
+        log.info("batch %d: %d log rows and %d dead letters inserted", batch_id, written, letters)
+
+    @staticmethod
+    def _load(conn: Any, frame: DataFrame, columns: tuple[_Column, ...], staging: str,
+              inserts: tuple[str, str], parameters: tuple) -> int:
+        """COPY `frame` into a staging table and insert it; a batch holding text that is not JSON is
+        inserted again with that text kept as JSON strings, rather than failing on every replay."""
+        import psycopg
+
+        conn.execute(staging_statement(staging, columns))
+        with conn.cursor() as cursor:
+            with cursor.copy(copy_statement(staging, columns)) as copy:
+                for chunk in staged(frame, columns).toLocalIterator():
+                    copy.write(chunk.csv)
+            insert, lenient = inserts
+            try:
+                with conn.transaction():  # a savepoint, to retry after the error
+                    cursor.execute(insert, parameters or None)
+            except psycopg.errors.DataError as exc:
+                log.warning("invalid JSON in a batch, stored as text: %s", exc)
+                cursor.execute(lenient, parameters or None)
+            return cursor.rowcount
+
+    def publish_generations(self, generations: Generations) -> None:
+        timestamps, streams = generation_rows(generations)
+        s = ident(self.schema)
+        with self._connect() as conn, conn.transaction(), conn.cursor() as cursor:
+            # Ranges before timestamps, as ScyllaDB publishes; one transaction makes both visible at once.
+            cursor.executemany(
+                f"INSERT INTO {s}.cdc_streams_descriptions_v2 (time, range_end, streams) VALUES (%s, %s, %s)"
+                " ON CONFLICT (time, range_end) DO UPDATE SET streams = EXCLUDED.streams"
+                " WHERE cdc_streams_descriptions_v2.streams IS DISTINCT FROM EXCLUDED.streams",
+                streams,
+            )
+            cursor.executemany(
+                f"INSERT INTO {s}.cdc_generation_timestamps (time, expired) VALUES (%s, %s)"
+                " ON CONFLICT (time) DO UPDATE SET expired = coalesce(EXCLUDED.expired,"
+                " cdc_generation_timestamps.expired)",
+                timestamps,
+            )

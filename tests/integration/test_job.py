@@ -1,0 +1,277 @@
+"""The Spark job end to end on the real stack: CQL writes → connector process → Kafka → Spark
+(decoding through the real registry, stream ids, replica copies removed) → Delta tables."""
+from __future__ import annotations
+
+import json
+import time
+import uuid
+
+import pytest
+
+from spark.job import rows as R
+from spark.job.config import JobSettings
+from spark.job.pipeline import start
+from spark.job.sinks.delta import DeltaSink
+from spark.streams.generations import MICROS_PER_SECOND
+from spark.streams.storage import GenerationStore
+from tests.integration.pipeline import ConnectorProcess, EventConsumer, has_marker, write_marker
+
+
+@pytest.fixture
+def pipeline(stack, cql, keyspace, tmp_path):
+    """A running connector with its own topic prefix, and job settings reading its topics."""
+    prefix = f"job{uuid.uuid4().hex[:8]}"
+    connector = ConnectorProcess(stack, tmp_path / "state", prefix)
+    connector.start_from_now()
+    connector.start()
+    consumer = EventConsumer(stack, prefix)
+    settings = JobSettings(
+        kafka_bootstrap_servers=stack.kafka_bootstrap, registry_url=stack.registry_url, topic_prefix=prefix,
+        cassandra_hosts=(stack.cassandra_host,), cassandra_port=stack.cassandra_port,
+        generations_keyspace=f"{keyspace}_gen", delta_path=tmp_path / "delta",
+        checkpoint_dir=tmp_path / "checkpoint", trigger_interval="500 milliseconds",
+        generation_check_interval=0.5, generation_delay=8.0, log_format="text")
+    yield connector, consumer, settings
+    connector.stop()
+    consumer.close()
+    cql.execute(f"DROP KEYSPACE IF EXISTS {keyspace}_gen")
+
+
+def run_available(spark, settings: JobSettings, sink=None) -> None:
+    """Run the job over what Kafka holds now, to the end."""
+    query, keeper = start(spark, settings, sink or DeltaSink(spark, settings.delta_path, settings.app_id),
+                          available_now=True)
+    try:
+        query.awaitTermination(300)
+        assert query.exception() is None
+    finally:
+        query.stop()
+        if keeper is not None:
+            keeper.close()
+
+
+def log_rows(spark, settings: JobSettings, keyspace: str, table: str) -> list[dict]:
+    frame = spark.read.format("delta").load(f"{settings.delta_path}/cdc_log").where(
+        f"keyspace = '{keyspace}' AND `table` = '{table}'")
+    return [r.asDict(recursive=True) for r in frame.orderBy("write_time_us", "cdc$batch_seq_no").collect()]
+
+
+def dead_letters(spark, settings: JobSettings) -> list[dict]:
+    path = settings.delta_path / "dead_letters"
+    return [r.asDict() for r in spark.read.format("delta").load(str(path)).collect()] if path.exists() else []
+
+
+def test_cql_writes_become_cdc_log_rows_with_the_library_streams(spark, cql, keyspace, pipeline):
+    connector, consumer, settings = pipeline
+    ks = keyspace
+    cql.execute(f"CREATE TABLE {ks}.orders (shop text, id int, item text, qty int, tags set<text>,"
+                f" PRIMARY KEY (shop, id)) WITH cdc = true")
+    shops = [f"shop-{i}" for i in range(20)]
+    for i, shop in enumerate(shops):
+        cql.execute(f"INSERT INTO {ks}.orders (shop, id, item, qty, tags) VALUES (%s, 1, 'apple', %s, {{'red'}})",
+                    (shop, i))
+    cql.execute(f"UPDATE {ks}.orders SET qty = 99, tags = tags - {{'red'}} WHERE shop = 'shop-0' AND id = 1")
+    cql.execute(f"DELETE FROM {ks}.orders WHERE shop = 'shop-1' AND id > 5 AND id <= 9")
+    cql.execute(f"DELETE FROM {ks}.orders WHERE shop = 'shop-2'")
+    consumer.until(has_marker(write_marker(cql, ks)))
+
+    run_available(spark, settings)
+
+    rows = log_rows(spark, settings, keyspace, "orders")
+    ops = [r["cdc$operation"] for r in rows]
+    assert ops.count(R.ROW_INSERT) == 20 and ops.count(R.ROW_UPDATE) == 1 and ops.count(R.PARTITION_DELETE) == 1
+    assert ops.count(R.RANGE_DELETE_START_EXCLUSIVE) == 1 and ops.count(R.RANGE_DELETE_END_INCLUSIVE) == 1
+    update = next(r for r in rows if r["cdc$operation"] == R.ROW_UPDATE)
+    assert json.loads(update["key"]) == {"shop": "shop-0", "id": 1}
+    assert json.loads(update["columns"]["qty"]) == 99
+    assert json.loads(update["deleted_elements"]["tags"]) == ["red"]
+
+    # Tokens equal Cassandra's own; streams equal the library's lookup in the published generations.
+    tokens = {r.shop: r.t for r in cql.execute(f"SELECT shop, token(shop) AS t FROM {ks}.orders")}
+    store = GenerationStore(cql, settings.generations_keyspace)
+    generations = store.load()
+    assert len(generations.generations) == 1
+    for row in rows:
+        shop = json.loads(row["key"])["shop"]
+        if shop in tokens:
+            assert row["token"] == tokens[shop]
+        assert row["cdc$stream_id"] == generations.get_stream(row["write_time_us"], row["token"]).value
+    assert not dead_letters(spark, settings)
+
+    # The generation tables are published to the sink too.
+    published = spark.read.format("delta").load(f"{settings.delta_path}/cdc_streams_descriptions_v2").collect()
+    assert {r.range_end for r in published} == {e.token_range_end for e in generations.generations[0].description.entries}
+
+
+def copy_as_another_replica(stack, topic: str, node: str) -> int:
+    """Produce every event of `topic` again as the connector beside another replica would send it:
+    the same change, read from another node's commit log (a single-node stack has one log)."""
+    from confluent_kafka import Consumer, Producer, TopicPartition
+    from confluent_kafka.schema_registry import SchemaRegistryClient
+    from fastavro import parse_schema
+
+    from connector.avro.wire import frame, schema_id_of, unframe
+
+    registry = SchemaRegistryClient({"url": stack.registry_url})
+    consumer = Consumer({"bootstrap.servers": stack.kafka_bootstrap, "group.id": f"copy-{uuid.uuid4()}",
+                         "enable.auto.commit": False})
+    partitions = consumer.list_topics(topic, timeout=10).topics[topic].partitions
+    ends = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in partitions}
+    consumer.assign([TopicPartition(topic, p, 0) for p in partitions])
+    producer = Producer({"bootstrap.servers": stack.kafka_bootstrap})
+    copied, done = 0, {p for p, end in ends.items() if end == 0}
+    while len(done) < len(partitions):
+        message = consumer.poll(1)
+        if message is None or message.error():
+            continue
+        schema_id = schema_id_of(message.value())
+        schema = parse_schema(json.loads(registry.get_schema(schema_id).schema_str))
+        event = unframe(message.value(), schema)
+        event["source"]["node"] = node
+        producer.produce(topic, key=message.key(), value=frame(schema_id, schema, event))
+        copied += 1
+        if message.offset() + 1 >= ends[message.partition()]:
+            done.add(message.partition())
+    consumer.close()
+    assert producer.flush(30) == 0
+    return copied
+
+
+def test_replica_copies_are_logged_once(spark, cql, keyspace, pipeline, stack):
+    connector, consumer, settings = pipeline
+    cql.execute(f"CREATE TABLE {keyspace}.kv (k int PRIMARY KEY, v text) WITH cdc = true")
+    for k in range(30):
+        cql.execute(f"INSERT INTO {keyspace}.kv (k, v) VALUES (%s, 'v')", (k,))
+    consumer.until(has_marker(write_marker(cql, keyspace)))
+    assert copy_as_another_replica(stack, f"{connector.prefix}.{keyspace}.kv", "replica-2") == 30
+
+    run_available(spark, settings)
+
+    rows = log_rows(spark, settings, keyspace, "kv")
+    assert sorted(json.loads(r["key"])["k"] for r in rows) == list(range(30))
+    assert {r["source"]["node"] for r in rows} <= {"replica-2", rows[0]["source"]["node"]}
+
+    # With removal switched off, both copies are logged.
+    undeduplicated = settings.model_copy(update={"dedup": False, "delta_path": settings.delta_path.parent / "all",
+                                                 "checkpoint_dir": settings.checkpoint_dir.parent / "all-checkpoint"})
+    run_available(spark, undeduplicated)
+    assert len(log_rows(spark, undeduplicated, keyspace, "kv")) == 60
+
+
+def test_generation_switch_mid_stream(spark, cql, keyspace, pipeline):
+    """A new generation at T (here: the job restarted with more shards per node, which ScyllaDB
+    treats like a topology change): writes before T keep the old streams, writes after use the new."""
+    connector, consumer, settings = pipeline
+    cql.execute(f"CREATE TABLE {keyspace}.kv (k int PRIMARY KEY, v int) WITH cdc = true")
+    insert = cql.prepare(f"INSERT INTO {keyspace}.kv (k, v) VALUES (?, ?)")
+    for k in range(20):
+        cql.execute(insert, (k, 0))
+    consumer.until(has_marker(write_marker(cql, keyspace)))
+    run_available(spark, settings)
+
+    more_shards = settings.model_copy(update={"shards": 4})
+    run_available(spark, more_shards)  # notices the change and publishes a generation at now + delay
+    generations = GenerationStore(cql, settings.generations_keyspace).load()
+    assert len(generations.generations) == 2
+    switch = generations.generations[1].timestamp
+    while time.time() * MICROS_PER_SECOND < switch + 1_000_000:  # write on both sides of T
+        cql.execute(insert, (int(time.time() * 10) % 20, 1))
+        time.sleep(0.2)
+    consumer.until(has_marker(write_marker(cql, keyspace)))
+    run_available(spark, more_shards)
+
+    rows = log_rows(spark, more_shards, keyspace, "kv")
+    before = [r for r in rows if r["write_time_us"] < switch]
+    after = [r for r in rows if r["write_time_us"] >= switch]
+    assert before and after
+    old, new = generations.generations
+    for r in before:
+        assert r["generation"].timestamp() * MICROS_PER_SECOND == pytest.approx(old.timestamp)
+        assert r["cdc$stream_id"] == old.topology().get_stream(r["token"]).value
+    for r in after:
+        assert r["generation"].timestamp() * MICROS_PER_SECOND == pytest.approx(new.timestamp)
+        assert r["cdc$stream_id"] == new.topology().get_stream(r["token"]).value
+    assert {new.topology().get_stream(r["token"]).value for r in after} <= {s.value for s in new.topology().streams}
+
+
+class CrashAfterWrite:
+    """The real Delta sink, with the process 'dying' right after batch `at` reached it and
+    before Spark could record the batch as done."""
+
+    def __init__(self, sink: DeltaSink, at: int) -> None:
+        self.sink, self.at = sink, at
+
+    def prepare(self) -> None:
+        self.sink.prepare()
+
+    def publish_generations(self, generations) -> None:
+        self.sink.publish_generations(generations)
+
+    def write(self, rows, dead_letters, batch_id: int) -> None:
+        self.sink.write(rows, dead_letters, batch_id)
+        if batch_id == self.at:
+            raise RuntimeError(f"crash after writing batch {batch_id}")
+
+
+def test_a_batch_replayed_after_a_crash_is_written_once(spark, cql, keyspace, pipeline):
+    connector, consumer, settings = pipeline
+    settings = settings.model_copy(update={"max_offsets_per_trigger": 25})  # several batches
+    cql.execute(f"CREATE TABLE {keyspace}.kv (k int PRIMARY KEY, v text) WITH cdc = true")
+    for k in range(100):
+        cql.execute(f"INSERT INTO {keyspace}.kv (k, v) VALUES (%s, 'v')", (k,))
+    consumer.until(has_marker(write_marker(cql, keyspace)))
+
+    sink = DeltaSink(spark, settings.delta_path, settings.app_id)
+    query, keeper = start(spark, settings, CrashAfterWrite(sink, at=2), available_now=True)
+    with pytest.raises(Exception, match="crash after writing batch 2"):
+        query.awaitTermination(300)
+    keeper.close()
+    written_before_restart = len(log_rows(spark, settings, keyspace, "kv"))
+    assert 0 < written_before_restart < 100
+
+    run_available(spark, settings)  # Spark replays batch 2; Delta skips what it already holds
+
+    rows = log_rows(spark, settings, keyspace, "kv")
+    assert sorted(json.loads(r["key"])["k"] for r in rows) == list(range(100))
+
+
+def test_schema_change_mid_stream(spark, cql, keyspace, pipeline):
+    connector, consumer, settings = pipeline
+    cql.execute(f"CREATE TABLE {keyspace}.kv (k int PRIMARY KEY, v text) WITH cdc = true")
+    cql.execute(f"INSERT INTO {keyspace}.kv (k, v) VALUES (1, 'before')")
+    cql.execute(f"ALTER TABLE {keyspace}.kv ADD extra map<text, int>")
+    cql.execute(f"INSERT INTO {keyspace}.kv (k, v, extra) VALUES (2, 'after', {{'a': 1}})")
+    cql.execute(f"ALTER TABLE {keyspace}.kv DROP v")
+    cql.execute(f"INSERT INTO {keyspace}.kv (k, extra) VALUES (3, {{'b': 2}})")
+    consumer.until(has_marker(write_marker(cql, keyspace)))
+
+    run_available(spark, settings)
+
+    rows = {json.loads(r["key"])["k"]: r for r in log_rows(spark, settings, keyspace, "kv")}
+    assert {k: {c: json.loads(v) for c, v in r["columns"].items()} for k, r in rows.items()} == {
+        1: {"v": "before"}, 2: {"v": "after", "extra": [["a", 1]]}, 3: {"extra": [["b", 2]]}}
+    assert len({r["source"]["schema_id"] for r in rows.values()}) == 3
+
+
+def test_undecodable_records_and_changes_before_any_generation_are_dead_letters(spark, cql, keyspace, pipeline,
+                                                                               stack):
+    from confluent_kafka import Producer
+
+    connector, consumer, settings = pipeline
+    cql.execute(f"CREATE TABLE {keyspace}.kv (k int PRIMARY KEY, v text) WITH cdc = true")
+    cql.execute(f"INSERT INTO {keyspace}.kv (k, v) VALUES (1, 'old') USING TIMESTAMP 1000000")  # 1970
+    cql.execute(f"INSERT INTO {keyspace}.kv (k, v) VALUES (2, 'now')")
+    consumer.until(has_marker(write_marker(cql, keyspace)))
+    producer = Producer({"bootstrap.servers": stack.kafka_bootstrap})
+    topic = f"{connector.prefix}.{keyspace}.kv"
+    producer.produce(topic, key=b"junk", value=b"\x00\x7f\xff\xff\xf0not avro")  # an id no registry has
+    assert producer.flush(30) == 0
+
+    run_available(spark, settings)
+
+    assert sorted(json.loads(r["key"])["k"] for r in log_rows(spark, settings, keyspace, "kv")) == [2]
+    dead = {d["reason"]: d for d in dead_letters(spark, settings) if d["topic"] == topic}
+    assert set(dead) == {R.NO_GENERATION, R.UNDECODABLE}
+    assert dead[R.UNDECODABLE]["value"] == b"\x00\x7f\xff\xff\xf0not avro"
+    assert "UnknownSchema" in dead[R.UNDECODABLE]["detail"]
+    assert dead[R.NO_GENERATION]["write_time_us"] == 1000000
