@@ -74,6 +74,10 @@ class Checkpoint:
         """The segment is read to its end (`end`); release it once that is committed."""
         self._finished.append((segment, end))
 
+    def releasing(self, segment_id: int) -> bool:
+        """Whether the segment is read to its end and waits for the commit that releases it."""
+        return any(segment.segment_id == segment_id for segment, _ in self._finished)
+
     def commit(self) -> Position | None:
         """Commit what Kafka has acknowledged, then release the segments it covers."""
         if self.failure is not None:

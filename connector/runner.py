@@ -159,11 +159,21 @@ class Connector:
                 if segment.index_path.exists():
                     self._release(segment)
                 continue
-            if self.tail is not None and self.tail.segment.segment_id == segment.segment_id:
-                current = self.tail
+            if self.checkpoint.releasing(segment.segment_id):
+                continue  # read to its end; opening it again would produce its uncommitted events twice
+            tail = self.tail if self.tail is not None and self.tail.segment.segment_id == segment.segment_id else None
+            # Never held CDC data (Cassandra removes it once its data is flushed; a link left by an earlier
+            # run stays): passed over, also when it was opened as the newest segment. Later indexes are
+            # looked at first: Cassandra syncs, and so indexes, segments oldest first.
+            unindexed = tail is None or tail.index is None
+            if unindexed and any(s.index_path.exists() for s in segments[i + 1:]) and not segment.index_path.exists():
+                if tail is not None:
+                    tail.close()
+                    self.tail = None
+                continue
+            if tail is not None:
+                current = tail
                 break
-            if not segment.index_path.exists() and any(s.index_path.exists() for s in segments[i + 1:]):
-                continue  # never held CDC data; Cassandra removes it once its data is flushed
             after = committed if committed is not None and committed.segment_id == segment.segment_id else None
             current = self.tail = SegmentTail(segment, self.schema, after)
             break

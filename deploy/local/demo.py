@@ -1,114 +1,298 @@
-"""The demo: a sample workload into a CDC table of the local stack, then what Cassandra put in cdc_raw.
+"""The demo: CQL writes on the local stack become change events on Kafka, read back through the registry.
 
+A `cdc = true` table, the connector started as users run it (`python -m connector run`), a small
+workload (insert, update, collection changes, TTL, deletes) whose change events are printed one per
+line, then a bulk load (--rows) and how soon all of it was on Kafka; the connector is stopped at the end.
 Run through `deploy/local/demo`, which installs what is missing and starts the stack first.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import mmap
 import os
+import shutil
+import signal
+import socket
+import subprocess
 import sys
 import time
-from decimal import Decimal
+import urllib.request
+import uuid
+import warnings
 from pathlib import Path
 
-from cassandra.concurrent import execute_concurrent_with_args
+# authlib, under the registry client, warns about httpx when imported: noise in a demo. Its own
+# "always" filter is installed when it is first imported, so that comes before ours.
+with contextlib.suppress(ImportError):
+    import authlib.deprecate  # noqa: F401
+warnings.filterwarnings("ignore", message="The httpx module is deprecated")
 
-from connector.commitlog import SegmentReader, skip_unknown_tables
-from connector.commitlog.cdc_index import CdcIndex, indexed_segments
-from connector.commitlog.render import ChangeRenderer
-from connector.schema.loader import read_snapshot
-from connector.schema.session import connect
+from cassandra.concurrent import execute_concurrent_with_args  # noqa: E402
+from confluent_kafka import Consumer, TopicPartition  # noqa: E402
+from confluent_kafka.admin import AdminClient  # noqa: E402
+from confluent_kafka.schema_registry import SchemaRegistryClient  # noqa: E402
+from confluent_kafka.schema_registry.avro import AvroDeserializer  # noqa: E402
+from confluent_kafka.serialization import MessageField, SerializationContext  # noqa: E402
+
+from connector.commitlog import CommitLogError, Position, read_descriptor  # noqa: E402
+from connector.commitlog.cdc_index import read_cdc_index  # noqa: E402
+from connector.commitlog.sync import sections  # noqa: E402
+from connector.schema.session import connect  # noqa: E402
+from connector.source import list_segments  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 KEYSPACE = "ringtail_demo"
+PREFIX = "demo"
+TOPIC = f"{PREFIX}.{KEYSPACE}.orders"
+
+WORKLOAD = [
+    ("insert a row", "INSERT INTO {t} (customer, order_id, item, quantity, tags) "
+                     "VALUES ('alice', 1, 'green tea', 2, {{'loose'}})"),
+    ("update a column", "UPDATE {t} SET quantity = 3 WHERE customer = 'alice' AND order_id = 1"),
+    ("change collections", "UPDATE {t} SET tags = tags + {{'gift'}}, notes['wrap'] = 'red paper' "
+                           "WHERE customer = 'alice' AND order_id = 1"),
+    ("remove a set element", "UPDATE {t} SET tags = tags - {{'loose'}} WHERE customer = 'alice' AND order_id = 1"),
+    ("insert with a TTL", "INSERT INTO {t} (customer, order_id, item, quantity) VALUES ('bob', 7, 'coffee', 1) "
+                          "USING TTL 3600"),
+    ("delete a column", "DELETE notes FROM {t} WHERE customer = 'alice' AND order_id = 1"),
+    ("delete a row", "DELETE FROM {t} WHERE customer = 'bob' AND order_id = 7"),
+    ("delete a partition", "DELETE FROM {t} WHERE customer = 'alice'"),
+]
+
+
+def say(message: str) -> None:
+    print(f"[demo] {message}", flush=True)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--rows", type=int, default=2000, help="rows to write (default 2000)")
+    parser.add_argument("--rows", type=int, default=2000, help="rows of the bulk load (default 2000; 0: none)")
     args = parser.parse_args(argv)
 
     run_dir = Path(os.environ.get("RINGTAIL_RUN_DIR") or ROOT / ".run")
     stack = json.loads((run_dir / "stack.json").read_text())
     cdc_raw = Path(stack["cassandra"]["cdc_raw"])
     cluster, session = connect([stack["cassandra"]["host"]], stack["cassandra"]["port"])
+    connector = None
     try:
-        session.execute(
-            f"CREATE KEYSPACE IF NOT EXISTS {KEYSPACE} "
-            "WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}"
-        )
-        session.execute(
-            f"CREATE TABLE IF NOT EXISTS {KEYSPACE}.orders ("
-            " customer int, placed timestamp, item text, quantity int, price decimal,"
-            " PRIMARY KEY ((customer), placed)) WITH cdc = true"
-        )
-        before = indexed_segments(cdc_raw)
-        insert = session.prepare(
-            f"INSERT INTO {KEYSPACE}.orders (customer, placed, item, quantity, price) VALUES (?, ?, ?, ?, ?)"
-        )
-        started = time.monotonic()
-        step = max(1, args.rows // 10)
-        for first in range(0, args.rows, step):
-            batch = [
-                (i % 97, int(time.time() * 1000) + i, f"item-{i % 13}", 1 + i % 5, Decimal(f"{i % 100}.99"))
-                for i in range(first, min(first + step, args.rows))
-            ]
-            execute_concurrent_with_args(session, insert, batch, concurrency=32, raise_on_first_error=True)
-            print(f"  wrote {min(first + step, args.rows):>6}/{args.rows} rows", flush=True)
-        took = time.monotonic() - started
-        print(f"wrote {args.rows} rows to {KEYSPACE}.orders in {took:.1f}s ({args.rows / took:,.0f} rows/s)")
+        say(f"table {KEYSPACE}.orders with cdc = true (dropped and created again)")
+        session.execute(f"DROP KEYSPACE IF EXISTS {KEYSPACE}")
+        session.execute(f"CREATE KEYSPACE {KEYSPACE} "
+                        "WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}")
+        session.execute(f"CREATE TABLE {KEYSPACE}.orders (customer text, order_id int, item text, quantity int,"
+                        " tags set<text>, notes map<text, text>, PRIMARY KEY ((customer), order_id)) WITH cdc = true")
 
-        # The durable offset moves on the next commit-log sync (at most commitlog_sync_period away).
-        deadline = time.monotonic() + 10
-        after = indexed_segments(cdc_raw)
-        while after == before and time.monotonic() < deadline:
-            time.sleep(0.25)
-            after = indexed_segments(cdc_raw)
-        schema = read_snapshot(session)[1]
+        demo_dir = run_dir / "demo"
+        connector = Connector(stack, demo_dir, start_position(cdc_raw))
+        say(f"starting the connector: python -m connector run --config {connector.config} (log: {connector.log})")
+        took = connector.start()
+        say(f"connector ready in {took:.1f}s, reading {cdc_raw}")
+
+        events = Events(stack)
+        say(f"workload on {KEYSPACE}.orders:")
+        for what, statement in WORKLOAD:
+            cql = statement.format(t=f"{KEYSPACE}.orders")
+            session.execute(cql)
+            print(f"  {what:<21} cql> {cql}", flush=True)
+        say(f"waiting for {len(WORKLOAD)} change events on topic {TOPIC} (Cassandra makes the commit log "
+            "durable every commitlog_sync_period)")
+        got = events.read(len(WORKLOAD), timeout=30)
+        if len(got) < len(WORKLOAD):
+            return failed(connector, f"{len(got)} of {len(WORKLOAD)} events arrived within 30 s")
+        say(f"{len(got)} events, decoded through the registry: op, kind, table, key, what changed, and the "
+            "time from the write to the connector producing it")
+        for message_time, event in sorted(got, key=lambda m: tuple(m[1]["source"]["position"].values())):
+            print("  " + describe(event, message_time), flush=True)
+
+        if args.rows:
+            bulk(session, events, args.rows)
+        show_cdc_raw(cdc_raw)
     finally:
+        if connector is not None:
+            connector.stop()
+            say(f"connector stopped; events stay on topic {TOPIC}")
         cluster.shutdown()
-
-    print(f"\ncdc_raw: {cdc_raw}")
-    print(f"  {'segment':34} {'size':>9} {'durable offset':>15}  state")
-    for segment, index in sorted(after.items()):
-        size = segment.stat().st_size if segment.exists() else 0
-        grown = index.offset - (before[segment].offset if segment in before else 0)
-        print(f"  {segment.name:34} {size:>9} {index.offset:>15}  {'COMPLETED' if index.completed else 'live'}"
-              + (f" (+{grown} bytes from this run)" if grown > 0 else ""))
-    if after == before:
-        print("no durable offset moved: is the table's cdc flag on?", file=sys.stderr)
-        return 1
-    decode(after, schema)
     return 0
 
 
-def decode(durable: dict[Path, CdcIndex], schema) -> None:
-    """Decode the durable part of every segment with the reader; show the demo table's changes."""
-    renderer = ChangeRenderer(schema)
-    skipped: list[str] = []
+# -- the connector ---------------------------------------------------------------------------------
 
-    def skip_dropped_table(error):
-        # Tables dropped since (by earlier runs or tests) are no longer in the schema.
-        skip_unknown_tables(error)
-        skipped.append(str(error.table_id))
 
-    ours, last = 0, None
-    started = time.monotonic()
-    for segment, index in sorted(durable.items()):
-        if not segment.exists():
+class Connector:
+    """The connector as a process, its settings in a YAML file, its state under .run/demo/."""
+
+    def __init__(self, stack: dict, directory: Path, position: Position | None) -> None:
+        shutil.rmtree(directory / "state", ignore_errors=True)
+        (directory / "state").mkdir(parents=True)
+        if position is not None:
+            (directory / "state" / "position.json").write_text(json.dumps(position._asdict()))
+        self.port = free_port()
+        self.config, self.log = directory / "connector.yaml", directory / "connector.log"
+        self.config.write_text(
+            f"cdc_raw: {stack['cassandra']['cdc_raw']}\nstate_dir: {directory / 'state'}\n"
+            f"cassandra_hosts: {stack['cassandra']['host']}\ncassandra_port: {stack['cassandra']['port']}\n"
+            f"kafka_bootstrap_servers: {stack['kafka']['bootstrap_servers']}\n"
+            f"registry_url: {stack['registry']['url']}\ntopic_prefix: {PREFIX}\ntopic_partitions: 3\n"
+            f"metrics_host: 127.0.0.1\nmetrics_port: {self.port}\npoll_interval: 0.1\ncommit_interval: 0.2\n"
+            "log_format: text\n")
+        self.process: subprocess.Popen | None = None
+
+    def start(self, timeout: float = 60) -> float:
+        started = time.monotonic()
+        with open(self.log, "w") as log:
+            self.process = subprocess.Popen([sys.executable, "-m", "connector", "run", "--config", str(self.config)],
+                                            cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
+        while time.monotonic() - started < timeout:
+            if self.process.poll() is not None:
+                raise SystemExit(f"the connector exited ({self.process.returncode}):\n{self.tail()}")
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/ready", timeout=2):
+                    return time.monotonic() - started
+            except OSError:
+                time.sleep(0.1)
+        raise SystemExit(f"the connector was not ready within {timeout:.0f} s:\n{self.tail()}")
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(30)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+
+    def tail(self, lines: int = 15) -> str:
+        return "\n".join(self.log.read_text().splitlines()[-lines:])
+
+
+def start_position(cdc_raw: Path) -> Position | None:
+    """After everything already in cdc_raw (earlier runs, tables dropped since): the end of the sync-marker
+    chain of the segment being written, the newest with a section (the preallocated next one has none)."""
+    for segment in reversed(list_segments(cdc_raw)):
+        try:
+            with open(segment.path, "rb") as file, mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ) as buf:
+                descriptor = read_descriptor(buf, str(segment.path))
+                end = max((s.end for s in sections(buf, descriptor, str(segment.path))), default=None)
+        except (CommitLogError, OSError, ValueError):  # no header yet, or released meanwhile
             continue
-        with SegmentReader(segment, schema, limit=index.offset, on_schema_miss=skip_dropped_table) as reader:
-            for change in reader.changes():
-                if change.table.keyspace == KEYSPACE and change.table.name == "orders":
-                    ours, last = ours + 1, (segment, change)
-    took = time.monotonic() - started
-    print(f"\ndecoded {ours} changes of {KEYSPACE}.orders from cdc_raw in {took:.2f}s"
-          + (f" ({len(skipped)} mutations of dropped tables skipped)" if skipped else ""))
-    if last:
-        print("the newest, as `python -m connector dump` prints it:")
-        print(json.dumps(renderer.render(last[1], str(last[0])), indent=2))
+        if end is not None:
+            return Position(segment.segment_id, end, -1, -1)
+    return None
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def failed(connector: Connector, message: str) -> int:
+    print(f"[demo] {message}; the connector's log ends with:\n{connector.tail()}", file=sys.stderr)
+    return 1
+
+
+# -- the events --------------------------------------------------------------------------------------
+
+
+class Events:
+    """The demo topic from the offsets it has now: only this run's events."""
+
+    def __init__(self, stack: dict) -> None:
+        bootstrap = stack["kafka"]["bootstrap_servers"]
+        self.admin = AdminClient({"bootstrap.servers": bootstrap})
+        self.consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"demo-{uuid.uuid4()}",
+                                  "enable.auto.commit": False})
+        self.deserialize = AvroDeserializer(SchemaRegistryClient({"url": stack["registry"]["url"]}))
+        self.start = {p: self.consumer.get_watermark_offsets(TopicPartition(TOPIC, p), timeout=10)[1]
+                      for p in self._partitions()}
+        self.assigned = False
+
+    def _partitions(self) -> list[int]:
+        topic = self.admin.list_topics(TOPIC, timeout=10).topics.get(TOPIC)
+        return sorted(topic.partitions) if topic is not None and topic.error is None else []
+
+    def _assign(self) -> bool:
+        """Once the connector has created the topic: read it from the offsets it had at the start."""
+        if not self.assigned and (partitions := self._partitions()):
+            self.consumer.assign([TopicPartition(TOPIC, p, self.start.get(p, 0)) for p in partitions])
+            self.assigned = True
+        return self.assigned
+
+    def read(self, count: int, timeout: float, decode: bool = True) -> list[tuple[float, dict | None]]:
+        """Up to `count` events as (Kafka message time in s, decoded value or None)."""
+        out: list[tuple[float, dict | None]] = []
+        deadline = time.monotonic() + timeout
+        while len(out) < count and time.monotonic() < deadline:
+            if not self._assign():
+                time.sleep(0.2)
+                continue
+            for message in self.consumer.consume(min(500, count - len(out)), timeout=0.5):
+                if message.error():
+                    continue
+                value = None
+                if decode:
+                    value = self.deserialize(message.value(), SerializationContext(TOPIC, MessageField.VALUE))
+                    value["_key"] = self.deserialize(message.key(), SerializationContext(TOPIC, MessageField.KEY))
+                out.append((message.timestamp()[1] / 1000, value))
+        return out
+
+
+def describe(event: dict, message_time: float) -> str:
+    """One line: op, kind, table, primary key, then what the change did to each column, in CQL terms."""
+    after, source = event["after"], event["source"]
+    key = " ".join(f"{k}={v!r}" for k, v in after.items() if v is not None and not isinstance(v, dict))
+    changes = [column_change(name, value) for name, value in after.items() if isinstance(value, dict)]
+    if event["kind"].endswith("_delete"):
+        changes.insert(0, event["kind"].replace("_", " ") + "d")
+    if event["liveness"] and event["liveness"]["ttl"]:
+        changes.append(f"USING TTL {event['liveness']['ttl']}")
+    delay = message_time - source["ts_us"] / 1e6
+    return (f"{event['op']} {event['kind']:<16} {source['keyspace']}.{source['table']}  {key:<28} "
+            f"{', '.join(changes):<48} +{delay:.2f}s")
+
+
+def column_change(name: str, value: dict) -> str:
+    if "tombstone" in value:  # a plain cell
+        return f"{name} deleted" if value["tombstone"] else f"{name} = {value['value']!r}"
+    # A collection: elements added or removed, after deleting the whole column first on an overwrite.
+    added = [f"{e['key']!r}: {e['value']!r}" if "value" in e else repr(e["key"]) for e in value.get("added") or []]
+    removed = [repr(e["key"]) for e in value.get("removed") or []]
+    parts = []
+    if value.get("deletion"):
+        parts.append(f"{name} = {{{', '.join(added)}}}" if added else f"{name} deleted")
+    elif added:
+        parts.append(f"{name} + {{{', '.join(added)}}}")
+    if removed:
+        parts.append(f"{name} - {{{', '.join(removed)}}}")
+    return ", ".join(parts)
+
+
+def bulk(session, events: Events, rows: int) -> None:
+    insert = session.prepare(f"INSERT INTO {KEYSPACE}.orders (customer, order_id, item, quantity) "
+                             "VALUES (?, ?, ?, ?)")
+    say(f"bulk load: {rows} rows")
+    started = time.monotonic()
+    execute_concurrent_with_args(session, insert, [(f"customer-{i % 97}", i, f"item-{i % 13}", 1 + i % 5)
+                                                   for i in range(rows)], concurrency=32, raise_on_first_error=True)
+    wrote = time.monotonic() - started
+    got = events.read(rows, timeout=60, decode=False)
+    arrived = time.monotonic() - started
+    say(f"wrote {rows} rows in {wrote:.1f}s ({rows / wrote:,.0f} rows/s); {len(got)} events on Kafka "
+        f"{arrived:.1f}s after the first write")
+
+
+def show_cdc_raw(cdc_raw: Path) -> None:
+    segments = list_segments(cdc_raw)
+    say(f"{cdc_raw} now (the connector deletes a segment once its events are acknowledged and committed):")
+    print(f"  {'segment':34} {'durable offset':>15}  state")
+    for segment in segments:
+        index = read_cdc_index(segment.index_path)
+        if index is not None:
+            print(f"  {segment.name:34} {index.offset:>15}  {'COMPLETED' if index.completed else 'being written'}")
+    if not any(read_cdc_index(s.index_path) for s in segments):
+        print("  (no segment holds CDC data)")
 
 
 if __name__ == "__main__":

@@ -3,11 +3,13 @@ killed), and a consumer decoding its topics through the registry."""
 from __future__ import annotations
 
 import json
+import mmap
 import os
 import signal
 import subprocess
 import sys
 import time
+import urllib.request
 import uuid
 from pathlib import Path
 
@@ -16,32 +18,39 @@ from confluent_kafka.schema_registry import SchemaRegistryClient
 from confluent_kafka.schema_registry.avro import AvroDeserializer
 from confluent_kafka.serialization import MessageField, SerializationContext
 
-from connector.commitlog import Position
+from connector.commitlog import CommitLogError, Position, read_descriptor
 from connector.source import list_segments
 from tests.integration.capture import chain_end
 from tests.stack import ROOT, Stack
 
 
 class ConnectorProcess:
-    def __init__(self, stack: Stack, state_dir: Path, prefix: str) -> None:
+    def __init__(self, stack: Stack, state_dir: Path, prefix: str, **settings) -> None:
+        """`settings`: connector settings added to (or replacing) the test defaults below."""
         self.state_dir = state_dir
         self.prefix = prefix
-        self.cdc_raw = stack.cdc_raw
+        self.settings = {
+            "cdc_raw": stack.cdc_raw, "state_dir": state_dir,
+            "cassandra_hosts": stack.cassandra_host, "cassandra_port": stack.cassandra_port,
+            "kafka_bootstrap_servers": stack.kafka_bootstrap, "registry_url": stack.registry_url,
+            "topic_prefix": prefix, "topic_partitions": 3, "metrics_port": 0, "poll_interval": 0.1,
+            "commit_interval": 0.2, "log_format": "text", **settings,
+        }
+        self.cdc_raw = Path(self.settings["cdc_raw"])
         self.config = state_dir.parent / f"{state_dir.name}.yaml"
-        self.config.write_text(
-            f"cdc_raw: {stack.cdc_raw}\nstate_dir: {state_dir}\n"
-            f"cassandra_hosts: {stack.cassandra_host}\ncassandra_port: {stack.cassandra_port}\n"
-            f"kafka_bootstrap_servers: {stack.kafka_bootstrap}\nregistry_url: {stack.registry_url}\n"
-            f"topic_prefix: {prefix}\ntopic_partitions: 3\nmetrics_port: 0\npoll_interval: 0.1\n"
-            f"commit_interval: 0.2\nlog_format: text\n")
+        self.config.write_text("".join(f"{key}: {value}\n" for key, value in self.settings.items()))
         self.log = state_dir.parent / f"{state_dir.name}.log"
         self.process: subprocess.Popen | None = None
 
     def start_from_now(self) -> None:
         """Position the connector at the end of what is durable now: older segments belong to other
         tests (and to tables dropped since)."""
-        with_index = [s for s in list_segments(self.cdc_raw) if s.index_path.exists()]
-        newest = with_index[-1]
+        segments = list_segments(self.cdc_raw)
+        # Cassandra indexes a segment once it holds CDC data; when none does yet, the active one: the
+        # newest with synced sections. Not simply the newest: that can be the preallocated next
+        # segment, and a seed there would make the connector release the active one unread.
+        with_index = [s for s in segments if s.index_path.exists()]
+        newest = with_index[-1] if with_index else next(s for s in reversed(segments) if _synced(s.path))
         self.seed(Position(newest.segment_id, chain_end(newest.path), -1, -1))
 
     def seed(self, position: Position) -> None:
@@ -68,6 +77,36 @@ class ConnectorProcess:
     def committed(self) -> Position | None:
         path = self.state_dir / "position.json"
         return Position(**json.loads(path.read_text())) if path.exists() else None
+
+    def metrics(self) -> dict[str, float]:
+        """The unlabelled samples of /metrics (needs `metrics_port`), by name."""
+        url = f"http://127.0.0.1:{self.settings['metrics_port']}/metrics"
+        with urllib.request.urlopen(url, timeout=5) as response:
+            text = response.read().decode()
+        samples = (line.split() for line in text.splitlines() if line and not line.startswith("#"))
+        return {parts[0]: float(parts[1]) for parts in samples if len(parts) == 2 and "{" not in parts[0]}
+
+    def ready(self) -> bool:
+        """Whether /ready answers 200: the connector started reading (needs `metrics_port`)."""
+        try:
+            url = f"http://127.0.0.1:{self.settings['metrics_port']}/ready"
+            with urllib.request.urlopen(url, timeout=2) as response:
+                return response.status == 200
+        except OSError:
+            return False
+
+    def peak_rss(self) -> int:
+        """The process's resident memory high-water mark (VmHWM), in bytes."""
+        status = Path(f"/proc/{self.process.pid}/status").read_text()
+        return int(next(line.split()[1] for line in status.splitlines() if line.startswith("VmHWM:"))) * 1024
+
+
+def _synced(path: Path) -> bool:
+    try:
+        with open(path, "rb") as file, mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ) as buf:
+            return chain_end(path) > read_descriptor(buf, str(path)).header_length
+    except (CommitLogError, OSError, ValueError):  # no header written yet, or released meanwhile
+        return False
 
 
 class EventConsumer:

@@ -1,0 +1,447 @@
+"""The Spark job with stream-id assignment against the same job passing rows through, in one run.
+
+    python bench/job.py [--rows N] [--repeat R] [--batch B]
+
+Input: real connector events. A cdc=true table (k int, c int, v text, n bigint, PRIMARY KEY (k, c))
+gets N rows (execute_concurrent_with_args); the connector runs as users run it (`python -m connector
+run`), positioned at the end of cdc_raw before the writes, until its topic holds all N events, and is
+stopped. Then the job (`start(..., available_now=True)`, local[2], Delta sink, replica removal on)
+reads those topics R times per variant, alternating (A B, B A, …), after one warm-up run, not counted
+(JVM, Python workers, the first generation), each run with a fresh checkpoint and Delta path:
+
+- with stream ids: `assign_streams=True` (the default): generations kept in Cassandra, tokens and
+  stream ids per row (`assign_batch` in `mapInArrow`), generations published to the sink;
+- pass-through: `assign_streams=False`: the same rows, without stream ids.
+
+A run is timed from `start()` to the query's termination ("setup" is the `start()` call itself:
+with stream ids that includes the generation keeper's connection to Cassandra, loading the
+generations and writing them to the Delta sink: a fixed cost per start, not per row).
+rows/s = rows of the Delta `cdc_log` / seconds; the best run of each variant is shown.
+
+Peak memory is VmHWM from /proc/<pid>/status of the Spark driver JVM (the java child of this
+process), of this Python driver, and of the largest Python worker (the JVM's python descendants,
+where decoding and assignment run); each is reset before every run (/proc/<pid>/clear_refs) when
+the kernel allows it, else it covers the whole run of the script.
+
+In process, the same events as Arrow batches of B records (Spark's default maxRecordsPerBatch):
+`decode_records` alone against `assign_batch` of its output, per row — the vectorized step alone
+(its stream ids are checked against the job's Delta rows, by change id).
+
+Needs the local stack (`deploy/local/start`); prints figures, asserts nothing.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO_ROOT))
+
+import pyarrow as pa  # noqa: E402
+from cassandra.concurrent import execute_concurrent_with_args  # noqa: E402
+from confluent_kafka import Consumer, KafkaException, TopicPartition  # noqa: E402
+from confluent_kafka.admin import AdminClient  # noqa: E402
+
+from connector.schema.session import connect  # noqa: E402
+from spark.job.assign import assign_batch  # noqa: E402
+from spark.job.config import JobSettings  # noqa: E402
+from spark.job.events import decode_records, schema_cache  # noqa: E402
+from spark.streams.generations import MICROS_PER_SECOND  # noqa: E402
+from spark.streams.storage import GenerationStore  # noqa: E402
+from tests.integration.pipeline import ConnectorProcess  # noqa: E402
+from tests.stack import StackUnavailable, connect_stack  # noqa: E402
+from timing import best_seconds  # noqa: E402 - bench/ is the script's directory
+
+MiB = 1 << 20
+TABLE = "t"
+SPARK_CONF = {"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "2"}
+WITH, WITHOUT = "with stream ids", "pass-through"
+
+
+# --- processes and their memory --------------------------------------------------------------
+
+def _stat(pid: int) -> tuple[str, int] | None:
+    """(command name, parent pid) of a process, or None when it is gone."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    name, rest = text[text.index("(") + 1:text.rindex(")")], text[text.rindex(")") + 2:].split()
+    return name, int(rest[1])
+
+
+def _processes() -> dict[int, tuple[str, int]]:
+    found = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit() and (stat := _stat(int(entry))) is not None:
+            found[int(entry)] = stat
+    return found
+
+
+def driver_jvm() -> int | None:
+    """The Spark driver JVM: the java child of this process."""
+    me = os.getpid()
+    return next((pid for pid, (name, parent) in _processes().items() if parent == me and name == "java"), None)
+
+
+def python_workers(jvm: int | None) -> list[int]:
+    """The python processes below the JVM (pyspark.daemon and the workers it forks)."""
+    if jvm is None:
+        return []
+    processes = _processes()
+    children: dict[int, list[int]] = {}
+    for pid, (_, parent) in processes.items():
+        children.setdefault(parent, []).append(pid)
+    found, todo = [], list(children.get(jvm, []))
+    while todo:
+        pid = todo.pop()
+        todo.extend(children.get(pid, []))
+        if processes[pid][0].startswith("python"):
+            found.append(pid)
+    return found
+
+
+def peak_rss(pid: int | None) -> int | None:
+    """VmHWM of a process in bytes, or None when it is gone."""
+    if pid is None:
+        return None
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return None
+    return next((int(line.split()[1]) * 1024 for line in status.splitlines() if line.startswith("VmHWM:")), None)
+
+
+def reset_peak(pid: int | None) -> bool:
+    """Reset a process's VmHWM to its current RSS (Linux: `5` to clear_refs); False when refused."""
+    if pid is None:
+        return False
+    try:
+        Path(f"/proc/{pid}/clear_refs").write_text("5")
+        return True
+    except OSError:
+        return False
+
+
+def mib(value: int | None) -> str:
+    return "n/a" if value is None else f"{value / MiB:,.0f} MiB"
+
+
+# --- input: real connector events --------------------------------------------------------------
+
+def end_offsets(consumer: Consumer, topic: str) -> dict[int, tuple[int, int]]:
+    """partition -> (low, high) watermark of `topic`; empty while the topic does not exist."""
+    metadata = consumer.list_topics(timeout=10).topics.get(topic)
+    if metadata is None or metadata.error is not None:
+        return {}
+    return {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10) for p in metadata.partitions}
+
+
+def wait_for_events(consumer: Consumer, connector: ConnectorProcess, topic: str, count: int, stall: float) -> int:
+    """Wait until `topic` holds `count` events; gives up after `stall` seconds without a new one."""
+    deadline, held = time.monotonic() + stall, 0
+    while time.monotonic() < deadline:
+        try:
+            now_held = sum(high - low for low, high in end_offsets(consumer, topic).values())
+        except KafkaException:  # the broker is away for a moment (restarted by someone else): ask again
+            now_held = held
+        if now_held > held:
+            held, deadline = now_held, time.monotonic() + stall
+        if held >= count:
+            return held
+        if connector.process.poll() is not None:
+            raise SystemExit(f"error: the connector exited ({connector.process.returncode}):\n{log_tail(connector)}")
+        time.sleep(0.5)
+    raise SystemExit(f"error: {held:,} of {count:,} events in {topic}, none for {stall:.0f} s; the connector's log:\n"
+                     f"{log_tail(connector)}")
+
+
+def log_tail(connector: ConnectorProcess, lines: int = 30) -> str:
+    """The end of the connector's log (it lives in the scratch directory, removed on exit)."""
+    try:
+        return "\n".join(connector.log.read_text(errors="replace").splitlines()[-lines:])
+    except OSError as exc:
+        return f"(no log: {exc})"
+
+
+def prefix_topics(admin: AdminClient, prefix: str) -> list[str]:
+    return [name for name in admin.list_topics(timeout=10).topics if name.startswith(f"{prefix}.")]
+
+
+def delete_topics(admin: AdminClient, topics: list[str]) -> None:
+    if not topics:
+        return
+    for future in admin.delete_topics(topics, operation_timeout=30).values():
+        try:
+            future.result(60)
+        except Exception:  # noqa: BLE001 - already gone, or the broker took longer: nothing to keep
+            pass
+    deadline = time.monotonic() + 30
+    while set(topics) & set(admin.list_topics(timeout=10).topics) and time.monotonic() < deadline:
+        time.sleep(0.2)
+
+
+def record_batches(consumer: Consumer, topic: str, size: int) -> list[pa.RecordBatch]:
+    """Every record of `topic` as the Kafka source hands them to `mapInArrow`, `size` per batch."""
+    offsets = end_offsets(consumer, topic)
+    consumer.assign([TopicPartition(topic, p, low) for p, (low, _) in offsets.items()])
+    done = {p for p, (low, high) in offsets.items() if high <= low}
+    columns: dict[str, list] = {"topic": [], "partition": [], "offset": [], "timestamp": [], "key": [], "value": []}
+    while len(done) < len(offsets):
+        for message in consumer.consume(10_000, timeout=1):
+            if message.error():
+                continue
+            columns["topic"].append(message.topic())
+            columns["partition"].append(message.partition())
+            columns["offset"].append(message.offset())
+            columns["timestamp"].append(message.timestamp()[1] * 1000)  # ms -> µs
+            columns["key"].append(message.key())
+            columns["value"].append(message.value())
+            if message.offset() + 1 >= offsets[message.partition()][1]:
+                done.add(message.partition())
+    consumer.unassign()
+    schema = pa.schema([("topic", pa.string()), ("partition", pa.int32()), ("offset", pa.int64()),
+                        ("timestamp", pa.timestamp("us", tz="UTC")), ("key", pa.binary()), ("value", pa.binary())])
+    table = pa.Table.from_pydict(columns, schema=schema)
+    return table.to_batches(max_chunksize=size)
+
+
+# --- the job ----------------------------------------------------------------------------------
+
+@dataclass
+class Run:
+    variant: str
+    setup: float  # the start() call
+    query: float  # start() returned -> the query terminated
+    rows: int  # log rows of the benchmark's table
+    with_stream_id: int
+    dead_letters: int
+    jvm_peak: int | None
+    driver_peak: int | None
+    worker_peak: int | None
+
+    @property
+    def seconds(self) -> float:
+        return self.setup + self.query
+
+    @property
+    def rate(self) -> float:
+        return self.rows / self.seconds
+
+
+def run_job(spark, settings: JobSettings, keyspace: str, jvm: int | None) -> Run:
+    from pyspark.sql import functions as F
+
+    from spark.job.pipeline import start
+    from spark.job.sinks.delta import DeltaSink
+
+    for pid in (jvm, os.getpid(), *python_workers(jvm)):
+        reset_peak(pid)
+    sink = DeltaSink(spark, settings.delta_path, settings.app_id)
+    started = time.perf_counter()
+    query, keeper = start(spark, settings, sink, available_now=True)
+    set_up = time.perf_counter()
+    try:
+        if not query.awaitTermination(900):
+            raise SystemExit("error: the job did not finish within 900 s")
+        finished = time.perf_counter()
+        if query.exception() is not None:
+            raise SystemExit(f"error: the job failed: {query.exception()}")
+    finally:
+        query.stop()
+        if keeper is not None:
+            keeper.close()
+    jvm_peak, driver_peak = peak_rss(jvm), peak_rss(os.getpid())
+    worker_peak = max((p for p in map(peak_rss, python_workers(jvm)) if p is not None), default=None)
+
+    log = spark.read.format("delta").load(f"{settings.delta_path}/cdc_log").where(
+        (F.col("keyspace") == keyspace) & (F.col("table") == TABLE))
+    rows, with_stream_id = log.agg(F.count(F.lit(1)), F.count("`cdc$stream_id`")).first()
+    dead_path = settings.delta_path / "dead_letters"
+    dead = spark.read.format("delta").load(str(dead_path)).count() if dead_path.exists() else 0
+    return Run(WITH if settings.assign_streams else WITHOUT, set_up - started, finished - set_up, rows,
+               with_stream_id, dead, jvm_peak, driver_peak, worker_peak)
+
+
+def in_process(records: list[pa.RecordBatch], settings: JobSettings, cql, repeat: int
+               ) -> tuple[float, float, dict[str, bytes | None]]:
+    """(decode s, assign s, stream id by change id) over `records`, best of `repeat`."""
+    cache = schema_cache(settings.registry_url)
+    decoded = [decode_records(batch, cache) for batch in records]  # also fetches the writer schemas
+    generations = GenerationStore(cql, settings.generations_keyspace).load(
+        leeway=int(settings.leeway * MICROS_PER_SECOND), ignore_msb=settings.ignore_msb)
+    leeway_us = int(settings.leeway * MICROS_PER_SECOND)
+    max_age_us = None if settings.max_age is None else int(settings.max_age * MICROS_PER_SECOND)
+
+    def assign() -> list[pa.RecordBatch]:
+        return [assign_batch(batch, generations, leeway_us, max_age_us) for batch in decoded]
+
+    streams = {change: stream for batch in assign() for change, stream in
+               zip(batch.column("change_id").to_pylist(), batch.column("cdc$stream_id").to_pylist())}
+    decode_seconds = best_seconds(lambda: [decode_records(batch, cache) for batch in records], repeat)
+    assign_seconds = best_seconds(assign, repeat)
+    return decode_seconds, assign_seconds, streams
+
+
+def job_streams(spark, delta_path: Path) -> dict[str, bytes | None]:
+    """Stream id by change id of the job's log rows."""
+    rows = spark.read.format("delta").load(f"{delta_path}/cdc_log").select("change_id", "`cdc$stream_id`").collect()
+    return {row[0]: None if row[1] is None else bytes(row[1]) for row in rows}
+
+
+def cleanup(step) -> None:
+    """Run one clean-up step; a failure is reported and the next steps still run."""
+    try:
+        step()
+    except Exception as exc:  # noqa: BLE001
+        print(f"warning: clean-up step failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+
+
+# --- the run ----------------------------------------------------------------------------------
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rows", type=int, default=50_000, help="rows written, so change events (default 50,000)")
+    parser.add_argument("--repeat", type=int, default=3,
+                        help="job runs per variant, alternating, after one warm-up run (default 3)")
+    parser.add_argument("--batch", type=int, default=10_000, help="records per Arrow batch in process")
+    args = parser.parse_args()
+    if args.rows < 1 or args.repeat < 1 or args.batch < 1:
+        parser.error("--rows, --repeat and --batch must be at least 1")
+    try:
+        stack = connect_stack()
+    except StackUnavailable as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+    name = uuid.uuid4().hex[:8]
+    keyspace, prefix = f"benchjob_{name}", f"benchjob{name}"
+    topic = f"{prefix}.{keyspace}.{TABLE}"
+    generations_keyspace = f"{keyspace}_gen"
+    admin = AdminClient({"bootstrap.servers": stack.kafka_bootstrap})
+    consumer = Consumer({"bootstrap.servers": stack.kafka_bootstrap, "group.id": f"bench-{uuid.uuid4()}",
+                         "enable.auto.commit": False})
+    cluster, cql = connect([stack.cassandra_host], stack.cassandra_port)
+    spark = None
+    runs: list[Run] = []
+    with tempfile.TemporaryDirectory(prefix="ringtail-bench-job-") as scratch_dir:
+        scratch = Path(scratch_dir)
+        connector = ConnectorProcess(stack, scratch / "state", prefix)
+        try:
+            cql.execute(f"CREATE KEYSPACE {keyspace} WITH replication = "
+                        f"{{'class': 'SimpleStrategy', 'replication_factor': 1}}")
+            cql.execute(f"CREATE TABLE {keyspace}.{TABLE} (k int, c int, v text, n bigint, PRIMARY KEY (k, c))"
+                        f" WITH cdc = true")
+            insert = cql.prepare(f"INSERT INTO {keyspace}.{TABLE} (k, c, v, n) VALUES (?, ?, ?, ?)")
+            connector.start_from_now()
+            connector.start()
+
+            print(f"writing {args.rows:,} rows to {keyspace}.{TABLE}, connector running", flush=True)
+            started = time.monotonic()
+            # A generator of results, not their list: that list would stay in this process's memory (and
+            # so in the driver's peak below) as hundreds of MiB.
+            for ok, result in execute_concurrent_with_args(
+                    cql, insert, ((i // 5, i % 5, f"value {i:09d} abcdefghijklmnopqrstuvwxyz", i * 7919)
+                                  for i in range(args.rows)),
+                    concurrency=64, raise_on_first_error=True, results_generator=True):
+                if not ok:
+                    raise result
+            write_seconds = time.monotonic() - started
+            held = wait_for_events(consumer, connector, topic, args.rows, stall=60)
+            capture_seconds = time.monotonic() - started
+            connector.stop()
+            # The connector sends every cdc table's changes: other writers' tables (tests running beside
+            # this) get topics under this prefix too, which the job's pattern would read. Only ours stay.
+            others = [t for t in prefix_topics(admin, prefix) if t != topic]
+            foreign = sum(high - low for t in others for low, high in end_offsets(consumer, t).values())
+            delete_topics(admin, others)
+            print(f"{held:,} events in {topic} after {capture_seconds:.1f} s (writes took {write_seconds:.1f} s)"
+                  + (f"; deleted {len(others)} other topic(s) of the prefix ({foreign:,} events of other "
+                     f"writers' tables)" if others else ""), flush=True)
+
+            from spark.job.pipeline import spark_session
+
+            base = JobSettings(
+                kafka_bootstrap_servers=stack.kafka_bootstrap, registry_url=stack.registry_url,
+                topic_prefix=prefix, cassandra_hosts=(stack.cassandra_host,), cassandra_port=stack.cassandra_port,
+                generations_keyspace=generations_keyspace, spark_master="local[2]", spark_jars=stack.spark_jars,
+                spark_conf=SPARK_CONF, log_format="text")
+            spark = spark_session(base)
+            spark.sparkContext.setLogLevel("ERROR")
+            jvm = driver_jvm()
+            resettable = reset_peak(jvm) and reset_peak(os.getpid())
+            # Run 0 warms up (JVM, Python workers, the generations keyspace and first generation) and
+            # is not counted; then the variants alternate, each round in the other order than the last
+            # (A B, B A, A B…): the JVM still speeds up over the first runs, which would favour the later.
+            order = [True] + [flag for r in range(args.repeat) for flag in ((True, False) if r % 2 == 0 else
+                                                                            (False, True))]
+            for number, assign in enumerate(order):
+                settings = base.model_copy(update={
+                    "assign_streams": assign, "delta_path": scratch / f"run{number}" / "delta",
+                    "checkpoint_dir": scratch / f"run{number}" / "checkpoint"})
+                run = run_job(spark, settings, keyspace, jvm)
+                if number:
+                    runs.append(run)
+                print(f"  run {number}: {run.variant:<16} {run.seconds:6.2f} s (setup {run.setup:.2f} s)"
+                      f"  {run.rows:>9,} log rows  {run.rate:>9,.0f} rows/s"
+                      + ("  (warm-up, not counted)" if not number else ""), flush=True)
+
+            print("decoding and assigning in process", flush=True)
+            records = record_batches(consumer, topic, args.batch)
+            decode_s, assign_s, streams = in_process(records, base, cql, args.repeat)
+            in_rows, in_ids = len(streams), sum(stream is not None for stream in streams.values())
+            last_with = max(number for number, assign in enumerate(order) if assign)
+            same_as_job = streams == job_streams(spark, scratch / f"run{last_with}" / "delta")
+        finally:
+            cleanup(connector.stop)
+            if spark is not None:
+                cleanup(spark.stop)
+            cleanup(consumer.close)
+            cleanup(lambda: cql.execute(f"DROP KEYSPACE IF EXISTS {keyspace}"))
+            cleanup(lambda: cql.execute(f"DROP KEYSPACE IF EXISTS {generations_keyspace}"))
+            cleanup(cluster.shutdown)
+            cleanup(lambda: delete_topics(admin, prefix_topics(admin, prefix)))
+
+    best = {variant: min((r for r in runs if r.variant == variant), key=lambda r: r.seconds)
+            for variant in (WITH, WITHOUT)}
+
+    def largest(variant: str, field: str) -> int | None:
+        return max((getattr(r, field) for r in runs if r.variant == variant and getattr(r, field)), default=None)
+
+    peaks = {variant: tuple(largest(variant, f) for f in ("jvm_peak", "driver_peak", "worker_peak"))
+             for variant in (WITH, WITHOUT)}
+    print(f"\nringtail Spark job, local[2], Delta sink, replica removal on: {args.rows:,} rows of "
+          f"(k int, c int, v text, n bigint) through the real connector; best of {args.repeat} runs per variant")
+    print(f"  {'variant':<16} {'seconds':>8} {'setup':>6} {'query':>7} {'log rows':>9} {'stream ids':>10}"
+          f" {'dead':>5} {'rows/s':>9}  {'JVM peak':>10} {'driver peak':>11} {'worker peak':>11}")
+    for variant, run in best.items():
+        jvm_peak, driver_peak, worker_peak = peaks[variant]
+        print(f"  {variant:<16} {run.seconds:8.2f} {run.setup:6.2f} {run.query:7.2f} {run.rows:>9,}"
+              f" {run.with_stream_id:>10,} {run.dead_letters:>5,} {run.rate:>9,.0f}  {mib(jvm_peak):>10}"
+              f" {mib(driver_peak):>11} {mib(worker_peak):>11}")
+    scope = "reset before each run" if resettable else "not resettable here: since the script started"
+    print(f"  peaks: VmHWM, the largest over a variant's runs ({scope}); worker: the largest Python worker")
+    per_row = 1e6 / in_rows if in_rows else float("nan")
+    print(f"\nin process, {len(records)} Arrow batch(es) of up to {args.batch:,} records, best of {args.repeat}:")
+    print(f"  decode_records            {decode_s * per_row:8.2f} µs/row")
+    print(f"  assign_batch              {assign_s * per_row:8.2f} µs/row  ({in_ids:,} of {in_rows:,} rows given a"
+          f" stream id, {'the same as' if same_as_job else 'NOT the same as'} the job's; {assign_s / decode_s:.1%}"
+          f" of decoding)")
+    print(f"  decode + assign / decode  {(decode_s + assign_s) / decode_s:8.2f}x")
+
+    with_ids, without = best[WITH], best[WITHOUT]
+    extra = (with_ids.query - without.query) * 1e6 / with_ids.rows if with_ids.rows else float("nan")
+    print(f"\nsummary: {with_ids.rate:,.0f} rows/s with stream-id assignment, {without.rate:,.0f} rows/s without:"
+          f" {with_ids.seconds / without.seconds:.2f}x the time (query alone {with_ids.query / without.query:.2f}x,"
+          f" {extra:+.1f} µs/row); assign_batch alone {assign_s * per_row:.2f} µs/row")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
