@@ -77,6 +77,7 @@ def main(argv: list[str] | None = None) -> int:
     cdc_raw = Path(stack["cassandra"]["cdc_raw"])
     cluster, session = connect([stack["cassandra"]["host"]], stack["cassandra"]["port"])
     connector = None
+    started_us = time.time_ns() // 1000
     try:
         say(f"table {KEYSPACE}.orders with cdc = true (dropped and created again)")
         session.execute(f"DROP KEYSPACE IF EXISTS {KEYSPACE}")
@@ -115,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
             connector.stop()
             say(f"connector stopped; events stay on topic {TOPIC}")
         cluster.shutdown()
-    return 0
+    return run_spark_job(stack, run_dir / "demo" / "spark", since_us=started_us)
 
 
 # -- the connector ---------------------------------------------------------------------------------
@@ -191,6 +192,61 @@ def free_port() -> int:
 def failed(connector: Connector, message: str) -> int:
     print(f"[demo] {message}; the connector's log ends with:\n{connector.tail()}", file=sys.stderr)
     return 1
+
+
+# -- the Spark job -----------------------------------------------------------------------------------
+
+
+def run_spark_job(stack: dict, directory: Path, since_us: int) -> int:
+    """Kafka → Spark (stream ids) → Delta over what the demo topics hold, then a summary of this run's rows.
+    The checkpoint and the Delta tables persist across demo runs: each run processes only new events."""
+    from pyspark.sql import functions as F
+
+    from spark.job.config import JobSettings
+    from spark.job.pipeline import spark_session, start
+    from spark.job.sinks.delta import DeltaSink
+
+    settings = JobSettings(
+        kafka_bootstrap_servers=stack["kafka"]["bootstrap_servers"], registry_url=stack["registry"]["url"],
+        topic_prefix=PREFIX, cassandra_hosts=(stack["cassandra"]["host"],),
+        cassandra_port=stack["cassandra"]["port"], delta_path=directory / "delta",
+        checkpoint_dir=directory / "checkpoint", spark_master="local[2]", spark_jars=stack["spark-jars"]["jars"],
+        spark_conf={"spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false",
+                    "spark.sql.shuffle.partitions": "2"}, log_level="WARNING", log_format="text")
+    say(f"Spark job: Kafka topics {settings.topic_pattern} -> stream ids -> Delta at {settings.delta_path}")
+    spark = spark_session(settings)
+    spark.sparkContext.setLogLevel("ERROR")
+    try:
+        query, keeper = start(spark, settings, DeltaSink(spark, settings.delta_path, settings.app_id),
+                              available_now=True)
+        seen = 0
+        while query.isActive:
+            query.awaitTermination(2)
+            for progress in query.recentProgress[seen:]:
+                say(f"  micro-batch {progress['batchId']}: {progress['numInputRows']} events read")
+            seen = len(query.recentProgress)
+        if query.exception() is not None:
+            print(f"[demo] the Spark job failed: {query.exception()}", file=sys.stderr)
+            return 1
+        if keeper is not None:
+            keeper.close()
+        rows = (spark.read.format("delta").load(str(settings.delta_path / "cdc_log"))
+                .where((F.col("keyspace") == KEYSPACE) & (F.col("write_time_us") >= since_us)))
+        say("summary of this run's CDC log rows (ScyllaDB layout):")
+        for r in rows.groupBy("generation").count().orderBy("generation").collect():
+            print(f"  generation starting {r['generation']:%Y-%m-%d %H:%M:%S} UTC: {r['count']} rows")
+        per_stream = rows.groupBy("cdc$stream_id").count().orderBy(F.desc("count")).collect()
+        print(f"  {len(per_stream)} streams; busiest:")
+        for r in per_stream[:5]:
+            print(f"    stream 0x{bytes(r['cdc$stream_id']).hex()}: {r['count']} rows")
+        for r in rows.groupBy("cdc$operation").count().orderBy("cdc$operation").collect():
+            print(f"  cdc$operation {r['cdc$operation']}: {r['count']} rows")
+        dead = settings.delta_path / "dead_letters"
+        letters = spark.read.format("delta").load(str(dead)).count() if dead.exists() else 0
+        say(f"{letters} dead letters in all demo runs; query the tables with spark.read.format('delta')")
+    finally:
+        spark.stop()
+    return 0
 
 
 # -- the events --------------------------------------------------------------------------------------

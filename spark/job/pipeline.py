@@ -9,6 +9,8 @@ past write never change: new ones start later than any row already logged).
 from __future__ import annotations
 
 import logging
+import os
+import sys
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -42,6 +44,8 @@ def spark_session(settings: JobSettings) -> SparkSession:
     if settings.spark_master and settings.spark_master.startswith("local"):
         # Delta rebuilds table snapshots in 50 tasks by default: seconds of overhead per batch on one machine.
         conf["spark.databricks.delta.snapshotPartitions"] = "2"
+        # Python workers run ringtail's code: the driver's interpreter has it (PATH's python3 may not).
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     conf.update(settings.spark_conf)
     if settings.spark_jars:
         conf["spark.jars"] = ",".join(settings.spark_jars)
