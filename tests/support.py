@@ -22,3 +22,17 @@ def unused_port() -> int:
     with socket.socket() as unused:
         unused.bind(("127.0.0.1", 0))
         return unused.getsockname()[1]
+
+
+def timeuuid(micros: int, digest: int) -> str:
+    """A `cdc$time` as the Spark job makes it: the write time, the rest from a digest."""
+    from spark.job.events import log_time
+
+    return log_time(micros, (digest % (1 << 64)).to_bytes(8, "big") + bytes(8))
+
+
+def micros(value: int):
+    """`value` µs since the epoch as an aware UTC datetime."""
+    import datetime
+
+    return datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc) + datetime.timedelta(microseconds=value)

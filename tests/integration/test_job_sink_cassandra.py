@@ -11,6 +11,7 @@ import uuid
 import pytest
 from cassandra import util
 
+from tests.support import micros, timeuuid
 from spark.job.rows import (
     DEAD_LETTER,
     LOG_ROW,
@@ -44,18 +45,6 @@ BASE_TABLE = """CREATE TABLE {ks}.orders (
     amount decimal, big varint, at timestamp, day date, t time, d duration, ip inet, u uuid, tu timeuuid,
     data blob, f float, dbl double, flag boolean, tiny tinyint, small smallint, lng bigint, v vector<float, 3>,
     PRIMARY KEY ((id, region), seq))"""
-
-
-def timeuuid(micros: int, digest: int) -> str:
-    """A version 1 UUID whose time is `micros`, the rest from `digest`, as cdc$time is made."""
-    ticks = micros * 10 + 0x01B21DD213814000
-    clock = (digest & 0x3FFF) | 0x8000
-    return str(uuid.UUID(fields=(ticks & 0xFFFFFFFF, (ticks >> 32) & 0xFFFF, ((ticks >> 48) & 0x0FFF) | 0x1000,
-                                 clock >> 8, clock & 0xFF, (digest >> 14) & 0xFFFFFFFFFFFF)))
-
-
-def micros(value: int) -> datetime.datetime:
-    return datetime.datetime(1970, 1, 1, tzinfo=UTC) + datetime.timedelta(microseconds=value)
 
 
 def log_row(keyspace: str, n: int, key: dict, *, seq: int = 0, operation: int = ROW_INSERT,

@@ -11,6 +11,7 @@ import uuid
 import psycopg
 import pytest
 
+from tests.support import micros, timeuuid
 from spark.job.rows import DEAD_LETTER, LOG_ROW, PARTITION_DELETE, ROW_INSERT, ROW_UPDATE
 from spark.job.sinks.postgres import PostgresSink
 from spark.streams import Generation, Generations, build_topology_description
@@ -23,18 +24,6 @@ WRITE_US = 1_699_284_279_123_456
 STREAM_A = bytes.fromhex("7fffffffffffffff0000000000000011")
 STREAM_B = bytes.fromhex("8000000000000000ffffffff00000021")
 ELEMENT = "757e5210-7cbb-11ee-9858-c9aa1eb53e69"
-
-
-def timeuuid(micros: int, digest: int) -> str:
-    """A version 1 UUID whose time is `micros`, the rest from `digest`, as cdc$time is made."""
-    ticks = micros * 10 + 0x01B21DD213814000
-    clock = (digest & 0x3FFF) | 0x8000
-    return str(uuid.UUID(fields=(ticks & 0xFFFFFFFF, (ticks >> 32) & 0xFFFF, ((ticks >> 48) & 0x0FFF) | 0x1000,
-                                 clock >> 8, clock & 0xFF, (digest >> 14) & 0xFFFFFFFFFFFF)))
-
-
-def micros(value: int) -> datetime.datetime:
-    return datetime.datetime(1970, 1, 1, tzinfo=UTC) + datetime.timedelta(microseconds=value)
 
 
 def log_row(n: int, *, seq: int = 0, operation: int = ROW_INSERT, stream: bytes = STREAM_A, node: str = "n1",
