@@ -54,7 +54,7 @@ from spark.job.config import JobSettings  # noqa: E402
 from spark.job.events import decode_records, schema_cache  # noqa: E402
 from spark.streams.generations import MICROS_PER_SECOND  # noqa: E402
 from spark.streams.storage import GenerationStore  # noqa: E402
-from tests.integration.pipeline import ConnectorProcess  # noqa: E402
+from tests.integration.pipeline import ConnectorProcess, peak_rss  # noqa: E402
 from tests.stack import StackUnavailable, connect_stack  # noqa: E402
 from timing import best_seconds  # noqa: E402 - bench/ is the script's directory
 
@@ -105,17 +105,6 @@ def python_workers(jvm: int | None) -> list[int]:
         if processes[pid][0].startswith("python"):
             found.append(pid)
     return found
-
-
-def peak_rss(pid: int | None) -> int | None:
-    """VmHWM of a process in bytes, or None when it is gone."""
-    if pid is None:
-        return None
-    try:
-        status = Path(f"/proc/{pid}/status").read_text()
-    except OSError:
-        return None
-    return next((int(line.split()[1]) * 1024 for line in status.splitlines() if line.startswith("VmHWM:")), None)
 
 
 def reset_peak(pid: int | None) -> bool:

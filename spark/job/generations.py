@@ -12,8 +12,7 @@ import logging
 import time
 from collections.abc import Callable
 
-from cassandra.cluster import Cluster
-
+from connector.schema.session import connect
 from spark.streams.generations import MICROS_PER_SECOND, Generations
 from spark.streams.ring import read_ring
 from spark.streams.storage import GenerationStore
@@ -30,8 +29,7 @@ class GenerationKeeper:
                              "a generation that starts sooner")
         self.settings = settings
         self.clock = clock
-        self.cluster = Cluster(list(settings.cassandra_hosts), port=settings.cassandra_port)
-        self.session = self.cluster.connect()
+        self.cluster, self.session = connect(settings.cassandra_hosts, settings.cassandra_port)
         self.store = GenerationStore(self.session, settings.generations_keyspace)
         self.store.create_schema()
         self.generations = Generations()

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import mmap
-import os
 import signal
 import subprocess
 import sys
@@ -95,10 +94,20 @@ class ConnectorProcess:
         except OSError:
             return False
 
-    def peak_rss(self) -> int:
+    def peak_rss(self) -> int | None:
         """The process's resident memory high-water mark (VmHWM), in bytes."""
-        status = Path(f"/proc/{self.process.pid}/status").read_text()
-        return int(next(line.split()[1] for line in status.splitlines() if line.startswith("VmHWM:"))) * 1024
+        return peak_rss(self.process.pid)
+
+
+def peak_rss(pid: int | None) -> int | None:
+    """VmHWM of a process in bytes, or None when it is gone."""
+    if pid is None:
+        return None
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return None
+    return next((int(line.split()[1]) * 1024 for line in status.splitlines() if line.startswith("VmHWM:")), None)
 
 
 def _synced(path: Path) -> bool:
