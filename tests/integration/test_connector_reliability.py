@@ -143,7 +143,7 @@ def test_segments_with_only_filtered_changes_are_released(cql, keyspace, pipelin
         time.sleep(0.05)
         cql.execute(f"ALTER TABLE {keyspace}.old WITH cdc = true")
         insert = cql.prepare(f"INSERT INTO {keyspace}.old (id, body) VALUES (?, ?) USING TIMESTAMP {before_cdc}")
-        rows = 3500  # 1 KiB each: more than three 1 MiB segments
+        rows = 5000  # 1 KiB each: about five 1 MiB segments, so three or more lie wholly inside the run
         for i in range(rows):
             cql.execute(insert, (i, "o" * 1000))
         marker = write_marker(cql, keyspace)  # a captured change after them
