@@ -1,17 +1,22 @@
 """The order of delivery, stated once: events durable in Kafka → position committed → segment released.
 
-Events are handed to the producer in commit-log order, each with its position. A position is
-committed (stored durably) only when every event up to it has been acknowledged by Kafka; changes
-that are filtered out count as delivered once read. A finished segment is released only once the
-committed position is past its end. A restart resumes right after the committed position, so the
-duplicates a crash can cause are the acknowledged-but-uncommitted window, each recognisable by the
-position in its event.
+Everything read is queued here in commit-log order: each event handed to the producer (acknowledged
+when Kafka's delivery report says so), each run of filtered changes, and the end of each segment read
+to its end. `commit` takes the unbroken run of acknowledged items at the head of the queue, stores
+the position it reaches together with the segments it completes (one atomic write), then releases
+those segments and stores that they are gone. Nothing else writes the state file and nothing else
+releases a segment, so a segment is released only once it was read to its end and every event in it
+is in Kafka; no position or segment id comparison decides it.
+
+A restart resumes right after the committed position; the duplicates a crash can cause are the
+acknowledged-but-uncommitted window, each recognisable by the position in its event.
 """
 from __future__ import annotations
 
 import json
 import os
 from collections import deque
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
@@ -24,72 +29,171 @@ class DeliveryFailed(RuntimeError):
     """Kafka did not take an event: reading resumes from the committed position."""
 
 
+class BrokenInvariant(DeliveryFailed):
+    """A delivery report contradicts what was produced (a second report for one event, or a partition's
+    offsets going backwards): nothing after the committed position is trusted."""
+
+
+@dataclass(frozen=True)
+class DeliveryState:
+    """What the state file holds."""
+
+    position: Position | None = None  # every change up to here is in Kafka or was filtered
+    done: tuple[int, ...] = ()  # segments read to their end and committed, release not yet confirmed
+    # Set by `start_from: latest` until the first start has released the older segments unread.
+    skip_before: int | None = None
+
+    def to_json(self) -> dict:
+        return {"position": self.position._asdict() if self.position else None, "done": list(self.done),
+                "skip_before": self.skip_before}
+
+    @classmethod
+    def from_json(cls, data: dict) -> DeliveryState:
+        if "segment_id" in data:  # the first format: a bare position
+            return cls(Position(**data))
+        position = data.get("position")
+        return cls(Position(**position) if position else None, tuple(data.get("done", ())), data.get("skip_before"))
+
+
 class PositionStore:
-    """The committed position, one small JSON file replaced atomically."""
+    """The delivery state, one small JSON file replaced atomically; its only writer."""
 
     def __init__(self, path: str | os.PathLike) -> None:
         self.path = Path(path)
 
-    def load(self) -> Position | None:
+    def load(self) -> DeliveryState:
         if not self.path.exists():
-            return None
-        return Position(**json.loads(self.path.read_bytes()))
+            return DeliveryState()
+        return DeliveryState.from_json(json.loads(self.path.read_bytes()))
 
-    def save(self, position: Position) -> None:
-        write_atomically(self.path, json.dumps(position._asdict()).encode())
+    def save(self, state: DeliveryState) -> None:
+        write_atomically(self.path, json.dumps(state.to_json()).encode())
+
+    def start_at(self, position: Position) -> None:
+        """Start reading after `position`; older segments are released unread at the next start."""
+        self.save(DeliveryState(position, skip_before=position.segment_id))
+
+
+@dataclass(slots=True, eq=False)
+class _Item:
+    position: Position
+    acknowledged: bool
+    segment: SegmentFile | None = None  # set on the item that ends a segment
+    reports: int = field(default=0)
 
 
 class Checkpoint:
     def __init__(self, store: PositionStore, release: Callable[[SegmentFile], None]) -> None:
         self.store = store
         self.release = release
-        self.committed: Position | None = store.load()
-        self._read = self.committed  # everything up to here was handed to the producer or filtered
-        self._in_flight: deque[list] = deque()  # [position, acknowledged] in the order produced
-        self._finished: deque[tuple[SegmentFile, Position]] = deque()
-        self.failure: str | None = None
+        self.state = store.load()
+        self._queue: deque[_Item] = deque()
+        self._unacknowledged = 0
+        self._finished: set[int] = set()  # read to their end in this run, not yet released
+        self._offsets: dict[tuple[str, int], int] = {}  # (topic, partition) → last acknowledged offset
+        self.failure: DeliveryFailed | None = None
+
+    @property
+    def committed(self) -> Position | None:
+        return self.state.position
 
     @property
     def in_flight(self) -> int:
-        return len(self._in_flight)
+        """Events handed to the producer and not yet acknowledged."""
+        return self._unacknowledged
+
+    def start_after(self, segment: SegmentFile) -> Position | None:
+        """Where reading `segment` resumes: after the committed position when it lies in it."""
+        position = self.state.position
+        return position if position is not None and position.segment_id == segment.segment_id else None
 
     def produced(self, position: Position) -> Callable:
         """Record an event handed to the producer; returns its delivery callback."""
-        entry = [position, False]
-        self._in_flight.append(entry)
+        item = _Item(position, False)
+        self._queue.append(item)
+        self._unacknowledged += 1
 
         def delivered(error, message) -> None:
-            if error is not None:
-                self.failure = f"event at {position} not delivered: {error}"
+            item.reports += 1
+            if item.reports > 1:
+                self._fail(BrokenInvariant(f"a second delivery report for the event at {position}"))
+            elif error is not None:
+                self._fail(DeliveryFailed(f"event at {position} not delivered: {error}"))
             else:
-                entry[1] = True
+                self._acknowledged(item, message)
 
         return delivered
 
+    def _acknowledged(self, item: _Item, message) -> None:
+        partition = (message.topic(), message.partition())
+        offset, previous = message.offset(), self._offsets.get(partition, -1)
+        # One idempotent producer, in order per partition: every acknowledged event has an offset, and a
+        # partition's offsets grow in the order the events were produced. Anything else means Kafka's log
+        # does not hold what the reports claim.
+        if offset is None or offset < 0 or offset <= previous:
+            self._fail(BrokenInvariant(f"event at {item.position} acknowledged at {partition[0]}[{partition[1]}] "
+                                       f"offset {offset}, after offset {previous}"))
+            return
+        self._offsets[partition] = offset
+        item.acknowledged = True
+        self._unacknowledged -= 1
+
+    def _fail(self, failure: DeliveryFailed) -> None:
+        if self.failure is None:
+            self.failure = failure
+
     def read_through(self, position: Position) -> None:
         """Everything up to `position` has been produced or filtered."""
-        self._read = position
+        tail = self._queue[-1] if self._queue else None
+        if tail is not None and tail.acknowledged and tail.segment is None and tail.reports == 0:
+            tail.position = position  # one marker stands for a whole run of filtered changes
+        else:
+            self._queue.append(_Item(position, True))
 
-    def finished(self, segment: SegmentFile, end: Position) -> None:
-        """The segment is read to its end (`end`); release it once that is committed."""
-        self._finished.append((segment, end))
+    def finished(self, segment: SegmentFile) -> None:
+        """The segment is read to its end: release it once everything before its end is in Kafka."""
+        self._queue.append(_Item(Position.end_of(segment.segment_id), True, segment))
+        self._finished.add(segment.segment_id)
 
     def releasing(self, segment_id: int) -> bool:
-        """Whether the segment is read to its end and waits for the commit that releases it."""
-        return any(segment.segment_id == segment_id for segment, _ in self._finished)
+        """Whether the segment was read to its end and waits for its release."""
+        return segment_id in self._finished or segment_id in self.state.done
 
     def commit(self) -> Position | None:
-        """Commit what Kafka has acknowledged, then release the segments it covers."""
+        """Commit what Kafka has acknowledged, then release the segments it completes."""
         if self.failure is not None:
-            raise DeliveryFailed(self.failure)
-        target = None
-        while self._in_flight and self._in_flight[0][1]:
-            target = self._in_flight.popleft()[0]
-        if not self._in_flight:
-            target = self._read
-        if target is not None and (self.committed is None or target > self.committed):
-            self.store.save(target)
-            self.committed = target
-        while self._finished and self.committed is not None and self.committed >= self._finished[0][1]:
-            self.release(self._finished.popleft()[0])
-        return self.committed
+            raise self.failure
+        position, completed = self.state.position, []
+        while self._queue and self._queue[0].acknowledged:
+            item = self._queue.popleft()
+            # A segment read again after it came back lies before the committed position: it only
+            # completes (and is released), the position never moves back.
+            if position is None or item.position > position:
+                position = item.position
+            if item.segment is not None:
+                completed.append(item.segment)
+        if position != self.state.position or completed:
+            self._save(position=position, done=self.state.done + tuple(s.segment_id for s in completed))
+        if completed:
+            for segment in completed:
+                self.release(segment)
+                self._finished.discard(segment.segment_id)
+            gone = {s.segment_id for s in completed}
+            self._save(done=tuple(d for d in self.state.done if d not in gone))
+        return self.state.position
+
+    def resume(self, segments: list[SegmentFile], skipped: Callable[[SegmentFile], None]) -> None:
+        """At start: release the segments a crash left committed but not released, and with
+        `skip_before` (start_from: latest) those older than where reading starts, unread."""
+        for segment in segments:
+            if segment.segment_id in self.state.done:
+                self.release(segment)
+            elif self.state.skip_before is not None and segment.segment_id < self.state.skip_before:
+                skipped(segment)
+        if self.state.done or self.state.skip_before is not None:
+            self._save(done=(), skip_before=None)
+
+    def _save(self, **changes) -> None:
+        state = replace(self.state, **changes)
+        self.store.save(state)
+        self.state = state

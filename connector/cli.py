@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import signal
 import sys
 from pathlib import Path
@@ -37,25 +38,64 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--config", metavar="FILE.yaml", type=Path,
                      help="settings file; RINGTAIL_* environment variables override it")
     run.set_defaults(run=_run)
+    ack = commands.add_parser("ack-lost", help="accept the loss of a segment that left cdc_raw unread, so "
+                                               "reading goes on past it")
+    ack.add_argument("segment", help="CommitLog-<version>-<id>.log, as the connector's error names it")
+    ack.add_argument("--config", metavar="FILE.yaml", type=Path,
+                     help="the connector's settings file (for its state_dir); RINGTAIL_* variables override it")
+    ack.set_defaults(run=_ack_lost)
     return parser
 
 
-def _run(args: argparse.Namespace) -> None:
+def _settings(args: argparse.Namespace):
     from pydantic import ValidationError
 
     from connector.config import load_settings
+
+    try:
+        return load_settings(args.config)
+    except ValidationError as exc:
+        raise CliError(f"invalid settings: {exc}") from None
+
+
+def _ack_lost(args: argparse.Namespace) -> None:
+    from connector.lost import LostSegments, UnknownLostSegment
+
+    settings = _settings(args)
+    try:
+        lost = LostSegments(settings.state_dir / "lost").acknowledge(args.segment)
+    except UnknownLostSegment as exc:
+        raise CliError(str(exc)) from None
+    print(f"acknowledged: {lost}; the connector reads past it")
+
+
+def _run(args: argparse.Namespace) -> None:
+    import logging
+
+    from connector.lock import AlreadyRunning
     from connector.logs import setup_logging
     from connector.runner import Connector
 
-    try:
-        settings = load_settings(args.config)
-    except ValidationError as exc:
-        raise CliError(f"invalid settings: {exc}") from None
+    settings = _settings(args)
     setup_logging(settings.log_level, settings.log_format)
+    log = logging.getLogger("ringtail.connector")
     connector = Connector(settings)
-    signal.signal(signal.SIGTERM, lambda *_: connector.stop())
-    signal.signal(signal.SIGINT, lambda *_: connector.stop())
-    connector.run()
+
+    def on_signal(signum, _frame) -> None:
+        name = signal.Signals(signum).name
+        if connector.stopping.is_set():
+            log.warning("%s again: exiting at once; what was not committed is read again at the next start", name)
+            logging.shutdown()
+            os._exit(1)
+        log.info("%s: stopping (waiting at most %.0f s for Kafka)", name, settings.shutdown_timeout)
+        connector.stop()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    try:
+        connector.run()
+    except AlreadyRunning as exc:
+        raise CliError(str(exc)) from None
 
 
 def _load_schema(args: argparse.Namespace) -> SchemaSnapshot:

@@ -35,6 +35,25 @@ class ConnectorSettings(FileSettings):
     schema_check_interval: float = Field(5.0, gt=0)
     # Events handed to the producer and not yet acknowledged: bounds memory whatever the backlog.
     max_in_flight: int = Field(20_000, ge=1)
+    # Where a connector with nothing committed starts (as Kafka's auto.offset.reset): every segment in
+    # cdc_raw, or after what is durable now (older segments are then released unread).
+    start_from: Literal["earliest", "latest"] = "earliest"
+    # On SIGTERM/SIGINT: how long to wait for Kafka's acknowledgements before committing and exiting.
+    shutdown_timeout: float = Field(20.0, ge=0)
+    # An index that stays empty, unreadable or unchanged while later segments are indexed: reported after
+    # the grace, its segment quarantined after `index_quarantine_after`.
+    index_grace: float = Field(30.0, gt=0)
+    index_quarantine_after: float = Field(300.0, gt=0)
+    # /ready turns 503 when durable data waits and the committed position has not moved for this long.
+    stall_timeout: float = Field(60.0, gt=0)
+    # cdc_raw usage, the backlog and the stall check are measured on their own clock, this often.
+    measure_interval: float = Field(1.0, gt=0)
+    # A table whose schema the registry rejected is asked about again this often.
+    schema_retry_interval: float = Field(30.0, gt=0)
+    # Leftovers of earlier runs in cdc_raw (orphan indexes, links without an index) are looked for this
+    # often and removed once unchanged for `leftover_min_age`.
+    housekeeping_interval: float = Field(60.0, gt=0)
+    leftover_min_age: float = Field(600.0, ge=0)
     # cassandra.yaml's cdc_total_space; usage above the warning ratio is logged and exported.
     cdc_total_space: int = Field(4096 << 20, ge=1)
     cdc_usage_warning: float = Field(0.7, gt=0, le=1)

@@ -59,4 +59,10 @@ class EventProducer:
         self._producer.poll(timeout)
 
     def flush(self, timeout: float) -> int:
+        """Wait for acknowledgements at most `timeout` s; the number of events still waiting."""
         return self._producer.flush(timeout)
+
+    def abandon(self) -> None:
+        """Drop what waits (it is read again at the next start), so the process can exit at once."""
+        self._producer.purge()
+        self._producer.flush(0)

@@ -4,6 +4,7 @@ Names follow what users of Debezium and Kafka Connect already chart, in Promethe
 """
 from __future__ import annotations
 
+import json
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -36,17 +37,57 @@ class Metrics:
         self.cdc_raw_usage = Gauge("ringtail_cdc_raw_usage_ratio", "cdc_raw bytes / cdc_total_space", registry=r)
         self.producer_queue = Gauge("ringtail_producer_in_flight", "Events produced, not yet acknowledged",
                                     registry=r)
+        self.segments_lost = Counter("ringtail_segments_lost", "Segments gone from cdc_raw before they were read "
+                                     "to their end", registry=r)
+        self.index_problems = Counter("ringtail_index_problems", "Indexes found empty, unreadable or stuck while "
+                                      "later segments are indexed", ["kind"], registry=r)
+        self.housekeeping = Counter("ringtail_housekeeping_removed", "Leftovers removed from cdc_raw", ["kind"],
+                                    registry=r)
+        self.dead_letters = Counter("ringtail_dead_letters", "Change events sent to the dead-letter topic",
+                                    ["reason"], registry=r)
+        self.table_rejected = Gauge("ringtail_table_schema_rejected", "1 while the registry rejects the table's "
+                                    "schema (its changes go to the dead-letter topic)", ["table"], registry=r)
+        self.committed_age = Gauge("ringtail_committed_position_age_seconds", "Seconds since the committed "
+                                   "position last moved", registry=r)
         self.last_progress = time.monotonic()
 
     def progressed(self) -> None:
         self.last_progress = time.monotonic()
 
 
+class Health:
+    """What /ready reports: problems (not ready) and warnings (ready, but worth a look), by name.
+    Set from the main loop and the monitor thread."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._problems: dict[str, str] = {}
+        self._warnings: dict[str, str] = {}
+
+    def problem(self, name: str, message: str | None) -> None:
+        """Set (or with None, clear) a problem."""
+        self._set(self._problems, name, message)
+
+    def warning(self, name: str, message: str | None) -> None:
+        self._set(self._warnings, name, message)
+
+    def _set(self, where: dict[str, str], name: str, message: str | None) -> None:
+        with self._lock:
+            if message is None:
+                where.pop(name, None)
+            else:
+                where[name] = message
+
+    def report(self) -> tuple[list[str], list[str]]:
+        with self._lock:
+            return sorted(self._problems.values()), sorted(self._warnings.values())
+
+
 class StatusServer:
     """/health answers while the process runs; /ready only while the connector makes progress
     (its loop turned within `stall_seconds`), so a wedged connector is not reported ready."""
 
-    def __init__(self, metrics: Metrics, host: str, port: int, stall_seconds: float = 30.0) -> None:
+    def __init__(self, metrics: Metrics, health: Health, host: str, port: int, stall_seconds: float = 30.0) -> None:
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -56,10 +97,14 @@ class StatusServer:
                 elif self.path == "/health":
                     self._send(200, b"ok\n")
                 elif self.path == "/ready":
+                    problems, warnings = health.report()
                     idle = time.monotonic() - metrics.last_progress
-                    ok = outer.ready and idle < stall_seconds
-                    self._send(200 if ok else 503, (b"ready\n" if ok else b"not ready: %.0f s without progress\n"
-                                                    % idle))
+                    if not outer.ready:
+                        problems.append("starting")
+                    if idle >= stall_seconds:
+                        problems.append(f"the main loop has not turned for {idle:.0f} s")
+                    body = {"ready": not problems, "problems": problems, "warnings": warnings}
+                    self._send(503 if problems else 200, json.dumps(body).encode() + b"\n", "application/json")
                 else:
                     self._send(404, b"not found\n")
 

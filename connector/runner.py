@@ -1,10 +1,12 @@
 """The connector's main loop: segments in order → changes → Avro events on Kafka → commit → release.
 
-Segments are read strictly in segment-id order: the oldest not yet done is read up to its durable
-offset, and the next is started only once it is COMPLETED and read to its end, so committed positions
-only grow. A segment without `_cdc.idx` older than one with an index never held CDC data (Cassandra
-writes the index only for such segments and deletes the others itself): it is passed over.
-Filesystem events on cdc_raw wake the loop at once; `poll_interval` is the fallback.
+Segments are read strictly in segment-id order (`next_segment`): the oldest not yet read to its end is
+read up to its durable offset, and the next is started only once it is COMPLETED and read to its end.
+What is read goes through the `Checkpoint`, the one place that commits and releases. Around that loop:
+segments that vanish before they were read (`lost`), indexes that stay empty or stuck, tables whose
+schema the registry rejects (`deadletters`), leftovers of earlier runs, and a monitor thread measuring
+cdc_raw and the committed position on its own clock. Filesystem events on cdc_raw wake the loop at
+once; `poll_interval` is the fallback.
 """
 from __future__ import annotations
 
@@ -14,20 +16,24 @@ import time
 
 from confluent_kafka import KafkaException
 from confluent_kafka.schema_registry import SchemaRegistryClient
-
 from watchdog.events import FileSystemEventHandler
 from watchdog.observers import Observer
 
+from connector.avro import ChangeEncoder, ChangeSerializer, RegistryError, SchemaRegistry, SchemaRejected, SourceInfo
 from connector.checkpoint import Checkpoint, DeliveryFailed, PositionStore
-from connector.commitlog import CommitLogError
+from connector.commitlog import Change, CommitLogError
+from connector.commitlog.cdc_index import SUFFIX
 from connector.commitlog.change import write_time
 from connector.config import ConnectorSettings
-from connector.avro import ChangeEncoder, ChangeSerializer, RegistryError, SchemaRegistry, SourceInfo
+from connector.deadletters import Rejections, dead_letter, dead_letter_topic
 from connector.kafka import EventProducer, TopicError
-from connector.metrics import Metrics, StatusServer
+from connector.lock import exclusive
+from connector.lost import LostSegments
+from connector.metrics import Health, Metrics, StatusServer
+from connector.monitor import Monitor
 from connector.schema.live import LiveSchema, SchemaUnavailable
-from connector.segments import cdc_raw_usage, quarantine_segment, release_segment
-from connector.source import SegmentFile, SegmentTail, list_segments
+from connector.segments import leftovers, quarantine_segment, release_segment
+from connector.source import IndexProblem, Listing, SegmentFile, SegmentTail, durable_end, next_segment, scan
 
 log = logging.getLogger("ringtail.connector")
 
@@ -44,33 +50,46 @@ class Connector:
     def __init__(self, settings: ConnectorSettings) -> None:
         self.settings = settings
         self.metrics = Metrics()
+        self.health = Health()
         settings.state_dir.mkdir(parents=True, exist_ok=True)
         self.schema = LiveSchema(settings.cassandra_hosts, settings.cassandra_port,
                                  store=settings.state_dir / "schema.json",
                                  check_interval=settings.schema_check_interval,
                                  newest_segment=self._newest_segment,
-                                 on_applied=lambda changes: self.metrics.schema_changes.inc(len(changes)))
+                                 on_applied=self._schema_applied)
         self.positions = PositionStore(settings.state_dir / "position.json")
+        self.lost = LostSegments(settings.state_dir / "lost")
+        self.rejections = Rejections(settings.schema_retry_interval, on_change=self._table_rejected)
         self.producer: EventProducer | None = None
         self.events: ChangeSerializer | None = None
         self.checkpoint: Checkpoint | None = None
         self.tail: SegmentTail | None = None
         self._wake = threading.Event()
         self.stopping = threading.Event()
-        self._usage_warned = False
+        self._known: dict[int, SegmentFile] = {}  # indexed segments seen and not yet read to their end
+        self._returned: set[int] = set()  # lost segments back in cdc_raw, read to the end of their chain
+        self._quarantined: set[int] = set()
+        self._index_reported: int | None = None
+        self._housekept = 0.0
 
     def _newest_segment(self) -> int:
-        segments = list_segments(self.settings.cdc_raw)
+        segments = scan(self.settings.cdc_raw).segments
         return segments[-1].segment_id if segments else 0
 
     # -- lifecycle ---------------------------------------------------------------------------
 
     def run(self) -> None:
+        with exclusive(self.settings.cdc_raw, self.settings.state_dir):
+            self._run()
+
+    def _run(self) -> None:
         s = self.settings
-        status = StatusServer(self.metrics, s.metrics_host, s.metrics_port).start() if s.metrics_port else None
+        status = StatusServer(self.metrics, self.health, s.metrics_host, s.metrics_port).start() \
+            if s.metrics_port else None
         observer = Observer()
         observer.schedule(_Wake(self._wake), str(s.cdc_raw), recursive=False)
         observer.start()
+        monitor = Monitor(self).start()
         try:
             self._start_schema()
             self.producer = EventProducer(s.kafka_bootstrap_servers, partitions=s.topic_partitions,
@@ -78,7 +97,7 @@ class Connector:
             source = SourceInfo(s.topic_prefix, s.cluster_name, s.node_name)
             self.events = ChangeSerializer(ChangeEncoder(source, self.schema.snapshot),
                                            SchemaRegistry(SchemaRegistryClient({"url": s.registry_url})))
-            self._restart()
+            self._begin()
             if status is not None:
                 status.ready = True
             log.info("reading %s from %s", s.cdc_raw, self.checkpoint.committed or "the oldest segment")
@@ -89,18 +108,22 @@ class Connector:
                     if time.monotonic() - last_commit >= s.commit_interval:
                         self.checkpoint.commit()
                         last_commit = time.monotonic()
-                        self._measure()
                 except (DeliveryFailed, RegistryError, TopicError, KafkaException) as exc:
                     # Nothing after the committed position is trusted: read it again, after a pause
-                    # (a rejected schema or a missing topic needs an operator; the error says why).
+                    # (a missing topic needs an operator; the error says why).
                     self.metrics.errors.labels(type(exc).__name__).inc()
                     log.error("%s; resuming from the committed position", exc)
-                    self._restart()
+                    self._rewind()
                     self.stopping.wait(1.0)
                     continue
                 except SchemaUnavailable as exc:
                     self.metrics.errors.labels("schema_unavailable").inc()
                     log.warning("%s; retrying", exc)
+                    progressed = False
+                except OSError as exc:  # releasing or archiving failed (full disk, permissions): retried
+                    self.metrics.errors.labels(type(exc).__name__).inc()
+                    log.error("%s; retrying in 1 s", exc)
+                    self.stopping.wait(1.0)
                     progressed = False
                 self.metrics.progressed()
                 if not progressed:
@@ -108,8 +131,8 @@ class Connector:
                     self._wake.clear()
             self._drain()
         finally:
-            observer.unschedule_all()
-            observer.stop()
+            monitor.stop()
+            observer.stop()  # stopping, not unscheduling first, ends its threads without a late event
             observer.join(timeout=5)
             if status is not None:
                 status.close()
@@ -131,7 +154,30 @@ class Connector:
                 if self.stopping.wait(5):
                     raise
 
-    def _restart(self) -> None:
+    def _begin(self) -> None:
+        """The first checkpoint: where `start_from` says when nothing is committed; segments a crash left
+        committed but not released are released, those `start_from: latest` skips released unread."""
+        s = self.settings
+        if s.start_from == "latest" and not self.positions.path.exists():
+            start = durable_end(s.cdc_raw)
+            if start is not None:
+                self.positions.start_at(start)
+                log.info("start_from latest: reading from %s", start)
+        self._rewind()
+        listing = scan(s.cdc_raw)
+        self.checkpoint.resume(listing.segments, self._skip)
+        for lost in self.lost.pending():
+            self._lost_pending(lost)
+        committed = self.checkpoint.committed
+        if committed is not None and not committed.at_end:
+            # Reading stopped inside this segment: it must still be there.
+            present = {seg.segment_id for seg in listing.segments}
+            if committed.segment_id not in present and committed.segment_id not in self.lost.recorded():
+                orphan = listing.orphans.get(committed.segment_id)
+                name = orphan.name.removesuffix(SUFFIX) + ".log" if orphan else f"segment {committed.segment_id}"
+                self._record_lost(name, committed.segment_id, committed)
+
+    def _rewind(self) -> None:
         """(Re)start reading right after the committed position; events in flight are abandoned
         (those Kafka took anyway are the bounded duplicates)."""
         if self.producer is not None:
@@ -142,53 +188,52 @@ class Connector:
         self.checkpoint = Checkpoint(self.positions, self._release)
 
     def _drain(self) -> None:
-        """On a clean stop: wait for acknowledgements, then commit."""
-        self.producer.flush(30)
-        self.checkpoint.commit()
+        """On a stop: wait for acknowledgements at most `shutdown_timeout`, commit what Kafka has."""
+        timeout = self.settings.shutdown_timeout
+        left = self.producer.flush(timeout)
+        try:
+            committed = self.checkpoint.commit()
+        except DeliveryFailed as exc:
+            committed = self.checkpoint.committed
+            log.error("%s", exc)
+        if left:
+            self.producer.abandon()
+            log.warning("stopping with %d events not acknowledged by Kafka within %.0f s; they are read again "
+                        "at the next start", left, timeout)
+        log.info("stopped; committed %s", committed)
 
     # -- one turn of the loop ------------------------------------------------------------------
 
     def step(self) -> bool:
-        """Read what is durable in the current segment; True when anything was read or finished."""
-        segments = list_segments(self.settings.cdc_raw)
-        committed = self.checkpoint.committed
-        current = None
-        for i, segment in enumerate(segments):
-            if committed is not None and segment.segment_id < committed.segment_id:
-                # Delivered and committed, but the connector stopped before releasing it.
-                if segment.index_path.exists():
-                    self._release(segment)
-                continue
-            if self.checkpoint.releasing(segment.segment_id):
-                continue  # read to its end; opening it again would produce its uncommitted events twice
-            tail = self.tail if self.tail is not None and self.tail.segment.segment_id == segment.segment_id else None
-            # Never held CDC data (Cassandra removes it once its data is flushed; a link left by an earlier
-            # run stays): passed over, also when it was opened as the newest segment. Later indexes are
-            # looked at first: Cassandra syncs, and so indexes, segments oldest first.
-            unindexed = tail is None or tail.index is None
-            if unindexed and any(s.index_path.exists() for s in segments[i + 1:]) and not segment.index_path.exists():
-                if tail is not None:
-                    tail.close()
-                    self.tail = None
-                continue
-            if tail is not None:
-                current = tail
-                break
-            after = committed if committed is not None and committed.segment_id == segment.segment_id else None
-            current = self.tail = SegmentTail(segment, self.schema, after)
-            break
-        if current is None:
-            return False
-        read = self._read(current)
-        if current.finished:
-            self.checkpoint.finished(current.segment, current.position)
-            current.close()
+        """Read what is durable in the segment to read; True when anything was read or finished."""
+        listing = scan(self.settings.cdc_raw)
+        self._watch_segments(listing)
+        if time.monotonic() - self._housekept >= self.settings.housekeeping_interval:
+            self._housekeep(listing)
+        pending = self.lost.pending()
+        blocked_from = pending[0].segment_id if pending else None
+        segment = next_segment(listing, self.checkpoint.releasing, blocked_from, frozenset(self._returned))
+        if self.tail is not None and (segment is None or self.tail.segment != segment):
+            self.tail.close()  # passed over: a later segment is indexed, so this one never held CDC data
             self.tail = None
+        if segment is None:
+            return False
+        if self.tail is None:
+            self.tail = SegmentTail(segment, self.schema, self.checkpoint.start_after(segment),
+                                    complete=segment.segment_id in self._returned)
+        tail = self.tail
+        try:
+            read = self._read(tail)
+        except FileNotFoundError:  # vanished between the listing and the read: found lost next turn
             return True
+        if tail.finished:
+            self._finish(tail)
+            return True
+        self._watch_index(tail, listing)
         return read
 
     def _read(self, tail: SegmentTail) -> bool:
-        m, checkpoint, producer, events = self.metrics, self.checkpoint, self.producer, self.events
+        m, checkpoint, producer = self.metrics, self.checkpoint, self.producer
         read = False
         try:
             for change in tail.poll():
@@ -196,16 +241,19 @@ class Connector:
                 m.changes_read.inc()
                 if self.schema.captures(change):
                     while checkpoint.in_flight >= self.settings.max_in_flight:
+                        if self.stopping.is_set():
+                            return read  # this change is not marked read: the next start reads it
                         producer.poll(0.1)  # backpressure: reading waits for Kafka
                         checkpoint.commit()
-                    events.encoder.schema = self.schema.snapshot
-                    topic, key, value = events.serialize(change, tail.segment.name)
+                    topic, key, value = self._event(change, tail.segment.name)
                     producer.ensure_topic(topic)
                     producer.send(topic, key, value, self._delivered(checkpoint.produced(change.position)))
                     m.lag.set(max(0.0, time.time() - write_time(change) / 1e6))
                 else:
                     m.changes_filtered.inc()
                 checkpoint.read_through(change.position)
+                if self.stopping.is_set():
+                    return read
             if tail.position is not None:
                 checkpoint.read_through(tail.position)
         except CommitLogError as error:
@@ -217,6 +265,27 @@ class Connector:
             m.position.set(tail.position.entry_offset)
         return read
 
+    def _event(self, change: Change, segment: str) -> tuple[str, bytes, bytes]:
+        """The change's event for its table's topic, or its dead letter while the registry rejects the
+        table's schema."""
+        table = change.table.qualified_name
+        held = self.rejections.holding(table)
+        if held is None:
+            self.events.encoder.schema = self.schema.snapshot
+            try:
+                event = self.events.serialize(change, segment)
+            except SchemaRejected as error:
+                schema = self.events.encoder.table(change.table).value_schema
+                self.rejections.rejected(table, error, schema)
+                held = error, schema
+            else:
+                self.rejections.accepted(table)
+                return event
+        error, schema = held
+        self.metrics.dead_letters.labels("schema_rejected").inc()
+        key, value = dead_letter(change, self.schema.snapshot, segment, error, schema, self.settings.node_name)
+        return dead_letter_topic(self.settings.topic_prefix), key, value
+
     def _delivered(self, callback):
         emitted = self.metrics.changes_emitted
 
@@ -227,18 +296,36 @@ class Connector:
 
         return delivered
 
+    def _finish(self, tail: SegmentTail) -> None:
+        segment_id = tail.segment.segment_id
+        self.checkpoint.finished(tail.segment)
+        self._known.pop(segment_id, None)
+        self._returned.discard(segment_id)
+        tail.close()
+        self.tail = None
+
+    # -- segments: released, quarantined, lost, leftovers ---------------------------------------
+
     def _release(self, segment: SegmentFile) -> None:
-        release_segment(segment, self.settings.archive_dir)
         self.schema.release(segment.segment_id)
+        if segment.segment_id in self._quarantined:
+            self._quarantined.discard(segment.segment_id)
+            return
+        release_segment(segment, self.settings.archive_dir)
         self.metrics.segments_released.inc()
         log.info("released %s", segment.name)
 
-    def _quarantine(self, tail: SegmentTail, error: CommitLogError) -> None:
-        """A segment that cannot be read past `error`: what came before it is delivered, the
-        segment is kept aside with the reason, and reading goes on with the next one — once
-        Cassandra has finished writing it."""
+    def _skip(self, segment: SegmentFile) -> None:
+        release_segment(segment, self.settings.archive_dir)
+        self.metrics.segments_released.inc()
+        log.info("released %s unread (start_from: latest)", segment.name)
+
+    def _quarantine(self, tail: SegmentTail, error: CommitLogError | IndexProblem) -> None:
+        """A segment that cannot be read past `error`: what came before it is delivered, the segment is
+        kept aside with the reason, and reading goes on with the next one — once Cassandra has finished
+        writing it."""
         self.metrics.errors.labels(type(error).__name__).inc()
-        if not (tail.index and tail.index.completed):
+        if isinstance(error, CommitLogError) and not (tail.index and tail.index.completed):
             log.error("cannot read %s past %s: %s; waiting for Cassandra to finish the segment before "
                       "quarantining it", tail.segment.name, error.position, error)
             return
@@ -246,22 +333,86 @@ class Connector:
         reason = quarantine_segment(tail.segment, self.settings.quarantine, error)
         self.metrics.segments_quarantined.inc()
         log.error("quarantined %s at offset %s: %s (reason: %s)", tail.segment.name, error.position, error, reason)
-        end = tail.position._replace(entry_offset=1 << 62) if tail.position else None
-        tail.close()
-        self.tail = None
-        if end is not None:
-            self.checkpoint.read_through(end)
+        self._quarantined.add(tail.segment.segment_id)
+        self._finish(tail)
 
-    def _measure(self) -> None:
-        s, m = self.settings, self.metrics
-        used = cdc_raw_usage(s.cdc_raw)
-        ratio = used / s.cdc_total_space
-        m.cdc_raw_bytes.set(used)
-        m.cdc_raw_usage.set(ratio)
-        m.producer_queue.set(self.checkpoint.in_flight)
-        if self.tail is not None and self.tail.index is not None and self.tail.position is not None:
-            m.bytes_behind.set(max(0, self.tail.index.offset - self.tail.position.entry_offset))
-        if ratio >= s.cdc_usage_warning and not self._usage_warned:
-            log.warning("cdc_raw holds %d MiB, %.0f%% of cdc_total_space: Cassandra rejects writes to CDC "
-                        "tables when it is full", used >> 20, ratio * 100)
-        self._usage_warned = ratio >= s.cdc_usage_warning
+    def _watch_index(self, tail: SegmentTail, listing: Listing) -> None:
+        """An index that says nothing new while later segments are indexed: Cassandra has moved on, so
+        the index is empty, unreadable or stuck. Reported after `index_grace`, the segment quarantined
+        after `index_quarantine_after`."""
+        s, segment_id = self.settings, tail.segment.segment_id
+        idle = time.monotonic() - tail.index_changed
+        if not any(i > segment_id for i in listing.indexed) or idle < s.index_grace:
+            if self._index_reported == segment_id:
+                self._index_reported = None
+                self.health.problem("index", None)
+            return
+        problem = IndexProblem(tail.segment.name, tail.index, tail.position, idle)
+        if self._index_reported != segment_id:
+            self._index_reported = segment_id
+            self.metrics.index_problems.labels(problem.kind).inc()
+            log.error("%s; quarantined after %.0f s", problem, s.index_quarantine_after)
+        self.health.problem("index", str(problem))
+        if idle >= s.index_quarantine_after:
+            self.health.problem("index", None)
+            self._index_reported = None
+            self._quarantine(tail, problem)
+
+    def _watch_segments(self, listing: Listing) -> None:
+        """Note the indexed segments; one that vanished before it was read to its end is lost."""
+        present = {s.segment_id: s for s in listing.segments}
+        for segment_id in listing.indexed:
+            if not self.checkpoint.releasing(segment_id):
+                self._known.setdefault(segment_id, present[segment_id])
+        for segment_id, segment in list(self._known.items()):
+            if segment_id not in present and not self.checkpoint.releasing(segment_id):
+                reading = self.tail is not None and self.tail.segment.segment_id == segment_id
+                self._record_lost(segment.name, segment_id,
+                                  self.tail.position if reading else self.checkpoint.start_after(segment))
+        for lost in self.lost.pending():
+            if lost.segment_id in present:
+                self.lost.returned(lost)
+                self._returned.add(lost.segment_id)
+                self.health.problem(f"lost {lost.name}", None)
+                log.warning("%s is back in cdc_raw: reading it from %s", lost.name,
+                            self.checkpoint.start_after(present[lost.segment_id]) or "its start")
+
+    def _record_lost(self, name: str, segment_id: int, position) -> None:
+        lost = self.lost.record(name, segment_id, position)
+        self._known.pop(segment_id, None)
+        if self.tail is not None and self.tail.segment.segment_id == segment_id:
+            self.tail.close()
+            self.tail = None
+        self.metrics.segments_lost.inc()
+        self._lost_pending(lost)
+
+    def _lost_pending(self, lost) -> None:
+        message = (f"{lost}; reading waits for it to come back, or for `python -m connector ack-lost "
+                   f"{lost.name}` to accept the loss")
+        log.error(message)
+        self.health.problem(f"lost {lost.name}", message)
+
+    def _housekeep(self, listing: Listing) -> None:
+        self._housekept = time.monotonic()
+        for kind, path in leftovers(listing, self.settings.leftover_min_age, keep=self.lost.recorded()):
+            path.unlink(missing_ok=True)
+            self.metrics.housekeeping.labels(kind).inc()
+            log.info("removed %s %s, left by an earlier run", kind.replace("_", " "), path.name)
+
+    # -- schema ---------------------------------------------------------------------------------
+
+    def _schema_applied(self, changes) -> None:
+        self.metrics.schema_changes.inc(len(changes))
+        for change in changes:
+            if change.kind == "cdc_enabled":
+                # Cassandra decides whether a write is a CDC write when the statement is prepared, and
+                # preparing again returns the cached statement: see the README, "What can go wrong".
+                log.warning("cdc is now on for %s: writes through statements prepared before this are not "
+                            "CDC writes to Cassandra (no _cdc.idx; they reach cdc_raw only beside other CDC "
+                            "writes) until the clients prepare them again, e.g. after a restart", change.name)
+
+    def _table_rejected(self, table: str, rejected: bool) -> None:
+        self.metrics.table_rejected.labels(table).set(1 if rejected else 0)
+        self.health.warning(f"rejected {table}", f"the registry rejects the schema of {table}; its changes go "
+                                                 f"to {dead_letter_topic(self.settings.topic_prefix)}"
+                            if rejected else None)

@@ -6,7 +6,7 @@ import shutil
 import time
 from pathlib import Path
 
-from connector.source import SegmentFile
+from connector.source import Listing, SegmentFile
 
 
 def release_segment(segment: SegmentFile, archive_dir: Path | None = None) -> None:
@@ -46,3 +46,30 @@ def cdc_raw_usage(cdc_raw: Path) -> int:
         except FileNotFoundError:  # released or discarded meanwhile
             pass
     return total
+
+
+def leftovers(listing: Listing, min_age: float, keep: set[int] = frozenset(),
+              now: float | None = None) -> list[tuple[str, Path]]:
+    """What earlier runs left in cdc_raw and nothing will ever read or remove, as (kind, path): indexes
+    whose segment is gone and links without an index, both older than the oldest segment holding CDC
+    data (or than the newest segment when none does), unchanged for `min_age` seconds (Cassandra removes
+    a link without CDC data itself once the segment's data is flushed), and not in `keep`."""
+    now = time.time() if now is None else now
+    live = listing.oldest_indexed()
+    if live is None and listing.segments:
+        live = listing.segments[-1].segment_id
+    if live is None:
+        return []
+    candidates = [("orphan_index", segment_id, path) for segment_id, path in listing.orphans.items()]
+    candidates += [("unindexed_link", s.segment_id, s.path) for s in listing.segments
+                   if s.segment_id not in listing.indexed]
+    found = []
+    for kind, segment_id, path in candidates:
+        if segment_id >= live or segment_id in keep:
+            continue
+        try:
+            if now - path.stat().st_mtime >= min_age:
+                found.append((kind, path))
+        except FileNotFoundError:
+            pass
+    return found

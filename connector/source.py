@@ -8,14 +8,17 @@ sync-marker chain.
 """
 from __future__ import annotations
 
+import mmap
 import os
+import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING, Callable, Iterator
 
-from connector.commitlog import Change, Position, SegmentReader
+from connector.commitlog import Change, CommitLogError, Position, SegmentReader
 from connector.commitlog.cdc_index import SUFFIX, CdcIndex, read_cdc_index
-from connector.commitlog.descriptor import segment_id_from_name
+from connector.commitlog.descriptor import read_descriptor, segment_id_from_name
+from connector.commitlog.sync import sections
 
 if TYPE_CHECKING:
     from connector.schema.live import LiveSchema
@@ -35,31 +38,126 @@ class SegmentFile:
         return self.path.name
 
 
+@dataclass(frozen=True, slots=True)
+class Listing:
+    """One look at cdc_raw."""
+
+    segments: list[SegmentFile]  # oldest first
+    indexed: frozenset[int]  # ids of the segments whose `_cdc.idx` exists (it may still be empty)
+    orphans: dict[int, Path]  # segment id → its index, for indexes whose segment is gone
+
+    def oldest_indexed(self) -> int | None:
+        return next((s.segment_id for s in self.segments if s.segment_id in self.indexed), None)
+
+
+def scan(cdc_raw: str | os.PathLike) -> Listing:
+    """The segments of `cdc_raw` and their indexes, from one directory listing."""
+    segments, indexes = {}, {}
+    for path in Path(cdc_raw).iterdir():
+        name = path.name
+        if name.endswith(SUFFIX):
+            segment_id = segment_id_from_name(path.with_name(name.removesuffix(SUFFIX) + ".log"))
+            if segment_id is not None:
+                indexes[segment_id] = path
+        elif name.startswith("CommitLog-") and name.endswith(".log"):
+            segment_id = segment_id_from_name(path)
+            if segment_id is not None:
+                segments[segment_id] = SegmentFile(path, segment_id)
+    return Listing([segments[i] for i in sorted(segments)], frozenset(indexes.keys() & segments.keys()),
+                   {i: indexes[i] for i in sorted(indexes.keys() - segments.keys())})
+
+
 def list_segments(cdc_raw: str | os.PathLike) -> list[SegmentFile]:
     """The segments in `cdc_raw`, oldest first."""
-    found = []
-    for path in Path(cdc_raw).glob("CommitLog-*.log"):
-        segment_id = segment_id_from_name(path)
-        if segment_id is not None:
-            found.append(SegmentFile(path, segment_id))
-    return sorted(found, key=lambda s: s.segment_id)
+    return scan(cdc_raw).segments
+
+
+def next_segment(listing: Listing, done: Callable[[int], bool], blocked_from: int | None = None,
+                 complete: frozenset[int] = frozenset()) -> SegmentFile | None:
+    """The segment to read: the oldest not `done` (read to its end, or released), below `blocked_from`
+    (a lost segment reading must not pass). A segment without an index is passed over when a later one
+    has an index: it never held CDC data, as Cassandra syncs, and so indexes, segments oldest first; the
+    newest one without an index is the one being written, read once its index appears. `complete`
+    segments count as indexed (they came back without their index)."""
+    indexed = listing.indexed | complete
+    pending = [s for s in listing.segments if not done(s.segment_id)
+               and (blocked_from is None or s.segment_id < blocked_from)]
+    for i, segment in enumerate(pending):
+        if segment.segment_id in indexed or not any(s.segment_id in indexed for s in pending[i + 1:]):
+            return segment
+    return None
+
+
+def backlog(listing: Listing, reading: Position | None, done: Callable[[int], bool]) -> int:
+    """Durable bytes in cdc_raw not read yet: what the indexes promise, less what was read."""
+    behind = 0
+    for segment in listing.segments:
+        if segment.segment_id not in listing.indexed or done(segment.segment_id):
+            continue
+        index = read_cdc_index(segment.index_path)
+        if index is None:
+            continue
+        read = reading.entry_offset if reading is not None and reading.segment_id == segment.segment_id else 0
+        behind += max(0, index.offset - min(read, index.offset))
+    return behind
+
+
+def durable_end(cdc_raw: str | os.PathLike) -> Position | None:
+    """After everything durable in cdc_raw now: the end of the sync-marker chain of the newest segment
+    that has a synced section (the preallocated next segment has none), or None when none has."""
+    for segment in reversed(list_segments(cdc_raw)):
+        try:
+            end = chain_end(segment.path)
+        except (CommitLogError, OSError, ValueError):  # no header written yet, or released meanwhile
+            continue
+        if end is not None:
+            return Position.after_section(segment.segment_id, end)
+    return None
+
+
+def chain_end(path: Path) -> int | None:
+    """The end of a segment's sync-marker chain: where its last synced section ends (None: no section)."""
+    with open(path, "rb") as file, mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ) as buf:
+        descriptor = read_descriptor(buf, str(path))
+        return max((section.end for section in sections(buf, descriptor, str(path))), default=None)
+
+
+class IndexProblem(Exception):
+    """A segment's index says nothing new while later segments are indexed: Cassandra has moved on."""
+
+    def __init__(self, segment: str, index: CdcIndex | None, position: Position | None, seconds: float) -> None:
+        self.segment = segment
+        self.kind = "stuck" if index is not None else "empty_or_unreadable"
+        self.position = position.entry_offset if position is not None else None
+        state = f"stuck at offset {index.offset}" if index is not None else "empty or unreadable"
+        super().__init__(f"the index of {segment} is {state} for {seconds:.0f} s while later segments are indexed")
 
 
 class SegmentTail:
-    """One segment, followed as Cassandra makes more of it durable."""
+    """One segment, followed as Cassandra makes more of it durable.
 
-    def __init__(self, segment: SegmentFile, schema: LiveSchema, after: Position | None = None) -> None:
+    `complete`: read it to the end of its sync-marker chain whatever its index says (a segment that came
+    back to cdc_raw without its index, long finished by Cassandra)."""
+
+    def __init__(self, segment: SegmentFile, schema: LiveSchema, after: Position | None = None,
+                 complete: bool = False) -> None:
         self.segment = segment
         self.schema = schema
         self.position = after  # resume point: everything up to it has been returned
         self.index: CdcIndex | None = None
+        self.complete = complete
+        self.index_changed = time.monotonic()  # when the index last said something new
         self._reader: SegmentReader | None = None
         self.finished = False  # COMPLETED and read to its end
 
     def poll(self) -> Iterator[Change]:
         """The changes made durable since the last poll, in order."""
         index = read_cdc_index(self.segment.index_path)
+        if index is None and self.complete:
+            index = CdcIndex(os.stat(self.segment.path).st_size, True)
         if index is not None:  # None: missing, or caught while Cassandra rewrites it
+            if index != self.index:
+                self.index_changed = time.monotonic()
             self.index = index
         if self.index is None or self.finished:
             return

@@ -22,6 +22,24 @@ class Position(NamedTuple):
     update_index: int
     row_index: int
 
+    @classmethod
+    def after_section(cls, segment_id: int, end: int) -> Position:
+        """After every change of the sections ending at or before `end`, before any later one
+        (`end` is a sync-marker slot, where no entry starts)."""
+        return cls(segment_id, end, -1, -1)
+
+    @classmethod
+    def end_of(cls, segment_id: int) -> Position:
+        """After every change of the segment: it was read to its end."""
+        return cls(segment_id, _END, -1, -1)
+
+    @property
+    def at_end(self) -> bool:
+        return self.entry_offset == _END
+
+
+_END = 1 << 62  # past any offset a segment can have
+
 
 class Op(enum.StrEnum):
     INSERT = "insert"  # the row has primary-key liveness (an INSERT)

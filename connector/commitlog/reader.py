@@ -78,7 +78,7 @@ class SegmentReader:
         It sorts after every change of the sections read and before those of later sections
         (`end` is a marker slot, where no entry starts).
         """
-        return Position(self.segment_id, self.end, -1, -1)
+        return Position.after_section(self.segment_id, self.end)
 
     @property
     def schema(self) -> SchemaSnapshot:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import mmap
 import os
 import shutil
 import signal
@@ -37,11 +36,11 @@ from confluent_kafka.schema_registry import SchemaRegistryClient  # noqa: E402
 from confluent_kafka.schema_registry.avro import AvroDeserializer  # noqa: E402
 from confluent_kafka.serialization import MessageField, SerializationContext  # noqa: E402
 
-from connector.commitlog import CommitLogError, Position, read_descriptor  # noqa: E402
+from connector.checkpoint import PositionStore  # noqa: E402
+from connector.commitlog import Position  # noqa: E402
 from connector.commitlog.cdc_index import read_cdc_index  # noqa: E402
-from connector.commitlog.sync import sections  # noqa: E402
 from connector.schema.session import connect  # noqa: E402
-from connector.source import list_segments  # noqa: E402
+from connector.source import durable_end, list_segments  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 KEYSPACE = "ringtail_demo"
@@ -87,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
                         " tags set<text>, notes map<text, text>, PRIMARY KEY ((customer), order_id)) WITH cdc = true")
 
         demo_dir = run_dir / "demo"
-        connector = Connector(stack, demo_dir, start_position(cdc_raw))
+        connector = Connector(stack, demo_dir, durable_end(cdc_raw))
         say(f"starting the connector: python -m connector run --config {connector.config} (log: {connector.log})")
         took = connector.start()
         say(f"connector ready in {took:.1f}s, reading {cdc_raw}")
@@ -129,7 +128,7 @@ class Connector:
         shutil.rmtree(directory / "state", ignore_errors=True)
         (directory / "state").mkdir(parents=True)
         if position is not None:
-            (directory / "state" / "position.json").write_text(json.dumps(position._asdict()))
+            PositionStore(directory / "state" / "position.json").start_at(position)
         self.port = free_port()
         self.config, self.log = directory / "connector.yaml", directory / "connector.log"
         self.config.write_text(
@@ -166,21 +165,6 @@ class Connector:
 
     def tail(self, lines: int = 15) -> str:
         return "\n".join(self.log.read_text().splitlines()[-lines:])
-
-
-def start_position(cdc_raw: Path) -> Position | None:
-    """After everything already in cdc_raw (earlier runs, tables dropped since): the end of the sync-marker
-    chain of the segment being written, the newest with a section (the preallocated next one has none)."""
-    for segment in reversed(list_segments(cdc_raw)):
-        try:
-            with open(segment.path, "rb") as file, mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ) as buf:
-                descriptor = read_descriptor(buf, str(segment.path))
-                end = max((s.end for s in sections(buf, descriptor, str(segment.path))), default=None)
-        except (CommitLogError, OSError, ValueError):  # no header yet, or released meanwhile
-            continue
-        if end is not None:
-            return Position(segment.segment_id, end, -1, -1)
-    return None
 
 
 def free_port() -> int:

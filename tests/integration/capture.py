@@ -5,16 +5,13 @@ marker row written after the workload arrives, so every change of the workload w
 """
 from __future__ import annotations
 
-import mmap
 import time
 import uuid
 from pathlib import Path
 
 from connector.commitlog import Change, Position
-from connector.commitlog.descriptor import read_descriptor
-from connector.commitlog.sync import sections
 from connector.schema.live import LiveSchema
-from connector.source import SegmentTail, list_segments
+from connector.source import SegmentTail, chain_end, list_segments
 from tests.stack import Stack
 
 
@@ -25,7 +22,7 @@ class Capture:
                                newest_segment=self.newest_segment)
         # Older changes belong to other tests (and to tables dropped since): start after them, at
         # the end of each segment's sync-marker chain (an index exists only once a segment holds CDC data).
-        self.start = {s.segment_id: Position(s.segment_id, chain_end(s.path), -1, -1)
+        self.start = {s.segment_id: Position.after_section(s.segment_id, chain_end(s.path) or 0)
                       for s in list_segments(self.cdc_raw)}
         self.tails: dict[int, SegmentTail] = {}
         self.decoded: list[Change] = []  # every change read, CDC or not
@@ -68,8 +65,3 @@ class Capture:
                 if c.table.keyspace == keyspace and c.table.name != "marker" and self.live.captures(c)]
 
 
-def chain_end(path: Path) -> int:
-    with open(path, "rb") as file, mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ) as buf:
-        descriptor = read_descriptor(buf, str(path))
-        return max((section.end for section in sections(buf, descriptor, str(path))),
-                   default=descriptor.header_length)

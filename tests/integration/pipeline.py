@@ -2,8 +2,6 @@
 killed), and a consumer decoding its topics through the registry."""
 from __future__ import annotations
 
-import json
-import mmap
 import signal
 import subprocess
 import sys
@@ -17,9 +15,9 @@ from confluent_kafka.schema_registry import SchemaRegistryClient
 from confluent_kafka.schema_registry.avro import AvroDeserializer
 from confluent_kafka.serialization import MessageField, SerializationContext
 
-from connector.commitlog import CommitLogError, Position, read_descriptor
-from connector.source import list_segments
-from tests.integration.capture import chain_end
+from connector.checkpoint import PositionStore
+from connector.commitlog import Position
+from connector.source import durable_end
 from tests.stack import ROOT, Stack
 
 
@@ -43,18 +41,12 @@ class ConnectorProcess:
 
     def start_from_now(self) -> None:
         """Position the connector at the end of what is durable now: older segments belong to other
-        tests (and to tables dropped since)."""
-        segments = list_segments(self.cdc_raw)
-        # Cassandra indexes a segment once it holds CDC data; when none does yet, the active one: the
-        # newest with synced sections. Not simply the newest: that can be the preallocated next
-        # segment, and a seed there would make the connector release the active one unread.
-        with_index = [s for s in segments if s.index_path.exists()]
-        newest = with_index[-1] if with_index else next(s for s in reversed(segments) if _synced(s.path))
-        self.seed(Position(newest.segment_id, chain_end(newest.path), -1, -1))
+        tests (and to tables dropped since), and are released unread at its start."""
+        self.seed(durable_end(self.cdc_raw))
 
     def seed(self, position: Position) -> None:
-        self.state_dir.mkdir(parents=True, exist_ok=True)
-        (self.state_dir / "position.json").write_text(json.dumps(position._asdict()))
+        """Start after `position`, as a connector that committed it; older segments are released unread."""
+        PositionStore(self.state_dir / "position.json").start_at(position)
 
     def start(self) -> None:
         log = open(self.log, "a")
@@ -74,8 +66,7 @@ class ConnectorProcess:
                 self.kill()
 
     def committed(self) -> Position | None:
-        path = self.state_dir / "position.json"
-        return Position(**json.loads(path.read_text())) if path.exists() else None
+        return PositionStore(self.state_dir / "position.json").load().position
 
     def metrics(self) -> dict[str, float]:
         """The unlabelled samples of /metrics (needs `metrics_port`), by name."""
@@ -110,14 +101,6 @@ def peak_rss(pid: int | None) -> int | None:
     return next((int(line.split()[1]) * 1024 for line in status.splitlines() if line.startswith("VmHWM:")), None)
 
 
-def _synced(path: Path) -> bool:
-    try:
-        with open(path, "rb") as file, mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ) as buf:
-            return chain_end(path) > read_descriptor(buf, str(path)).header_length
-    except (CommitLogError, OSError, ValueError):  # no header written yet, or released meanwhile
-        return False
-
-
 class EventConsumer:
     """Every event of the topics matching `^<prefix>\\.`, decoded through the registry."""
 
@@ -126,7 +109,7 @@ class EventConsumer:
         self.deserialize = AvroDeserializer(self.registry)
         self.consumer = Consumer({"bootstrap.servers": stack.kafka_bootstrap, "group.id": f"test-{uuid.uuid4()}",
                                   "auto.offset.reset": "earliest", "topic.metadata.refresh.interval.ms": 500})
-        self.consumer.subscribe([f"^{prefix.replace('.', '[.]')}[.].*"])
+        self.consumer.subscribe([f"^{prefix.replace('.', '[.]')}[.][^.]+[.][^.]+$"])  # table topics, not dead letters
         self.events: list[dict] = []
 
     def until(self, predicate, timeout: float = 60) -> list[dict]:

@@ -128,6 +128,7 @@ def test_resumes_after_row_k_of_one_mutation(stack, cql, keyspace, pipeline, tmp
     again = ConnectorProcess(stack, tmp_path / "again", f"{connector.prefix}again")
     again.seed(positions[k - 1])
     resumed = EventConsumer(stack, again.prefix)
+    connector.stop()  # one connector per cdc_raw
     try:
         again.start()
         marker = write_marker(cql, keyspace)

@@ -1,0 +1,190 @@
+"""The delivery order, on its own: only an unbroken run of acknowledged events is committed, filtered
+runs and segment ends commit, release waits for the commit, a failed or contradictory delivery report
+stops everything after the committed position."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from connector.checkpoint import BrokenInvariant, Checkpoint, DeliveryFailed, DeliveryState, PositionStore
+from connector.commitlog import Position
+from connector.source import SegmentFile
+
+
+class Report:
+    """What Kafka's delivery report hands the callback."""
+
+    def __init__(self, offset: int, partition: int = 0, topic: str = "t") -> None:
+        self._offset, self._partition, self._topic = offset, partition, topic
+
+    def topic(self) -> str:
+        return self._topic
+
+    def partition(self) -> int:
+        return self._partition
+
+    def offset(self) -> int:
+        return self._offset
+
+
+class Store(PositionStore):
+    """In memory, counting writes."""
+
+    def __init__(self, state: DeliveryState | None = None) -> None:
+        super().__init__(Path("unused"))
+        self.state, self.saves = state or DeliveryState(), []
+
+    def load(self) -> DeliveryState:
+        return self.state
+
+    def save(self, state: DeliveryState) -> None:
+        self.state = state
+        self.saves.append(state)
+
+
+def seg(segment_id: int) -> SegmentFile:
+    return SegmentFile(Path(f"CommitLog-7-{segment_id}.log"), segment_id)
+
+
+def at(segment_id: int, offset: int) -> Position:
+    return Position(segment_id, offset, 0, 0)
+
+
+@pytest.fixture
+def released() -> list[int]:
+    return []
+
+
+@pytest.fixture
+def store() -> Store:
+    return Store()
+
+
+@pytest.fixture
+def checkpoint(store, released) -> Checkpoint:
+    return Checkpoint(store, lambda segment: released.append(segment.segment_id))
+
+
+def test_only_an_unbroken_run_of_acknowledged_events_is_committed(checkpoint, store):
+    first, second, third = (checkpoint.produced(at(1, o)) for o in (10, 20, 30))
+    for position in (10, 20, 30):
+        checkpoint.read_through(at(1, position))
+    second(None, Report(0, partition=1))  # another partition answers first
+    third(None, Report(1, partition=1))
+    assert checkpoint.commit() is None and store.saves == []
+    first(None, Report(0))
+    assert checkpoint.commit() == at(1, 30)
+    assert store.state.position == at(1, 30)
+    assert checkpoint.in_flight == 0
+
+
+def test_filtered_changes_commit_without_any_event(checkpoint, store):
+    for position in range(100):
+        checkpoint.read_through(at(1, position))
+    assert checkpoint.commit() == at(1, 99)
+    assert len(store.saves) == 1
+
+
+def test_a_filtered_run_behind_an_unacknowledged_event_waits_for_it(checkpoint):
+    delivered = checkpoint.produced(at(1, 10))
+    for position in range(11, 50):
+        checkpoint.read_through(at(1, position))
+    assert checkpoint.commit() is None
+    delivered(None, Report(0))
+    assert checkpoint.commit() == at(1, 49)
+
+
+def test_a_segment_is_released_only_after_its_end_is_committed(checkpoint, store, released):
+    delivered = checkpoint.produced(at(1, 10))
+    checkpoint.finished(seg(1))
+    assert checkpoint.releasing(1)
+    checkpoint.commit()
+    assert released == []
+    delivered(None, Report(0))
+    checkpoint.commit()
+    assert released == [1]
+    assert not checkpoint.releasing(1)
+    # The end and the segment to release are stored before the release, then that it is gone.
+    assert store.saves[-2].done == (1,) and store.saves[-2].position == Position.end_of(1)
+    assert store.saves[-1].done == ()
+
+
+def test_a_filtered_only_segment_is_released(checkpoint, released):
+    checkpoint.read_through(at(1, 500))
+    checkpoint.finished(seg(1))
+    checkpoint.commit()
+    assert released == [1]
+
+
+def test_a_failed_delivery_stops_every_commit(checkpoint, store):
+    first, second = checkpoint.produced(at(1, 10)), checkpoint.produced(at(1, 20))
+    first(None, Report(0))
+    second("Broker: not enough replicas", None)
+    with pytest.raises(DeliveryFailed, match="at Position.*not enough replicas"):
+        checkpoint.commit()
+    assert store.saves == []
+    # A new checkpoint (what the connector makes to rewind) starts over from what is committed.
+    assert Checkpoint(store, lambda s: None).committed is None
+
+
+def test_a_second_report_for_one_event_breaks_the_invariant(checkpoint):
+    delivered = checkpoint.produced(at(1, 10))
+    delivered(None, Report(0))
+    delivered(None, Report(1))
+    with pytest.raises(BrokenInvariant, match="second delivery report"):
+        checkpoint.commit()
+
+
+@pytest.mark.parametrize("offsets", [(5, 5), (5, 3), (-1, 0)])
+def test_offsets_that_do_not_grow_break_the_invariant(checkpoint, store, offsets):
+    first, second = checkpoint.produced(at(1, 10)), checkpoint.produced(at(1, 20))
+    first(None, Report(offsets[0]))
+    second(None, Report(offsets[1]))
+    with pytest.raises(BrokenInvariant, match="acknowledged at t\\[0\\]"):
+        checkpoint.commit()
+    assert store.saves == []
+
+
+def test_offsets_are_per_partition(checkpoint):
+    first, second = checkpoint.produced(at(1, 10)), checkpoint.produced(at(1, 20))
+    first(None, Report(7, partition=0))
+    second(None, Report(3, partition=1))
+    assert checkpoint.commit() == at(1, 20)
+
+
+def test_a_segment_read_again_after_it_came_back_never_moves_the_position_back(store, released):
+    store.state = DeliveryState(at(5, 100))
+    checkpoint = Checkpoint(store, lambda segment: released.append(segment.segment_id))
+    delivered = checkpoint.produced(at(3, 10))
+    checkpoint.finished(seg(3))
+    delivered(None, Report(0))
+    assert checkpoint.commit() == at(5, 100)
+    assert released == [3]
+
+
+def test_resume_releases_what_a_crash_left_committed_and_skips_what_latest_skips(store, released):
+    store.state = DeliveryState(at(5, 100), done=(3,), skip_before=5)
+    skipped = []
+    checkpoint = Checkpoint(store, lambda segment: released.append(segment.segment_id))
+    checkpoint.resume([seg(2), seg(3), seg(5)], lambda segment: skipped.append(segment.segment_id))
+    assert released == [3]
+    assert skipped == [2]  # 3 was released as committed, not skipped
+    assert store.state == DeliveryState(at(5, 100))
+
+
+def test_reading_resumes_after_the_committed_position_in_its_segment_only(store):
+    store.state = DeliveryState(at(5, 100))
+    checkpoint = Checkpoint(store, lambda s: None)
+    assert checkpoint.start_after(seg(5)) == at(5, 100)
+    assert checkpoint.start_after(seg(6)) is None
+
+
+def test_the_state_file_round_trips_and_reads_the_first_format(tmp_path):
+    store = PositionStore(tmp_path / "position.json")
+    assert store.load() == DeliveryState()
+    state = DeliveryState(at(5, 100), done=(3, 4), skip_before=2)
+    store.save(state)
+    assert store.load() == state
+    (tmp_path / "position.json").write_text('{"segment_id": 9, "entry_offset": 8, "update_index": 0, "row_index": 1}')
+    assert store.load() == DeliveryState(Position(9, 8, 0, 1))
