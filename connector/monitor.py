@@ -62,7 +62,9 @@ class Monitor:
             return
         m.producer_queue.set(checkpoint.in_flight)
         reading = tail.position if tail is not None else None
-        behind = backlog(scan(s.cdc_raw), reading, checkpoint.releasing)
+        listing = scan(s.cdc_raw)
+        c.note_indexed(listing)
+        behind = backlog(listing, reading, checkpoint.releasing)
         m.bytes_behind.set(behind)
         committed, now = checkpoint.committed, time.monotonic()
         if committed != self._committed or behind == 0:  # idle is not stalled: the clock starts with a backlog

@@ -69,6 +69,7 @@ class Connector:
         self._known: dict[int, SegmentFile] = {}  # indexed segments seen and not yet read to their end
         self._returned: set[int] = set()  # lost segments back in cdc_raw, read to the end of their chain
         self._quarantined: set[int] = set()
+        self._gone: set[int] = set()  # read to their end (released, quarantined or skipped)
         self._index_reported: int | None = None
         self._housekept = 0.0
 
@@ -298,6 +299,7 @@ class Connector:
 
     def _finish(self, tail: SegmentTail) -> None:
         segment_id = tail.segment.segment_id
+        self._gone.add(segment_id)
         self.checkpoint.finished(tail.segment)
         self._known.pop(segment_id, None)
         self._returned.discard(segment_id)
@@ -307,6 +309,7 @@ class Connector:
     # -- segments: released, quarantined, lost, leftovers ---------------------------------------
 
     def _release(self, segment: SegmentFile) -> None:
+        self._gone.add(segment.segment_id)
         self.schema.release(segment.segment_id)
         if segment.segment_id in self._quarantined:
             self._quarantined.discard(segment.segment_id)
@@ -316,6 +319,7 @@ class Connector:
         log.info("released %s", segment.name)
 
     def _skip(self, segment: SegmentFile) -> None:
+        self._gone.add(segment.segment_id)
         release_segment(segment, self.settings.archive_dir)
         self.metrics.segments_released.inc()
         log.info("released %s unread (start_from: latest)", segment.name)
@@ -361,9 +365,7 @@ class Connector:
     def _watch_segments(self, listing: Listing) -> None:
         """Note the indexed segments; one that vanished before it was read to its end is lost."""
         present = {s.segment_id: s for s in listing.segments}
-        for segment_id in listing.indexed:
-            if not self.checkpoint.releasing(segment_id):
-                self._known.setdefault(segment_id, present[segment_id])
+        self.note_indexed(listing)
         for segment_id, segment in list(self._known.items()):
             if segment_id not in present and not self.checkpoint.releasing(segment_id):
                 reading = self.tail is not None and self.tail.segment.segment_id == segment_id
@@ -376,6 +378,16 @@ class Connector:
                 self.health.problem(f"lost {lost.name}", None)
                 log.warning("%s is back in cdc_raw: reading it from %s", lost.name,
                             self.checkpoint.start_after(present[lost.segment_id]) or "its start")
+
+    def note_indexed(self, listing: Listing) -> None:
+        """Remember the indexed segments of a listing; also called by the monitor thread, so a segment
+        is known while the main loop is busy inside another one."""
+        checkpoint = self.checkpoint
+        for segment in listing.segments:
+            segment_id = segment.segment_id
+            # A listing taken before a release must not make the released segment known again.
+            if segment_id in listing.indexed and not checkpoint.releasing(segment_id) and segment_id not in self._gone:
+                self._known.setdefault(segment_id, segment)
 
     def _record_lost(self, name: str, segment_id: int, position) -> None:
         lost = self.lost.record(name, segment_id, position)
