@@ -239,6 +239,8 @@ def test_schema_change_mid_stream(spark, cql, keyspace, pipeline):
     connector, consumer, settings = pipeline
     cql.execute(f"CREATE TABLE {keyspace}.kv (k int PRIMARY KEY, v text) WITH cdc = true")
     cql.execute(f"INSERT INTO {keyspace}.kv (k, v) VALUES (1, 'before')")
+    # Read before the ADD, so row 1 is written with the schema version before it (else the race decides).
+    consumer.until(has_marker(write_marker(cql, keyspace)))
     cql.execute(f"ALTER TABLE {keyspace}.kv ADD extra map<text, int>")
     cql.execute(f"INSERT INTO {keyspace}.kv (k, v, extra) VALUES (2, 'after', {{'a': 1}})")
     # Read before the DROP: a change read after it has its dropped column's cells dead (schemas/README.md).
