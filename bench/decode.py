@@ -9,7 +9,6 @@ simple cells each, the typical CQL INSERT, and measures it too.
 from __future__ import annotations
 
 import argparse
-import os
 import resource
 import sys
 import tempfile
@@ -24,8 +23,7 @@ sys.path.insert(0, str(REPO_ROOT))
 from connector.commitlog import SegmentReader, skip_unknown_tables  # noqa: E402
 from connector.schema import SchemaSnapshot, parse_ddl, parse_ddl_file  # noqa: E402
 
-TESTDATA = Path(os.environ.get("RINGTAIL_TESTDATA", REPO_ROOT.parent / "shared" / "testdata"))
-LEGACY_SEGMENT = TESTDATA / "cassandra-legacy-commitlog" / "CommitLog-7-1699285478684.log"
+LEGACY_SEGMENT = REPO_ROOT / "tests" / "unit" / "commitlog" / "data" / "legacy" / "CommitLog-7-1699285478684.log"
 LEGACY_SCHEMA = ('CREATE TABLE "Keyspace1"."Standard1" (key ascii, col ascii, val blob, val0 blob, '
                  'PRIMARY KEY ((key), col)) WITH ID = 657e5210-7cbb-11ee-9858-c9aa1eb53e69;')
 SYNTHETIC_ID = uuid.UUID("b3a1c0de-0000-11ee-8000-000000000001")

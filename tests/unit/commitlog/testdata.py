@@ -1,5 +1,4 @@
-"""Locations of the shared test segments and the schemas they were written with."""
-import os
+"""Cassandra's legacy test segments (data/legacy, see its README) and the schemas they were written with."""
 import uuid
 from pathlib import Path
 
@@ -7,14 +6,7 @@ from connector.commitlog import skip_unknown_tables
 from connector.schema import Column, ColumnKind, SchemaSnapshot, Table
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
-
-
-def testdata_dir() -> Path:
-    """Shared test data: $RINGTAIL_TESTDATA, else ../shared/testdata next to the repository."""
-    return Path(os.environ.get("RINGTAIL_TESTDATA", REPO_ROOT.parent / "shared" / "testdata"))
-
-
-LEGACY = testdata_dir() / "cassandra-legacy-commitlog"
+LEGACY = Path(__file__).resolve().parent / "data" / "legacy"
 SEGMENT_40 = LEGACY / "CommitLog-7-1699285478684.log"
 
 
