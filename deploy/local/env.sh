@@ -4,17 +4,22 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 VENV="${RINGTAIL_VENV:-$ROOT/.venv}"
 
-need_apt=()
-command -v java >/dev/null || need_apt+=(openjdk-17-jdk-headless)
-command -v mvn >/dev/null || need_apt+=(maven)
-if [ ${#need_apt[@]} -gt 0 ]; then
+# need COMMAND:DEBIAN_PACKAGE ...: installs (through apt, as root) the packages of the commands missing.
+need() {
+  local missing=() pair
+  for pair in "$@"; do
+    command -v "${pair%%:*}" >/dev/null || missing+=("${pair#*:}")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
   if [ "$(id -u)" != 0 ]; then
-    echo "missing: ${need_apt[*]} (install them, or run as root to have them installed)" >&2
+    echo "missing: ${missing[*]} (install them, or run as root to have them installed)" >&2
     exit 1
   fi
-  echo "[env] installing ${need_apt[*]}"
-  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}" >/dev/null
-fi
+  echo "[env] installing ${missing[*]}"
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+}
+
+need java:openjdk-17-jdk-headless mvn:maven
 
 PYTHON="${RINGTAIL_PYTHON:-python3}"
 if ! "$PYTHON" -c 'import sys; sys.exit(sys.version_info < (3, 11))'; then
