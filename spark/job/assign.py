@@ -17,9 +17,6 @@ from spark.streams.tokens import tokens_of_keys
 
 from . import rows as R
 
-_ASSIGNED = R.arrow_schema(R.DECODED)
-
-
 def assign_batch(batch: pa.RecordBatch, generations: Generations, leeway_us: int,
                  max_age_us: int | None) -> pa.RecordBatch:
     n = batch.num_rows
@@ -63,8 +60,9 @@ def assign_batch(batch: pa.RecordBatch, generations: Generations, leeway_us: int
 
     replaced = {"cdc$stream_id": stream_ids, "generation": generation, "token": token, "failure": failure,
                 "failure_detail": detail}
-    return pa.RecordBatch.from_arrays([replaced.get(name, batch.column(name)) for name in _ASSIGNED.names],
-                                      schema=_ASSIGNED)
+    # Columns beyond `DECODED`'s (the replica-copy step's) pass through.
+    return pa.RecordBatch.from_arrays([replaced.get(name, batch.column(name)) for name in batch.schema.names],
+                                      schema=batch.schema)
 
 
 def assign_partition(generations: Generations, leeway_us: int, max_age_us: int | None

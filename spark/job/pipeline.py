@@ -29,6 +29,11 @@ log = logging.getLogger(__name__)
 
 # Identifies one change's log row whatever node's connector sent it.
 REPLICA_KEY = ["keyspace", "table", "partition_key", "change_id", "cdc$batch_seq_no"]
+# Columns added by `remove_replica_copies`, and its observed metric in the query progress
+# (`observedMetrics["late"]["late_rows"]`).
+LATE = "late"
+DEDUP_TIME = "dedup_time"
+LATE_METRICS, LATE_ROWS = "late", "late_rows"
 
 
 def spark_session(settings: JobSettings) -> SparkSession:
@@ -70,10 +75,31 @@ def read_changes(spark: SparkSession, settings: JobSettings) -> DataFrame:
         reader = reader.option("maxOffsetsPerTrigger", settings.max_offsets_per_trigger)
     decoded = (reader.load().select("topic", "partition", "offset", "timestamp", "key", "value")
                .mapInArrow(decode_partition(settings.registry_url), R.DECODED))
-    if settings.dedup:
-        decoded = decoded.withWatermark("kafka_time", settings.dedup_watermark).dropDuplicatesWithinWatermark(
-            REPLICA_KEY)
-    return decoded
+    return remove_replica_copies(decoded, settings.dedup_watermark) if settings.dedup else decoded
+
+
+def remove_replica_copies(decoded: DataFrame, window: str) -> DataFrame:
+    """`decoded` without the replica copies of a change that reached Kafka within `window` of each
+    other, plus a `LATE` column: true for a row read more than `window` after it reached Kafka.
+
+    No row is ever dropped for being late: `dropDuplicatesWithinWatermark` would silently discard
+    rows older than its watermark (a Kafka partition read late after an outage), so the event time
+    it sees is the Kafka time held within [now - window, now]; the watermark trails the newest event
+    time by `window` and so never passes a row. A late row is delivered rather than sent to dead
+    letters, because a dead letter keeps the change out of the log until someone replays it, while
+    delivering loses nothing. At worst it repeats a change whose copy from another replica was
+    delivered more than `window` earlier (copies share a Kafka partition, keyed by partition key, so
+    a late partition brings its copies together): PostgreSQL and Cassandra absorb the repeat (rows
+    keyed by the change), Delta (idempotent per batch only) holds it twice. "Now" is the micro-batch's
+    time, recorded in the checkpoint, so a replayed batch decides the same way."""
+    now = F.current_timestamp()
+    window_ago = now - F.expr(f"INTERVAL {window}")
+    event_time = F.least(F.greatest(F.col("kafka_time"), window_ago), now)
+    return (decoded.withColumn(LATE, F.col("kafka_time") < window_ago)
+            .withColumn(DEDUP_TIME, event_time)
+            .withWatermark(DEDUP_TIME, window)
+            .dropDuplicatesWithinWatermark(REPLICA_KEY)
+            .observe(LATE_METRICS, F.count_if(F.col(LATE)).alias(LATE_ROWS)))
 
 
 def split(assigned: DataFrame) -> tuple[DataFrame, DataFrame]:
@@ -106,15 +132,18 @@ class BatchWriter:
             batch = batch.mapInArrow(
                 assign_partition(self.keeper.generations, int(s.leeway * MICROS_PER_SECOND),
                                  None if s.max_age is None else int(s.max_age * MICROS_PER_SECOND)),
-                R.DECODED)
+                batch.schema)
         batch = batch.persist()
         try:
             rows, dead = split(batch)
             self.sink.write(rows, dead, batch_id)
-            counts = {r.logged: r["count"] for r in
-                      batch.groupBy(F.col("failure").isNull().alias("logged")).count().collect()}
-            log.info("batch written", extra={"batch_id": batch_id, "rows": counts.get(True, 0),
-                                             "dead_letters": counts.get(False, 0)})
+            logged = F.col("failure").isNull()
+            late = F.col(LATE) if LATE in batch.columns else F.lit(False)
+            counts = batch.agg(F.count_if(logged).alias("rows"), F.count_if(~logged).alias("dead_letters"),
+                               F.count_if(late).alias("late")).first()
+            log.info("batch %d written: %d rows, %d dead letters; %d of them late (read more than %s after"
+                     " they reached Kafka), delivered all the same", batch_id, counts.rows, counts.dead_letters,
+                     counts.late, self.settings.dedup_watermark)
         finally:
             batch.unpersist()
 

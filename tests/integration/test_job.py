@@ -10,7 +10,7 @@ import pytest
 
 from spark.job import rows as R
 from spark.job.config import JobSettings
-from spark.job.pipeline import start
+from spark.job.pipeline import LATE_METRICS, LATE_ROWS, start
 from spark.job.sinks.delta import DeltaSink
 from spark.streams.generations import MICROS_PER_SECOND
 from spark.streams.storage import GenerationStore
@@ -103,38 +103,47 @@ def test_cql_writes_become_cdc_log_rows_with_the_library_streams(spark, cql, key
     assert {r.range_end for r in published} == {e.token_range_end for e in generations.generations[0].description.entries}
 
 
+def records_of(stack, topic: str) -> list:
+    """Every record `topic` holds now, in offset order per partition."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": stack.kafka_bootstrap, "group.id": f"copy-{uuid.uuid4()}",
+                         "enable.auto.commit": False})
+    partitions = consumer.list_topics(topic, timeout=10).topics[topic].partitions
+    ends = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in partitions}
+    consumer.assign([TopicPartition(topic, p, 0) for p in partitions])
+    records, done = [], {p for p, end in ends.items() if end == 0}
+    while len(done) < len(partitions):
+        message = consumer.poll(1)
+        if message is None or message.error():
+            continue
+        records.append(message)
+        if message.offset() + 1 >= ends[message.partition()]:
+            done.add(message.partition())
+    consumer.close()
+    return records
+
+
 def copy_as_another_replica(stack, topic: str, node: str) -> int:
     """Produce every event of `topic` again as the connector beside another replica would send it:
     the same change, read from another node's commit log (a single-node stack has one log)."""
-    from confluent_kafka import Consumer, Producer, TopicPartition
+    from confluent_kafka import Producer
     from confluent_kafka.schema_registry import SchemaRegistryClient
     from fastavro import parse_schema
 
     from connector.avro.wire import frame, schema_id_of, unframe
 
     registry = SchemaRegistryClient({"url": stack.registry_url})
-    consumer = Consumer({"bootstrap.servers": stack.kafka_bootstrap, "group.id": f"copy-{uuid.uuid4()}",
-                         "enable.auto.commit": False})
-    partitions = consumer.list_topics(topic, timeout=10).topics[topic].partitions
-    ends = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in partitions}
-    consumer.assign([TopicPartition(topic, p, 0) for p in partitions])
     producer = Producer({"bootstrap.servers": stack.kafka_bootstrap})
-    copied, done = 0, {p for p, end in ends.items() if end == 0}
-    while len(done) < len(partitions):
-        message = consumer.poll(1)
-        if message is None or message.error():
-            continue
+    records = records_of(stack, topic)
+    for message in records:
         schema_id = schema_id_of(message.value())
         schema = parse_schema(json.loads(registry.get_schema(schema_id).schema_str))
         event = unframe(message.value(), schema)
         event["source"]["node"] = node
         producer.produce(topic, key=message.key(), value=frame(schema_id, schema, event))
-        copied += 1
-        if message.offset() + 1 >= ends[message.partition()]:
-            done.add(message.partition())
-    consumer.close()
     assert producer.flush(30) == 0
-    return copied
+    return len(records)
 
 
 def test_replica_copies_are_logged_once(spark, cql, keyspace, pipeline, stack):
@@ -156,6 +165,64 @@ def test_replica_copies_are_logged_once(spark, cql, keyspace, pipeline, stack):
                                                  "checkpoint_dir": settings.checkpoint_dir.parent / "all-checkpoint"})
     run_available(spark, undeduplicated)
     assert len(log_rows(spark, undeduplicated, keyspace, "kv")) == 60
+
+
+def read_rows(query, at_least: int, timeout: float = 180) -> list[dict]:
+    """The progress of `query`'s micro-batches once they have read `at_least` rows in all."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        assert query.exception() is None
+        progress = query.recentProgress
+        if sum(p["numInputRows"] for p in progress) >= at_least and not query.status["isTriggerActive"]:
+            return progress
+        time.sleep(0.5)
+    raise AssertionError(f"{query.name} read fewer than {at_least} rows in {timeout} s")
+
+
+def test_a_partition_read_late_is_delivered(spark, cql, keyspace, pipeline, stack):
+    """One partition reaches the job with Kafka times an hour older than what it already read
+    (as after an outage): its rows are past the replica-copy watermark, and logged all the same."""
+    from confluent_kafka import Producer
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    connector, consumer, settings = pipeline
+    cql.execute(f"CREATE TABLE {keyspace}.kv (k int PRIMARY KEY, v text) WITH cdc = true")
+    written = int((time.time() - 2 * 3600) * MICROS_PER_SECOND)  # before the late partition's Kafka time
+    for k in range(40):
+        cql.execute(f"INSERT INTO {keyspace}.kv (k, v) VALUES (%s, 'v') USING TIMESTAMP %s", (k, written + k))
+    consumer.until(has_marker(write_marker(cql, keyspace)))
+    records = records_of(stack, f"{connector.prefix}.{keyspace}.kv")
+    assert len(records) == 40
+
+    # The job reads a topic of its own: partition 0 now, partition 1 an hour late.
+    settings = settings.model_copy(update={"topic_prefix": f"late{uuid.uuid4().hex[:8]}"})
+    topic = f"{settings.topic_prefix}.{keyspace}.kv"
+    admin = AdminClient({"bootstrap.servers": stack.kafka_bootstrap})
+    admin.create_topics([NewTopic(topic, num_partitions=2, replication_factor=1)])[topic].result(30)
+    producer = Producer({"bootstrap.servers": stack.kafka_bootstrap})
+
+    def produce(messages, partition: int, timestamp_ms: int) -> None:
+        for message in messages:
+            producer.produce(topic, key=message.key(), value=message.value(), partition=partition,
+                             timestamp=timestamp_ms)
+        assert producer.flush(30) == 0
+
+    query, keeper = start(spark, settings, DeltaSink(spark, settings.delta_path, settings.app_id))
+    try:
+        produce(records[:20], 0, int(time.time() * 1000))
+        read_rows(query, 20)
+        produce(records[20:], 1, int((time.time() - 3600) * 1000))
+        progress = read_rows(query, 40)
+    finally:
+        query.stop()
+        keeper.close()
+
+    rows = log_rows(spark, settings, keyspace, "kv")
+    assert sorted(json.loads(r["key"])["k"] for r in rows) == list(range(40))
+    assert not dead_letters(spark, settings)
+    observed = [p["observedMetrics"][LATE_METRICS][LATE_ROWS] for p in progress if p["observedMetrics"]]
+    assert sum(observed) == 20
+    assert sum(op.get("numRowsDroppedByWatermark", 0) for p in progress for op in p["stateOperators"]) == 0
 
 
 def test_generation_switch_mid_stream(spark, cql, keyspace, pipeline):
