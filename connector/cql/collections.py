@@ -26,6 +26,8 @@ _TIMEUUID = NATIVE_TYPES["timeuuid"]
 
 def _frozen_elements(raw: bytes, count_per_item: int) -> list[bytes | None]:
     """Element blobs of a frozen collection (count first; maps have 2 blobs per entry)."""
+    if len(raw) < 4:
+        raise ValueError("collection shorter than its element count")
     (count,) = _INT32.unpack_from(raw, 0)
     if count < 0:
         raise ValueError("negative collection size")
@@ -36,6 +38,8 @@ def _length_prefixed(raw: bytes, p: int, limit: int, exact: bool) -> list[bytes 
     """Up to `limit` int32-length-prefixed blobs from p (-1 = null); all bytes must be used."""
     items: list[bytes | None] = []
     while len(items) < limit and (exact or p < len(raw)):
+        if p + 4 > len(raw):
+            raise ValueError("element length runs past the end of the value")
         (size,) = _INT32.unpack_from(raw, p)
         p += 4
         if size < 0:
@@ -60,12 +64,13 @@ def _elements_json(element: CqlType, values: list) -> list:
     return [None if v is None else to_json(v) for v in values]
 
 
-def _hashable(value: Any) -> Any:
-    """A hashable stand-in for a collection value used as a map key."""
-    if isinstance(value, list):
-        return tuple(_hashable(v) for v in value)
+def hashable(value: Any) -> Any:
+    """A hashable stand-in for a collection value used as a map key (a tuple's elements may be
+    collections too)."""
+    if isinstance(value, (list, tuple)):
+        return tuple(hashable(v) for v in value)
     if isinstance(value, dict):
-        return tuple((_hashable(k), _hashable(v)) for k, v in value.items())
+        return tuple((hashable(k), hashable(v)) for k, v in value.items())
     return value
 
 
@@ -139,7 +144,7 @@ class MapType(_Collection):
         super().__init__(f"map<{key.cql}, {value.cql}>", frozen)
         self.key = key
         self.value = value
-        self._key_of = _hashable if isinstance(key, (_Collection, TupleType, UserType, VectorType)) else None
+        self._key_of = hashable if isinstance(key, (_Collection, TupleType, UserType, VectorType)) else None
 
     def decode(self, raw: bytes) -> dict:
         blobs = _frozen_elements(raw, 2)

@@ -48,7 +48,10 @@ def _unpacker(fmt: str) -> Callable[[bytes], Any]:
     unpack = struct.Struct(fmt).unpack
 
     def decode(raw: bytes) -> Any:
-        return unpack(raw)[0]
+        try:
+            return unpack(raw)[0]
+        except struct.error as exc:  # a value of the wrong length: the malformed-value error of every type
+            raise ValueError(f"{len(raw)} bytes for a {fmt!r} value: {exc}") from None
 
     return decode
 

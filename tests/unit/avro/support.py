@@ -12,7 +12,7 @@ from fastavro.validation import validate
 from connector.avro import SourceInfo
 from connector.avro.names import avro_name
 from connector.commitlog import SegmentReader
-from connector.cql import Duration, ListType, MapType, SetType, TupleType, UserType, VectorType
+from connector.cql import Duration, ListType, MapType, SetType, TupleType, UserType, VectorType, hashable
 from connector.schema import SchemaSnapshot, parse_ddl_file
 from tests.unit.commitlog.segment_builder import segment
 from tests.unit.cql.samples import elements, i32
@@ -98,10 +98,3 @@ def restore(cql, datum):
             "duration": lambda d: Duration(**d)}.get(cql.cql)
     return datum if back is None else back(datum)
 
-
-def hashable(value):
-    if isinstance(value, list):
-        return tuple(hashable(v) for v in value)
-    if isinstance(value, dict):
-        return tuple((hashable(k), hashable(v)) for k, v in value.items())
-    return value

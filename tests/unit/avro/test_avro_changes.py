@@ -8,9 +8,9 @@ import pytest
 
 from connector.avro import ChangeEncoder
 from connector.commitlog.change import write_time
-from connector.cql import ListType, SetType, parse_type
+from connector.cql import ListType, SetType, hashable, parse_type
 from tests.unit.avro.support import (EVERYTHING, EXAMPLE, PROCESSED_MS, SOURCE, decode_segment, frozen_list,
-                                     frozen_map, hashable, restore, round_trip)
+                                     frozen_map, restore, round_trip)
 from tests.unit.commitlog.segment_builder import (cell, clustering, complex_cells, mutation, partition_update, row,
                                                   svint, uvint)
 from tests.unit.commitlog.test_cassandra50_segment import SCHEMA, SEGMENT, changes

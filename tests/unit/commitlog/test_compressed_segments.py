@@ -6,7 +6,7 @@ import pytest
 from connector.commitlog import CorruptSegment, SegmentReader, TruncatedSegment, UnsupportedSegment
 from tests.unit.commitlog.segment_builder import (cell, clustering, descriptor, entry, marker, mutation,
                                                   partition_update, row, segment)
-from tests.unit.commitlog.test_rows import CK, KEY, SCHEMA, TABLE_ID, TS
+from tests.unit.commitlog.test_rows import KEY, SCHEMA, TABLE_ID, TS
 from tests.unit.cql.samples import i32
 
 SEGMENT_ID = 1700000000002

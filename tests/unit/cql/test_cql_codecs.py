@@ -6,7 +6,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from connector.cql import CqlTypeError, parse_type
+from connector.cql import parse_type
 from tests.unit.cql.samples import SAMPLES, UDT_FIELDS, elements, i32
 
 USER_TYPES = {name: SimpleNamespace(field_names=f, field_types=t) for name, (f, t) in UDT_FIELDS.items()}

@@ -13,7 +13,6 @@ from spark.streams import (
     build_topology_description,
     rebuild_from_stream_set,
     rebuild_topology_description,
-    shard_of,
 )
 from spark.streams.stream_id import MAX_INDEX
 from spark.streams.tokens import MAX_TOKEN, MIN_TOKEN
