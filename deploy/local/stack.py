@@ -448,7 +448,7 @@ class Registry(Service):
             "-XX:+UseSerialGC",
             f"-Dquarkus.http.host={s.host}",
             f"-Dquarkus.http.port={s.registry_port}",
-            f"-Dquarkus.log.file.enable=true",
+            "-Dquarkus.log.file.enable=true",
             f"-Dquarkus.log.file.path={self.logs / 'registry.log'}",
             "-jar",
             str(runner),

@@ -141,3 +141,16 @@ def write_marker(cql, keyspace: str) -> uuid.UUID:
 def has_marker(marker: uuid.UUID):
     return lambda events: any(e["source"]["table"] == "marker" and e["_key"]["id"] == str(marker)
                               or e["_key"].get("id") == marker for e in events)
+
+
+def assert_each_once(events: list[dict], table: str, written: list[int], repeats: bool = True) -> None:
+    """Every written id arrived; a repeat (allowed only with `repeats`) is the same change, at the same
+    position, never another one."""
+    got = [e for e in events if e["source"]["table"] == table]
+    positions: dict[int, set] = {}
+    for e in got:
+        positions.setdefault(e["_key"]["id"], set()).add(tuple(e["source"]["position"].values()))
+    missing = sorted(set(written) - positions.keys())
+    assert not missing, f"{len(missing)} of {len(written)} rows never arrived, e.g. {missing[:10]}"
+    assert all(len(p) == 1 for p in positions.values()), "a repeated event with another position"
+    assert repeats or len(got) == len(positions), f"{len(got) - len(positions)} events repeated"

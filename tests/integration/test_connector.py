@@ -5,26 +5,14 @@ from __future__ import annotations
 import random
 import threading
 import time
-import uuid
 
-import pytest
 
 from connector.commitlog import Position
 from tests.integration.pipeline import ConnectorProcess, EventConsumer, has_marker, write_marker
 
 
-@pytest.fixture
-def pipeline(stack, tmp_path):
-    prefix = f"e2e{uuid.uuid4().hex[:8]}"
-    connector = ConnectorProcess(stack, tmp_path / "state", prefix)
-    consumer = EventConsumer(stack, prefix)
-    yield connector, consumer
-    connector.stop()
-    consumer.close()
-
-
 def test_workload_arrives_as_events(cql, keyspace, pipeline):
-    connector, consumer = pipeline
+    connector, consumer = pipeline()
     connector.start_from_now()
     connector.start()
     ks = keyspace
@@ -72,7 +60,7 @@ def test_workload_arrives_as_events(cql, keyspace, pipeline):
 
 
 def test_kill_9_while_writing_loses_nothing(cql, keyspace, pipeline):
-    connector, consumer = pipeline
+    connector, consumer = pipeline()
     connector.start_from_now()
     connector.start()
     cql.execute(f"CREATE TABLE {keyspace}.t (id int PRIMARY KEY, body text) WITH cdc = true")
@@ -110,7 +98,7 @@ def test_kill_9_while_writing_loses_nothing(cql, keyspace, pipeline):
 
 def test_resumes_after_row_k_of_one_mutation(stack, cql, keyspace, pipeline, tmp_path):
     """A mutation with many rows; the committed position is after row k: the rest arrive, not the first k."""
-    connector, consumer = pipeline
+    connector, consumer = pipeline()
     connector.start_from_now()
     start = connector.committed()
     connector.start()
@@ -141,7 +129,7 @@ def test_resumes_after_row_k_of_one_mutation(stack, cql, keyspace, pipeline, tmp
 
 
 def test_delivered_segments_are_released(cql, keyspace, pipeline):
-    connector, consumer = pipeline
+    connector, consumer = pipeline()
     connector.start_from_now()
     first = connector.committed().segment_id
     connector.start()

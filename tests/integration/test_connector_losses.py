@@ -1,23 +1,26 @@
 """The connector where acknowledged writes used to go missing or stall in silence, as a real process on
 the real stack: a broker started together with it, a schema the registry rejects, a second
-connector."""
+connector, a segment removed before it was read."""
 from __future__ import annotations
 
 import dataclasses
 import importlib.util
 import json
+import shutil
 import subprocess
 import sys
 import time
 import urllib.error
 import urllib.request
 import uuid
+from pathlib import Path
 
 import httpx
 import pytest
 
-from tests.integration.pipeline import ConnectorProcess, EventConsumer, has_marker, write_marker
-from tests.integration.test_connector_reliability import assert_each_once, pipeline  # noqa: F401
+from connector.commitlog.cdc_index import read_cdc_index
+from connector.source import SegmentFile, list_segments
+from tests.integration.pipeline import ConnectorProcess, EventConsumer, assert_each_once, has_marker, write_marker
 from tests.stack import ROOT
 from tests.support import unused_port, wait_for
 
@@ -155,3 +158,86 @@ def test_a_second_connector_on_the_same_cdc_raw_refuses_to_start(stack, pipeline
                             capture_output=True, text=True, timeout=60)
     assert result.returncode == 2
     assert f"another connector holds {stack.cdc_raw}" in result.stderr and f'"pid": {first.process.pid}' in result.stderr
+
+
+def written_in(segment: Path, table: str, stack) -> set[int]:
+    """The ids of `table`'s rows in a segment file, as `python -m connector dump` reads them."""
+    result = subprocess.run([sys.executable, "-m", "connector", "dump", str(segment), "--skip-unknown-tables",
+                             "--cassandra", f"{stack.cassandra_host}:{stack.cassandra_port}"],
+                            cwd=ROOT, capture_output=True, text=True, timeout=120, check=True)
+    changes = (json.loads(line) for line in result.stdout.splitlines())
+    return {c["partition_key"]["id"] for c in changes if f'{c["keyspace"]}.{c["table"]}' == table}
+
+
+def remove_unread_segment(connector: ConnectorProcess, aside: Path) -> SegmentFile:
+    """Move a COMPLETED segment the connector has not read yet (and its index) out of cdc_raw, as an
+    operator freeing space would; the connector has seen it listed."""
+    def candidate():
+        committed = connector.committed()
+        indexed = [s for s in list_segments(connector.cdc_raw) if s.index_path.exists()]
+        completed = [s for s in indexed[:-1] if (read_cdc_index(s.index_path) or None) and
+                     read_cdc_index(s.index_path).completed and s.segment_id > committed.segment_id + 1]
+        return completed[0] if completed else None
+
+    segment = wait_for(candidate, timeout=60, what="a completed segment the connector has not read")
+    time.sleep(2)  # the connector's monitor lists cdc_raw every `measure_interval` (0.5 s)
+    aside.mkdir(exist_ok=True)
+    shutil.move(segment.index_path, aside / segment.index_path.name)
+    shutil.move(segment.path, aside / segment.path.name)
+    return segment
+
+
+def test_a_segment_removed_unread_stops_reading_until_it_returns_or_its_loss_is_acknowledged(
+        stack, cql, keyspace, tmp_path, fresh_kafka):
+    """Kafka down holds the connector in one segment while later ones fill; one of those is moved away.
+    The loss is reported (log, metric, /ready) and reading waits at it; put back, it is read; moved away
+    again and acknowledged (`ack-lost`), reading goes on past it, and only its rows are missing."""
+    kafka = fresh_kafka()
+    kafka.wait()
+    local = dataclasses.replace(stack, kafka_bootstrap=kafka.bootstrap)
+    connector = ConnectorProcess(local, tmp_path / "state", f"lost{uuid.uuid4().hex[:6]}",
+                                 metrics_port=unused_port(), max_in_flight=200, measure_interval=0.5)
+    consumer = EventConsumer(local, connector.prefix)
+    table = f"{keyspace}.t"
+    cql.execute(f"CREATE TABLE {table} (id int PRIMARY KEY, body text) WITH cdc = true")
+    connector.start_from_now()
+    connector.start()
+    try:
+        written = write_rows(cql, table, range(100))
+        consumer.until(lambda events: len(events) >= 100, timeout=60)
+        for round_, (ids, ack) in enumerate([(range(100, 10_100), False), (range(10_100, 20_100), True)]):
+            kafka.stop()
+            written += write_rows(cql, table, ids, "r" * 250)  # about three 1 MiB segments
+            aside = tmp_path / f"aside-{round_}"
+            segment = remove_unread_segment(connector, aside)
+            kafka.start()
+            kafka.wait()
+
+            problem = wait_for(lambda: next((p for p in ready(connector)[1]["problems"] if segment.name in p), None),
+                               timeout=90, what=f"the loss of {segment.name} reported")
+            assert ready(connector)[0] == 503 and "ack-lost" in problem
+            assert connector.metrics()["ringtail_segments_lost_total"] == round_ + 1
+            time.sleep(3)
+            assert connector.committed().segment_id < segment.segment_id, "read past a lost segment"
+
+            if ack:
+                missing = written_in(aside / segment.path.name, table, stack)
+                assert missing, f"{segment.name} held none of the test's rows"
+                result = subprocess.run([sys.executable, "-m", "connector", "ack-lost", segment.path.name,
+                                         "--config", str(connector.config)],
+                                        cwd=ROOT, capture_output=True, text=True, timeout=60)
+                assert result.returncode == 0, result.stderr
+                assert (connector.state_dir / "lost" / f"{segment.path.name}.ack").exists()
+            else:
+                missing = set()
+                for path in aside.iterdir():  # back, index first: then the segment is complete
+                    shutil.move(path, connector.cdc_raw / path.name)
+            expected = set(written) - missing
+            events = consumer.until(lambda events: {e["_key"]["id"] for e in events} >= expected, timeout=180)
+            assert_each_once(events, "t", sorted(expected))
+            assert not {e["_key"]["id"] for e in events} & missing
+            wait_for(lambda: ready(connector)[0] == 200, timeout=30, what="/ready back to 200")
+    finally:
+        consumer.close()
+        connector.stop()
+    assert connector.process.returncode == 0

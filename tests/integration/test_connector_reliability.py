@@ -8,33 +8,14 @@ import shutil
 import subprocess
 import threading
 import time
-import uuid
 
 import pytest
 
 from connector.commitlog.cdc_index import read_cdc_index
 from connector.source import list_segments
-from tests.integration.pipeline import ConnectorProcess, EventConsumer, has_marker, write_marker
+from tests.integration.pipeline import assert_each_once, has_marker, write_marker
 from tests.stack import ROOT
 from tests.support import unused_port, wait_for
-
-
-@pytest.fixture
-def pipeline(stack, tmp_path):
-    """A connector (not started) and a consumer of its topics; `settings` as for ConnectorProcess."""
-    made = []
-
-    def make(name: str = "state", **settings):
-        prefix = f"rel{uuid.uuid4().hex[:8]}"
-        connector = ConnectorProcess(stack, tmp_path / name, prefix, **settings)
-        consumer = EventConsumer(stack, prefix)
-        made.append((connector, consumer))
-        return connector, consumer
-
-    yield make
-    for connector, consumer in made:
-        connector.stop()
-        consumer.close()
 
 
 def segment_ids(cdc_raw, indexed: bool = False) -> set[int]:
@@ -46,19 +27,6 @@ def kafka_service(command: str) -> None:
         pytest.fail("stopping Kafka needs the local stack (deploy/local/start)", pytrace=False)
     subprocess.run([str(ROOT / "deploy" / "local" / command), "kafka"], check=True, cwd=ROOT,
                    stdout=subprocess.DEVNULL)
-
-
-def assert_each_once(events: list[dict], table: str, written: list[int], repeats: bool = True) -> None:
-    """Every written id arrived; a repeat (allowed only with `repeats`) is the same change, at the same
-    position, never another one."""
-    got = [e for e in events if e["source"]["table"] == table]
-    positions: dict[int, set] = {}
-    for e in got:
-        positions.setdefault(e["_key"]["id"], set()).add(tuple(e["source"]["position"].values()))
-    missing = sorted(set(written) - positions.keys())
-    assert not missing, f"{len(missing)} of {len(written)} rows never arrived, e.g. {missing[:10]}"
-    assert all(len(p) == 1 for p in positions.values()), "a repeated event with another position"
-    assert repeats or len(got) == len(positions), f"{len(got) - len(positions)} events repeated"
 
 
 def test_kafka_down_30_s_under_load_loses_nothing(cql, keyspace, pipeline):

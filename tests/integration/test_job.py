@@ -14,26 +14,23 @@ from spark.job.pipeline import LATE_METRICS, LATE_ROWS, start
 from spark.job.sinks.delta import DeltaSink
 from spark.streams.generations import MICROS_PER_SECOND
 from spark.streams.storage import GenerationStore
-from tests.integration.pipeline import ConnectorProcess, EventConsumer, has_marker, write_marker
+from tests.integration.pipeline import has_marker, write_marker
 
 
 @pytest.fixture
-def pipeline(stack, cql, keyspace, tmp_path):
-    """A running connector with its own topic prefix, and job settings reading its topics."""
-    prefix = f"job{uuid.uuid4().hex[:8]}"
-    connector = ConnectorProcess(stack, tmp_path / "state", prefix)
+def job(stack, cql, keyspace, tmp_path, pipeline):
+    """A running connector with its own topic prefix, a consumer, and job settings reading its topics."""
+    connector, consumer = pipeline()
     connector.start_from_now()
     connector.start()
-    consumer = EventConsumer(stack, prefix)
     settings = JobSettings(
-        kafka_bootstrap_servers=stack.kafka_bootstrap, registry_url=stack.registry_url, topic_prefix=prefix,
+        kafka_bootstrap_servers=stack.kafka_bootstrap, registry_url=stack.registry_url,
+        topic_prefix=connector.prefix,
         cassandra_hosts=(stack.cassandra_host,), cassandra_port=stack.cassandra_port,
         generations_keyspace=f"{keyspace}_gen", delta_path=tmp_path / "delta",
         checkpoint_dir=tmp_path / "checkpoint", trigger_interval="500 milliseconds",
         generation_check_interval=0.5, generation_delay=8.0, log_format="text")
     yield connector, consumer, settings
-    connector.stop()
-    consumer.close()
     cql.execute(f"DROP KEYSPACE IF EXISTS {keyspace}_gen")
 
 
@@ -61,8 +58,8 @@ def dead_letters(spark, settings: JobSettings) -> list[dict]:
     return [r.asDict() for r in spark.read.format("delta").load(str(path)).collect()] if path.exists() else []
 
 
-def test_cql_writes_become_cdc_log_rows_with_the_library_streams(spark, cql, keyspace, pipeline):
-    connector, consumer, settings = pipeline
+def test_cql_writes_become_cdc_log_rows_with_the_library_streams(spark, cql, keyspace, job):
+    connector, consumer, settings = job
     ks = keyspace
     cql.execute(f"CREATE TABLE {ks}.orders (shop text, id int, item text, qty int, tags set<text>,"
                 f" PRIMARY KEY (shop, id)) WITH cdc = true")
@@ -146,8 +143,8 @@ def copy_as_another_replica(stack, topic: str, node: str) -> int:
     return len(records)
 
 
-def test_replica_copies_are_logged_once(spark, cql, keyspace, pipeline, stack):
-    connector, consumer, settings = pipeline
+def test_replica_copies_are_logged_once(spark, cql, keyspace, job, stack):
+    connector, consumer, settings = job
     cql.execute(f"CREATE TABLE {keyspace}.kv (k int PRIMARY KEY, v text) WITH cdc = true")
     for k in range(30):
         cql.execute(f"INSERT INTO {keyspace}.kv (k, v) VALUES (%s, 'v')", (k,))
@@ -179,13 +176,13 @@ def read_rows(query, at_least: int, timeout: float = 180) -> list[dict]:
     raise AssertionError(f"{query.name} read fewer than {at_least} rows in {timeout} s")
 
 
-def test_a_partition_read_late_is_delivered(spark, cql, keyspace, pipeline, stack):
+def test_a_partition_read_late_is_delivered(spark, cql, keyspace, job, stack):
     """One partition reaches the job with Kafka times an hour older than what it already read
     (as after an outage): its rows are past the replica-copy watermark, and logged all the same."""
     from confluent_kafka import Producer
     from confluent_kafka.admin import AdminClient, NewTopic
 
-    connector, consumer, settings = pipeline
+    connector, consumer, settings = job
     cql.execute(f"CREATE TABLE {keyspace}.kv (k int PRIMARY KEY, v text) WITH cdc = true")
     written = int((time.time() - 2 * 3600) * MICROS_PER_SECOND)  # before the late partition's Kafka time
     for k in range(40):
@@ -225,10 +222,10 @@ def test_a_partition_read_late_is_delivered(spark, cql, keyspace, pipeline, stac
     assert sum(op.get("numRowsDroppedByWatermark", 0) for p in progress for op in p["stateOperators"]) == 0
 
 
-def test_generation_switch_mid_stream(spark, cql, keyspace, pipeline):
+def test_generation_switch_mid_stream(spark, cql, keyspace, job):
     """A new generation at T (here: the job restarted with more shards per node, which ScyllaDB
     treats like a topology change): writes before T keep the old streams, writes after use the new."""
-    connector, consumer, settings = pipeline
+    connector, consumer, settings = job
     cql.execute(f"CREATE TABLE {keyspace}.kv (k int PRIMARY KEY, v int) WITH cdc = true")
     insert = cql.prepare(f"INSERT INTO {keyspace}.kv (k, v) VALUES (?, ?)")
     for k in range(20):
@@ -280,8 +277,8 @@ class CrashAfterWrite:
             raise RuntimeError(f"crash after writing batch {batch_id}")
 
 
-def test_a_batch_replayed_after_a_crash_is_written_once(spark, cql, keyspace, pipeline):
-    connector, consumer, settings = pipeline
+def test_a_batch_replayed_after_a_crash_is_written_once(spark, cql, keyspace, job):
+    connector, consumer, settings = job
     settings = settings.model_copy(update={"max_offsets_per_trigger": 25})  # several batches
     cql.execute(f"CREATE TABLE {keyspace}.kv (k int PRIMARY KEY, v text) WITH cdc = true")
     for k in range(100):
@@ -302,8 +299,8 @@ def test_a_batch_replayed_after_a_crash_is_written_once(spark, cql, keyspace, pi
     assert sorted(json.loads(r["key"])["k"] for r in rows) == list(range(100))
 
 
-def test_schema_change_mid_stream(spark, cql, keyspace, pipeline):
-    connector, consumer, settings = pipeline
+def test_schema_change_mid_stream(spark, cql, keyspace, job):
+    connector, consumer, settings = job
     cql.execute(f"CREATE TABLE {keyspace}.kv (k int PRIMARY KEY, v text) WITH cdc = true")
     cql.execute(f"INSERT INTO {keyspace}.kv (k, v) VALUES (1, 'before')")
     # Read before the ADD, so row 1 is written with the schema version before it (else the race decides).
@@ -324,11 +321,11 @@ def test_schema_change_mid_stream(spark, cql, keyspace, pipeline):
     assert len({r["source"]["schema_id"] for r in rows.values()}) >= 2  # versions changed mid-stream
 
 
-def test_undecodable_records_and_changes_before_any_generation_are_dead_letters(spark, cql, keyspace, pipeline,
+def test_undecodable_records_and_changes_before_any_generation_are_dead_letters(spark, cql, keyspace, job,
                                                                                stack):
     from confluent_kafka import Producer
 
-    connector, consumer, settings = pipeline
+    connector, consumer, settings = job
     cql.execute(f"CREATE TABLE {keyspace}.kv (k int PRIMARY KEY, v text) WITH cdc = true")
     cql.execute(f"INSERT INTO {keyspace}.kv (k, v) VALUES (1, 'old') USING TIMESTAMP 1000000")  # 1970
     cql.execute(f"INSERT INTO {keyspace}.kv (k, v) VALUES (2, 'now')")

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import time
 import uuid
 from pathlib import Path
 
-import pytest
 
 from connector.commitlog.cdc_index import indexed_segments
 
