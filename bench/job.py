@@ -234,7 +234,8 @@ def run_job(spark, settings: JobSettings, keyspace: str, jvm: int | None) -> Run
         reset_peak(pid)
     sink = DeltaSink(spark, settings.delta_path, settings.app_id)
     started = time.perf_counter()
-    query, keeper = start(spark, settings, sink, available_now=True)
+    job = start(spark, settings, sink, available_now=True)
+    query = job.query
     set_up = time.perf_counter()
     try:
         if not query.awaitTermination(900):
@@ -244,8 +245,7 @@ def run_job(spark, settings: JobSettings, keyspace: str, jvm: int | None) -> Run
             raise SystemExit(f"error: the job failed: {query.exception()}")
     finally:
         query.stop()
-        if keeper is not None:
-            keeper.close()
+        job.close()
     jvm_peak, driver_peak = peak_rss(jvm), peak_rss(os.getpid())
     worker_peak = max((p for p in map(peak_rss, python_workers(jvm)) if p is not None), default=None)
 

@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import logging
+import threading
+import time
 from typing import Callable
 
 from confluent_kafka import KafkaError, KafkaException, Producer
@@ -33,17 +35,26 @@ class EventProducer:
         self.partitions, self.replication_factor = partitions, replication_factor
         self._topics: set[str] = set()
 
-    def ensure_topic(self, topic: str) -> None:
+    def ensure_topic(self, topic: str, stopping: threading.Event, timeout: float = 60) -> bool:
+        """Create `topic` unless this producer knows it; False when `stopping` was set meanwhile (a stop
+        does not wait for a broker that does not answer)."""
         if topic in self._topics:
-            return
+            return True
         future = self._admin.create_topics([NewTopic(topic, self.partitions, self.replication_factor)])[topic]
+        deadline = time.monotonic() + timeout
+        while not future.done():
+            if stopping.wait(0.2):
+                return False
+            if time.monotonic() >= deadline:
+                raise TopicError(f"cannot create topic {topic}: no answer from Kafka within {timeout:.0f} s")
         try:
-            future.result(timeout=60)
+            future.result()
             log.info("created topic %s (%d partitions)", topic, self.partitions)
         except KafkaException as exc:
             if exc.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
                 raise TopicError(f"cannot create topic {topic}: {exc.args[0].str()}") from None
         self._topics.add(topic)
+        return True
 
     def send(self, topic: str, key: bytes, value: bytes, on_delivery: Callable) -> None:
         """Queue one event; when the local queue is full, serve acknowledgements until it is not."""

@@ -1,10 +1,11 @@
 """Segments that left cdc_raw before they were read to their end, kept in the state directory.
 
 Cassandra never deletes a segment that holds CDC data: only a consumer or an operator does. One that
-vanishes unread or half read is a loss of acknowledged writes, so it is recorded (`lost/<segment>.json`,
-with the position reached) and reading does not pass it until the segment comes back (it is then read
-from where reading stopped) or an operator acknowledges the loss (`python -m connector ack-lost`, which
-writes `lost/<segment>.ack`). Records survive restarts; acknowledged ones stay as the audit trail.
+vanishes unread or half read is a loss of acknowledged writes, so it is recorded (`lost/<stem>.json`,
+`<stem>` being the segment's name without `.log`, with the position reached) and reading does not pass
+it until the segment comes back (it is then read from where reading stopped) or an operator
+acknowledges the loss (`python -m connector ack-lost`, which writes `lost/<stem>.ack`). Records
+survive restarts; acknowledged ones stay as the audit trail.
 """
 from __future__ import annotations
 

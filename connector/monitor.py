@@ -6,7 +6,8 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import TYPE_CHECKING
+from functools import partial
+from typing import TYPE_CHECKING, Callable
 
 from connector.segments import cdc_raw_usage
 from connector.source import backlog, scan
@@ -17,6 +18,19 @@ if TYPE_CHECKING:
 log = logging.getLogger("ringtail.connector")
 
 
+class _Condition:
+    """Logged once when it begins, shown by /ready (`show`) while it lasts."""
+
+    def __init__(self, emit: Callable[[str], None], show: Callable[[str | None], None]) -> None:
+        self.emit, self.show, self.on = emit, show, False
+
+    def update(self, message: str | None) -> None:
+        if message is not None and not self.on:
+            self.emit(message)
+        self.on = message is not None
+        self.show(message)
+
+
 class Monitor:
     def __init__(self, connector: Connector) -> None:
         self.connector = connector
@@ -24,7 +38,9 @@ class Monitor:
         self._thread = threading.Thread(target=self._run, name="ringtail-monitor", daemon=True)
         self._committed = None
         self._moved = time.monotonic()
-        self._warned = self._stalled = False
+        health = connector.health
+        self._space = _Condition(log.warning, partial(health.warning, "cdc_raw"))
+        self._stall = _Condition(log.error, partial(health.problem, "stall"))
 
     def start(self) -> Monitor:
         self._thread.start()
@@ -44,18 +60,13 @@ class Monitor:
 
     def measure(self) -> None:
         c = self.connector
-        s, m, health = c.settings, c.metrics, c.health
+        s, m = c.settings, c.metrics
         used = cdc_raw_usage(s.cdc_raw)
         ratio = used / s.cdc_total_space
         m.cdc_raw_bytes.set(used)
         m.cdc_raw_usage.set(ratio)
-        full = ratio >= s.cdc_usage_warning
-        message = (f"cdc_raw holds {used >> 20} MiB, {ratio:.0%} of cdc_total_space: Cassandra rejects writes "
-                   f"to CDC tables when it is full") if full else None
-        if full and not self._warned:
-            log.warning(message)
-        self._warned = full
-        health.warning("cdc_raw", message)
+        self._space.update(f"cdc_raw holds {used >> 20} MiB, {ratio:.0%} of cdc_total_space: Cassandra rejects "
+                           f"writes to CDC tables when it is full" if ratio >= s.cdc_usage_warning else None)
 
         checkpoint, tail = c.checkpoint, c.tail
         if checkpoint is None:
@@ -71,10 +82,6 @@ class Monitor:
             self._committed, self._moved = committed, now
         age = now - self._moved
         m.committed_age.set(age)
-        stalled = behind > 0 and age >= s.stall_timeout
-        message = (f"stalled: the committed position ({committed}) has not moved for {age:.0f} s while "
-                   f"{behind} durable bytes wait in cdc_raw") if stalled else None
-        if stalled and not self._stalled:
-            log.error(message)
-        self._stalled = stalled
-        health.problem("stall", message)
+        self._stall.update(f"stalled: the committed position ({committed}) has not moved for {age:.0f} s while "
+                           f"{behind} durable bytes wait in cdc_raw" if behind > 0 and age >= s.stall_timeout
+                           else None)

@@ -70,6 +70,7 @@ class Connector:
         self._returned: set[int] = set()  # lost segments back in cdc_raw, read to the end of their chain
         self._quarantined: set[int] = set()
         self._gone: set[int] = set()  # read to their end (released, quarantined or skipped)
+        self._lost_reported: set[str] = set()  # lost segments /ready names
         self._index_reported: int | None = None
         self._housekept = 0.0
 
@@ -247,7 +248,8 @@ class Connector:
                         producer.poll(0.1)  # backpressure: reading waits for Kafka
                         checkpoint.commit()
                     topic, key, value = self._event(change, tail.segment.name)
-                    producer.ensure_topic(topic)
+                    if not producer.ensure_topic(topic, self.stopping):
+                        return read  # stopping: this change is not marked read
                     producer.send(topic, key, value, self._delivered(checkpoint.produced(change.position)))
                     m.lag.set(max(0.0, time.time() - write_time(change) / 1e6))
                 else:
@@ -336,7 +338,8 @@ class Connector:
         self.producer.flush(60)
         reason = quarantine_segment(tail.segment, self.settings.quarantine, error)
         self.metrics.segments_quarantined.inc()
-        log.error("quarantined %s at offset %s: %s (reason: %s)", tail.segment.name, error.position, error, reason)
+        at = "its start" if error.position is None else f"offset {error.position}"
+        log.error("quarantined %s at %s: %s (reason: %s)", tail.segment.name, at, error, reason)
         self._quarantined.add(tail.segment.segment_id)
         self._finish(tail)
 
@@ -371,13 +374,17 @@ class Connector:
                 reading = self.tail is not None and self.tail.segment.segment_id == segment_id
                 self._record_lost(segment.name, segment_id,
                                   self.tail.position if reading else self.checkpoint.start_after(segment))
-        for lost in self.lost.pending():
+        pending = self.lost.pending()
+        for lost in pending:
             if lost.segment_id in present:
                 self.lost.returned(lost)
                 self._returned.add(lost.segment_id)
-                self.health.problem(f"lost {lost.name}", None)
+                self._lost_cleared(lost.name)
                 log.warning("%s is back in cdc_raw: reading it from %s", lost.name,
                             self.checkpoint.start_after(present[lost.segment_id]) or "its start")
+        for name in self._lost_reported - {lost.name for lost in pending}:
+            self._lost_cleared(name)
+            log.warning("the loss of %s is acknowledged: reading goes on past it", name)
 
     def note_indexed(self, listing: Listing) -> None:
         """Remember the indexed segments of a listing; also called by the monitor thread, so a segment
@@ -403,6 +410,11 @@ class Connector:
                    f"{lost.name}` to accept the loss")
         log.error(message)
         self.health.problem(f"lost {lost.name}", message)
+        self._lost_reported.add(lost.name)
+
+    def _lost_cleared(self, name: str) -> None:
+        self._lost_reported.discard(name)
+        self.health.problem(f"lost {name}", None)
 
     def _housekeep(self, listing: Listing) -> None:
         self._housekept = time.monotonic()

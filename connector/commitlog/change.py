@@ -37,6 +37,12 @@ class Position(NamedTuple):
     def at_end(self) -> bool:
         return self.entry_offset == _END
 
+    def __str__(self) -> str:  # for log lines; repr() keeps the fields
+        if self.at_end:
+            return f"the end of segment {self.segment_id}"
+        within = f", update {self.update_index}, row {self.row_index}" if self.update_index >= 0 else ""
+        return f"segment {self.segment_id} offset {self.entry_offset}{within}"
+
 
 _END = 1 << 62  # past any offset a segment can have
 

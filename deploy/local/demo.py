@@ -201,8 +201,8 @@ def run_spark_job(stack: dict, directory: Path, since_us: int) -> int:
     spark = spark_session(settings)
     spark.sparkContext.setLogLevel("ERROR")
     try:
-        query, keeper = start(spark, settings, DeltaSink(spark, settings.delta_path, settings.app_id),
-                              available_now=True)
+        job = start(spark, settings, DeltaSink(spark, settings.delta_path, settings.app_id), available_now=True)
+        query = job.query
         seen = 0
         while query.isActive:
             query.awaitTermination(2)
@@ -212,8 +212,7 @@ def run_spark_job(stack: dict, directory: Path, since_us: int) -> int:
         if query.exception() is not None:
             print(f"[demo] the Spark job failed: {query.exception()}", file=sys.stderr)
             return 1
-        if keeper is not None:
-            keeper.close()
+        job.close()
         rows = (spark.read.format("delta").load(str(settings.delta_path / "cdc_log"))
                 .where((F.col("keyspace") == KEYSPACE) & (F.col("write_time_us") >= since_us)))
         say("summary of this run's CDC log rows (ScyllaDB layout):")

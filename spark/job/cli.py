@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import signal
 import sys
+import threading
 from pathlib import Path
 from typing import Sequence
 
@@ -42,8 +44,27 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class Shutdown:
+    """The first SIGTERM or SIGINT asks the job to stop between micro-batches; a second exits at once."""
+
+    def __init__(self) -> None:
+        self.requested = threading.Event()
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(signum, self._on_signal)
+
+    def _on_signal(self, signum: int, _frame) -> None:
+        name = signal.Signals(signum).name
+        if self.requested.is_set():
+            log.warning("%s again: exiting at once; the next start replays the micro-batch left unfinished", name)
+            logging.shutdown()
+            os._exit(128 + signum)
+        self.requested.set()
+        log.info("%s: stopping after the running micro-batch (%s again to exit at once)", name, name)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     from pydantic import ValidationError
+    from pyspark.errors import StreamingQueryException
 
     from connector.logs import setup_logging
 
@@ -56,15 +77,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"python -m spark.job: invalid settings: {exc}", file=sys.stderr)
         return 2
     setup_logging(settings.log_level, settings.log_format)
+    shutdown = Shutdown()
     spark = spark_session(settings)
-    query, keeper = start(spark, settings, make_sink(spark, settings), available_now=args.available_now)
-    signal.signal(signal.SIGTERM, lambda *_: query.stop())
+    job = start(spark, settings, make_sink(spark, settings), available_now=args.available_now)
     try:
-        query.awaitTermination()
-    except KeyboardInterrupt:
-        query.stop()
+        job.run(shutdown.requested)
+    except StreamingQueryException as exc:
+        log.error("the query failed: %s", exc.getMessage())
+        return 1
     finally:
-        if keeper is not None:
-            keeper.close()
+        job.close()
         spark.stop()
     return 0

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import os
 import sys
+import threading
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -120,12 +121,21 @@ class BatchWriter:
         self.settings = settings
         self.sink = sink
         self.keeper = keeper
+        self.idle = threading.Event()  # set while no micro-batch is in the sink: a stop then cuts none short
+        self.idle.set()
 
     def publish_generations(self) -> None:
         if self.keeper is not None and self.keeper.refresh():
             self.sink.publish_generations(self.keeper.generations)
 
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
+        self.idle.clear()
+        try:
+            self.write(batch, batch_id)
+        finally:
+            self.idle.set()
+
+    def write(self, batch: DataFrame, batch_id: int) -> None:
         self.publish_generations()
         s = self.settings
         if self.keeper is not None:
@@ -141,17 +151,42 @@ class BatchWriter:
             late = F.col(LATE) if LATE in batch.columns else F.lit(False)
             counts = batch.agg(F.count_if(logged).alias("rows"), F.count_if(~logged).alias("dead_letters"),
                                F.count_if(late).alias("late")).first()
-            log.info("batch %d written: %d rows, %d dead letters; %d of them late (read more than %s after"
-                     " they reached Kafka), delivered all the same", batch_id, counts.rows, counts.dead_letters,
-                     counts.late, self.settings.dedup_watermark)
+            late_note = (f"; {counts.late} of them late (read more than {self.settings.dedup_watermark} after they"
+                         f" reached Kafka), delivered all the same" if counts.late else "")
+            log.info("batch %d written: %d rows, %d dead letters%s", batch_id, counts.rows, counts.dead_letters,
+                     late_note)
         finally:
             batch.unpersist()
 
 
-def start(spark: SparkSession, settings: JobSettings, sink: Sink, *, available_now: bool = False
-          ) -> tuple[StreamingQuery, GenerationKeeper | None]:
-    """Start the query; the caller awaits or stops it and closes the keeper. With `available_now`
-    it processes what the topics hold and stops."""
+class Job:
+    """A started query, its generation keeper and its writer."""
+
+    def __init__(self, query: StreamingQuery, keeper: GenerationKeeper | None, writer: BatchWriter) -> None:
+        self.query, self.keeper, self.writer = query, keeper, writer
+
+    def run(self, stop: threading.Event, poll: float = 0.5) -> None:
+        """Await the query until it ends (raising its failure) or `stop` is set; then stop it between
+        micro-batches. A stop during a batch would be safe too — the checkpoint replays the batch with
+        the same id, a no-op in every sink — waiting only spares the replay."""
+        query = self.query
+        while not query.awaitTermination(poll):
+            if stop.is_set():
+                self.writer.idle.wait()
+                query.stop()
+                progress = query.lastProgress
+                log.info("stopped after micro-batch %s; the next start resumes after it",
+                         progress["batchId"] if progress else "none")
+                return
+
+    def close(self) -> None:
+        if self.keeper is not None:
+            self.keeper.close()
+
+
+def start(spark: SparkSession, settings: JobSettings, sink: Sink, *, available_now: bool = False) -> Job:
+    """Start the query; the caller runs (or awaits, or stops) it and closes the job. With
+    `available_now` it processes what the topics hold and stops."""
     sink.prepare()
     keeper = GenerationKeeper(settings) if settings.assign_streams else None
     writer = BatchWriter(settings, sink, keeper)
@@ -162,5 +197,4 @@ def start(spark: SparkSession, settings: JobSettings, sink: Sink, *, available_n
               .option("checkpointLocation", str(settings.checkpoint_dir)))
     stream = stream.trigger(availableNow=True) if available_now else stream.trigger(
         processingTime=settings.trigger_interval)
-    query = stream.start()
-    return query, keeper
+    return Job(stream.start(), keeper, writer)

@@ -1,6 +1,6 @@
 """The connector where acknowledged writes used to go missing or stall in silence, as a real process on
 the real stack: a broker started together with it, a schema the registry rejects, a second
-connector, a segment removed before it was read."""
+connector, a segment removed before it was read, odd files in cdc_raw."""
 from __future__ import annotations
 
 import dataclasses
@@ -19,7 +19,7 @@ import httpx
 import pytest
 
 from connector.commitlog.cdc_index import read_cdc_index
-from connector.source import SegmentFile, list_segments
+from connector.source import SegmentFile, durable_end, list_segments
 from tests.integration.pipeline import ConnectorProcess, EventConsumer, assert_each_once, has_marker, write_marker
 from tests.stack import ROOT
 from tests.support import unused_port, wait_for
@@ -157,7 +157,8 @@ def test_a_second_connector_on_the_same_cdc_raw_refuses_to_start(stack, pipeline
     result = subprocess.run([sys.executable, "-m", "connector", "run", "--config", str(second.config)], cwd=ROOT,
                             capture_output=True, text=True, timeout=60)
     assert result.returncode == 2
-    assert f"another connector holds {stack.cdc_raw}" in result.stderr and f'"pid": {first.process.pid}' in result.stderr
+    assert f"another connector holds {stack.cdc_raw}" in result.stderr
+    assert f'"pid": {first.process.pid}' in result.stderr
 
 
 def written_in(segment: Path, table: str, stack) -> set[int]:
@@ -169,17 +170,17 @@ def written_in(segment: Path, table: str, stack) -> set[int]:
     return {c["partition_key"]["id"] for c in changes if f'{c["keyspace"]}.{c["table"]}' == table}
 
 
-def remove_unread_segment(connector: ConnectorProcess, aside: Path) -> SegmentFile:
-    """Move a COMPLETED segment the connector has not read yet (and its index) out of cdc_raw, as an
-    operator freeing space would; the connector has seen it listed."""
+def remove_unread_segment(connector: ConnectorProcess, aside: Path, write_more) -> SegmentFile:
+    """Call `write_more` until cdc_raw holds a COMPLETED segment the connector has not reached (it is
+    held before it), then move that segment and its index out of cdc_raw, as an operator freeing space
+    would; the connector has seen it listed."""
     def candidate():
-        committed = connector.committed()
-        indexed = [s for s in list_segments(connector.cdc_raw) if s.index_path.exists()]
-        completed = [s for s in indexed[:-1] if (read_cdc_index(s.index_path) or None) and
-                     read_cdc_index(s.index_path).completed and s.segment_id > committed.segment_id + 1]
-        return completed[0] if completed else None
+        write_more()
+        reached = connector.committed().segment_id + 1  # the committed segment, or the one after it
+        return next((s for s in list_segments(connector.cdc_raw) if s.segment_id > reached and
+                     (index := read_cdc_index(s.index_path)) is not None and index.completed), None)
 
-    segment = wait_for(candidate, timeout=60, what="a completed segment the connector has not read")
+    segment = wait_for(candidate, timeout=120, what="a completed segment the connector has not reached")
     time.sleep(2)  # the connector's monitor lists cdc_raw every `measure_interval` (0.5 s)
     aside.mkdir(exist_ok=True)
     shutil.move(segment.index_path, aside / segment.index_path.name)
@@ -205,11 +206,15 @@ def test_a_segment_removed_unread_stops_reading_until_it_returns_or_its_loss_is_
     try:
         written = write_rows(cql, table, range(100))
         consumer.until(lambda events: len(events) >= 100, timeout=60)
-        for round_, (ids, ack) in enumerate([(range(100, 10_100), False), (range(10_100, 20_100), True)]):
+
+        def write_more():
+            written.extend(write_rows(cql, table, range(len(written), len(written) + 500), "r" * 250))
+
+        for round_, ack in enumerate([False, True]):
             kafka.stop()
-            written += write_rows(cql, table, ids, "r" * 250)  # about three 1 MiB segments
             aside = tmp_path / f"aside-{round_}"
-            segment = remove_unread_segment(connector, aside)
+            segment = remove_unread_segment(connector, aside, write_more)
+            write_more()  # and some after it
             kafka.start()
             kafka.wait()
 
@@ -227,7 +232,7 @@ def test_a_segment_removed_unread_stops_reading_until_it_returns_or_its_loss_is_
                                          "--config", str(connector.config)],
                                         cwd=ROOT, capture_output=True, text=True, timeout=60)
                 assert result.returncode == 0, result.stderr
-                assert (connector.state_dir / "lost" / f"{segment.path.name}.ack").exists()
+                assert (connector.state_dir / "lost" / f"{segment.path.stem}.ack").exists()
             else:
                 missing = set()
                 for path in aside.iterdir():  # back, index first: then the segment is complete
@@ -237,6 +242,123 @@ def test_a_segment_removed_unread_stops_reading_until_it_returns_or_its_loss_is_
             assert_each_once(events, "t", sorted(expected))
             assert not {e["_key"]["id"] for e in events} & missing
             wait_for(lambda: ready(connector)[0] == 200, timeout=30, what="/ready back to 200")
+    finally:
+        consumer.close()
+        connector.stop()
+    assert connector.process.returncode == 0
+
+
+def test_an_empty_index_is_reported_then_quarantined_and_leftovers_are_removed(stack, cql, keyspace, tmp_path,
+                                                                              pipeline):
+    """A cdc_raw of the connector's own, holding copies: a complete segment whose `_cdc.idx` is empty
+    with a later indexed one, an orphan index and a link without an index from an earlier run. The
+    empty index is reported (log, metric, /ready) after its grace and quarantined after its time;
+    the later segment is then read; the leftovers are removed and counted."""
+    table = f"{keyspace}.t"
+    cql.execute(f"CREATE TABLE {table} (id int PRIMARY KEY, body text) WITH cdc = true")
+    start = durable_end(stack.cdc_raw).segment_id
+    written: list[int] = []
+
+    def two_completed():
+        written.extend(write_rows(cql, table, range(len(written), len(written) + 500), "e" * 250))
+        done = [s for s in list_segments(stack.cdc_raw) if s.segment_id > start and
+                (index := read_cdc_index(s.index_path)) is not None and index.completed]
+        return done[:2] if len(done) >= 2 else None
+
+    empty, later = wait_for(two_completed, timeout=120, what="two completed segments of the test's rows")
+    private = tmp_path / "cdc_raw"
+    private.mkdir()
+    shutil.copy(empty.path, private)
+    (private / empty.index_path.name).write_bytes(b"")
+    shutil.copy(later.path, private)
+    shutil.copy(later.index_path, private)
+    version = empty.path.name.split("-")[1]
+    orphan = private / f"CommitLog-{version}-{empty.segment_id - 2}_cdc.idx"
+    orphan.write_text("1024\nCOMPLETED\n")
+    unindexed = private / f"CommitLog-{version}-{empty.segment_id - 1}.log"
+    unindexed.write_bytes(bytes(1024))
+
+    connector, consumer = pipeline(cdc_raw=private, metrics_port=unused_port(), index_grace=1,
+                                   index_quarantine_after=6, housekeeping_interval=0.5, leftover_min_age=0)
+    connector.start()
+    wait_for(lambda: not orphan.exists() and not unindexed.exists(), timeout=60, what="the leftovers removed")
+    problem = wait_for(lambda: next((p for p in ready(connector)[1]["problems"] if empty.name in p), None),
+                       timeout=30, what="the empty index reported")
+    assert "empty" in problem
+    text = metrics_text(connector)
+    assert 'ringtail_housekeeping_removed_total{kind="orphan_index"} 1.0' in text
+    assert 'ringtail_housekeeping_removed_total{kind="unindexed_link"} 1.0' in text
+    assert 'ringtail_index_problems_total{kind="empty_or_unreadable"} 1.0' in text
+
+    in_later = written_in(later.path, table, stack)
+    events = consumer.until(lambda events: {e["_key"]["id"] for e in events} >= in_later, timeout=60)
+    reason = json.loads((connector.state_dir / "quarantine" / f"{empty.path.stem}.reason.json").read_text())
+    assert reason["segment"] == empty.name and reason["error"] == "IndexProblem"
+    assert (connector.state_dir / "quarantine" / empty.path.name).read_bytes() == empty.path.read_bytes()
+    assert not {e["_key"]["id"] for e in events} - in_later
+    wait_for(lambda: ready(connector)[0] == 200, timeout=30, what="/ready back to 200")
+    log = connector.log.read_text()
+    assert f"removed orphan index {orphan.name}" in log and "quarantined " + empty.name in log
+
+
+def test_during_a_kafka_outage_space_and_stall_are_measured_and_sigterm_exits_within_its_timeout(
+        stack, cql, keyspace, tmp_path, fresh_kafka):
+    """Kafka down and `max_in_flight` full, so the main loop waits: cdc_raw usage, its warning, bytes
+    behind and the stall are still measured and shown; SIGTERM exits 0 within `shutdown_timeout`,
+    saying what was left; the next start delivers every row."""
+    kafka = fresh_kafka()
+    kafka.wait()
+    local = dataclasses.replace(stack, kafka_bootstrap=kafka.bootstrap)
+    prefix = f"out{uuid.uuid4().hex[:6]}"
+    settings = dict(metrics_port=unused_port(), max_in_flight=100, measure_interval=0.5, stall_timeout=3,
+                    shutdown_timeout=3)
+    connector = ConnectorProcess(local, tmp_path / "state", prefix, **settings)
+    consumer = EventConsumer(local, prefix)
+    table = f"{keyspace}.t"
+    cql.execute(f"CREATE TABLE {table} (id int PRIMARY KEY, body text) WITH cdc = true")
+    connector.start_from_now()
+    connector.start()
+    try:
+        written = write_rows(cql, table, range(100))
+        consumer.until(lambda events: len(events) >= 100, timeout=60)
+        # cdc_total_space as if Cassandra allowed 1.5 MiB more than cdc_raw holds now, before the warning.
+        wait_for(lambda: connector.metrics()["ringtail_bytes_behind"] == 0, timeout=60, what="nothing left to read")
+        used = connector.metrics()["ringtail_cdc_raw_bytes"]
+        connector.stop()
+        connector = ConnectorProcess(local, tmp_path / "state", prefix, **settings,
+                                     cdc_total_space=int((used + (3 << 19)) / 0.7), cdc_usage_warning=0.7)
+        connector.start()
+        written += write_rows(cql, table, range(100, 200))  # this process knows the topic before the outage
+        consumer.until(lambda events: {e["_key"]["id"] for e in events} >= set(written), timeout=60)
+        assert not ready(connector)[1]["warnings"]
+
+        kafka.stop()
+
+        def warned():
+            written.extend(write_rows(cql, table, range(len(written), len(written) + 500), "o" * 250))
+            return next((w for w in ready(connector)[1]["warnings"] if "cdc_raw holds" in w), None)
+
+        wait_for(warned, timeout=120, what="the cdc_raw space warning")
+        metrics = connector.metrics()
+        assert metrics["ringtail_producer_in_flight"] == 100, "the main loop was not held by backpressure"
+        assert metrics["ringtail_cdc_raw_usage_ratio"] >= 0.7 and metrics["ringtail_bytes_behind"] > 1 << 20
+        wait_for(lambda: any(p.startswith("stalled") for p in ready(connector)[1]["problems"]), timeout=30,
+                 what="the stall reported")
+        assert ready(connector)[0] == 503
+
+        stopping = time.monotonic()
+        connector.process.terminate()
+        assert connector.process.wait(30) == 0
+        assert time.monotonic() - stopping < 3 + 5
+        log = connector.log.read_text()
+        assert "events not acknowledged by Kafka within 3 s" in log
+        assert "Traceback" not in log and "InotifyEmitter" not in log
+
+        kafka.start()
+        kafka.wait()
+        connector.start()
+        events = consumer.until(lambda events: {e["_key"]["id"] for e in events} >= set(written), timeout=180)
+        assert_each_once(events, "t", written)
     finally:
         consumer.close()
         connector.stop()

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
+import sys
 import time
 import uuid
 
@@ -15,6 +18,8 @@ from spark.job.sinks.delta import DeltaSink
 from spark.streams.generations import MICROS_PER_SECOND
 from spark.streams.storage import GenerationStore
 from tests.integration.pipeline import has_marker, write_marker
+from tests.stack import ROOT
+from tests.support import wait_for
 
 
 @pytest.fixture
@@ -36,15 +41,13 @@ def job(stack, cql, keyspace, tmp_path, pipeline):
 
 def run_available(spark, settings: JobSettings, sink=None) -> None:
     """Run the job over what Kafka holds now, to the end."""
-    query, keeper = start(spark, settings, sink or DeltaSink(spark, settings.delta_path, settings.app_id),
-                          available_now=True)
+    job = start(spark, settings, sink or DeltaSink(spark, settings.delta_path, settings.app_id), available_now=True)
     try:
-        query.awaitTermination(300)
-        assert query.exception() is None
+        job.query.awaitTermination(300)
+        assert job.query.exception() is None
     finally:
-        query.stop()
-        if keeper is not None:
-            keeper.close()
+        job.query.stop()
+        job.close()
 
 
 def log_rows(spark, settings: JobSettings, keyspace: str, table: str) -> list[dict]:
@@ -204,15 +207,15 @@ def test_a_partition_read_late_is_delivered(spark, cql, keyspace, job, stack):
                              timestamp=timestamp_ms)
         assert producer.flush(30) == 0
 
-    query, keeper = start(spark, settings, DeltaSink(spark, settings.delta_path, settings.app_id))
+    job = start(spark, settings, DeltaSink(spark, settings.delta_path, settings.app_id))
     try:
         produce(records[:20], 0, int(time.time() * 1000))
-        read_rows(query, 20)
+        read_rows(job.query, 20)
         produce(records[20:], 1, int((time.time() - 3600) * 1000))
-        progress = read_rows(query, 40)
+        progress = read_rows(job.query, 40)
     finally:
-        query.stop()
-        keeper.close()
+        job.query.stop()
+        job.close()
 
     rows = log_rows(spark, settings, keyspace, "kv")
     assert sorted(json.loads(r["key"])["k"] for r in rows) == list(range(40))
@@ -286,10 +289,10 @@ def test_a_batch_replayed_after_a_crash_is_written_once(spark, cql, keyspace, jo
     consumer.until(has_marker(write_marker(cql, keyspace)))
 
     sink = DeltaSink(spark, settings.delta_path, settings.app_id)
-    query, keeper = start(spark, settings, CrashAfterWrite(sink, at=2), available_now=True)
+    job = start(spark, settings, CrashAfterWrite(sink, at=2), available_now=True)
     with pytest.raises(Exception, match="crash after writing batch 2"):
-        query.awaitTermination(300)
-    keeper.close()
+        job.query.awaitTermination(300)
+    job.close()
     written_before_restart = len(log_rows(spark, settings, keyspace, "kv"))
     assert 0 < written_before_restart < 100
 
@@ -343,3 +346,35 @@ def test_undecodable_records_and_changes_before_any_generation_are_dead_letters(
     assert dead[R.UNDECODABLE]["value"] == b"\x00\x7f\xff\xff\xf0not avro"
     assert "UnknownSchema" in dead[R.UNDECODABLE]["detail"]
     assert dead[R.NO_GENERATION]["write_time_us"] == 1000000
+
+
+def test_sigterm_stops_the_job_between_micro_batches_and_exits_0(spark, cql, keyspace, job, stack, tmp_path):
+    """`python -m spark.job` as users run it: SIGTERM lets the running micro-batch finish, stops the
+    query and exits 0, without tracebacks; what it read is in the sink."""
+    connector, consumer, settings = job
+    settings = settings.model_copy(update={
+        "spark_jars": stack.spark_jars, "spark_master": "local[1]",
+        "spark_conf": {"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "1"}})
+    config = tmp_path / "job.yaml"
+    config.write_text(json.dumps(settings.model_dump(mode="json")))  # YAML is a superset of JSON
+    cql.execute(f"CREATE TABLE {keyspace}.kv (k int PRIMARY KEY, v text) WITH cdc = true")
+    for k in range(20):
+        cql.execute(f"INSERT INTO {keyspace}.kv (k, v) VALUES (%s, 'v')", (k,))
+    consumer.until(has_marker(write_marker(cql, keyspace)))
+
+    output = tmp_path / "job.log"
+    with open(output, "w") as out:
+        process = subprocess.Popen([sys.executable, "-m", "spark.job", "--config", str(config)], cwd=ROOT,
+                                   stdout=out, stderr=subprocess.STDOUT)
+    try:
+        wait_for(lambda: "written: " in output.read_text(), timeout=240, what="the job's first micro-batch")
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(90) == 0, output.read_text()[-3000:]
+    finally:
+        if process.poll() is None:
+            process.kill()
+    text = output.read_text()
+    assert "SIGTERM: stopping after the running micro-batch" in text and "stopped after micro-batch" in text
+    assert "Traceback" not in text, text[-3000:]
+    rows = log_rows(spark, settings, keyspace, "kv")
+    assert sorted(json.loads(r["key"])["k"] for r in rows) == list(range(20))

@@ -121,7 +121,8 @@ def test_a_failed_delivery_stops_every_commit(checkpoint, store):
     first, second = checkpoint.produced(at(1, 10)), checkpoint.produced(at(1, 20))
     first(None, Report(0))
     second("Broker: not enough replicas", None)
-    with pytest.raises(DeliveryFailed, match="at Position.*not enough replicas"):
+    with pytest.raises(DeliveryFailed,
+                       match="at segment 1 offset 20, update 0, row 0 not delivered: .*not enough replicas"):
         checkpoint.commit()
     assert store.saves == []
     # A new checkpoint (what the connector makes to rewind) starts over from what is committed.
