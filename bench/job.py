@@ -49,13 +49,13 @@ from confluent_kafka import Consumer, KafkaException, TopicPartition  # noqa: E4
 from confluent_kafka.admin import AdminClient  # noqa: E402
 
 from connector.schema.session import connect  # noqa: E402
+from deploy.local.endpoints import StackUnavailable, connect_stack  # noqa: E402
+from deploy.local.processes import ConnectorProcess, peak_rss  # noqa: E402
 from spark.job.assign import assign_batch  # noqa: E402
 from spark.job.config import JobSettings  # noqa: E402
 from spark.job.events import decode_records, schema_cache  # noqa: E402
 from spark.streams.generations import MICROS_PER_SECOND  # noqa: E402
 from spark.streams.storage import GenerationStore  # noqa: E402
-from tests.integration.pipeline import ConnectorProcess, peak_rss  # noqa: E402
-from tests.stack import StackUnavailable, connect_stack  # noqa: E402
 from timing import best_seconds  # noqa: E402 - bench/ is the script's directory
 
 MiB = 1 << 20

@@ -36,8 +36,8 @@ from confluent_kafka.schema_registry.avro import AvroDeserializer  # noqa: E402
 from confluent_kafka.serialization import MessageField, SerializationContext  # noqa: E402
 
 from connector.schema.session import connect  # noqa: E402
-from tests.integration.pipeline import ConnectorProcess  # noqa: E402
-from tests.stack import StackUnavailable, connect_stack  # noqa: E402
+from deploy.local.endpoints import StackUnavailable, connect_stack  # noqa: E402
+from deploy.local.processes import ConnectorProcess  # noqa: E402
 
 PARTITIONS = 3
 MiB = 1 << 20
@@ -111,7 +111,7 @@ def main() -> int:
     except StackUnavailable as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    run_dir = Path(os.environ.get("RINGTAIL_RUN_DIR") or REPO_ROOT / ".run")
+    run_dir = Path(os.environ.get("RINGTAIL_STACK_RUN_DIR") or REPO_ROOT / ".run")
     described = json.loads((run_dir / "stack.json").read_text())
     period = sync_period(Path(described["cassandra"]["config"]))
 

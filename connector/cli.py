@@ -36,13 +36,14 @@ def build_parser() -> argparse.ArgumentParser:
     dump.set_defaults(run=_dump)
     run = commands.add_parser("run", help="run the connector beside a Cassandra node")
     run.add_argument("--config", metavar="FILE.yaml", type=Path,
-                     help="settings file; RINGTAIL_* environment variables override it")
+                     help="settings file; RINGTAIL_CONNECTOR_* environment variables override it")
     run.set_defaults(run=_run)
     ack = commands.add_parser("ack-lost", help="accept the loss of a segment that left cdc_raw unread, so "
                                                "reading goes on past it")
     ack.add_argument("segment", help="CommitLog-<version>-<id>.log, as the connector's error names it")
     ack.add_argument("--config", metavar="FILE.yaml", type=Path,
-                     help="the connector's settings file (for its state_dir); RINGTAIL_* variables override it")
+                     help="the connector's settings file (for its state_dir); RINGTAIL_CONNECTOR_* variables override "
+                          "it")
     ack.set_defaults(run=_ack_lost)
     return parser
 

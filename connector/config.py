@@ -1,17 +1,22 @@
-"""The connector's configuration: one typed, frozen object from a YAML file and `RINGTAIL_*` variables."""
+"""The connector's configuration: one typed, frozen object from a YAML file and `RINGTAIL_CONNECTOR_*`
+variables."""
 from __future__ import annotations
 
 import socket
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import Field, field_validator
-from pydantic_settings import NoDecode
+from pydantic import ByteSize, Field, field_validator, model_validator
+from pydantic_settings import NoDecode, SettingsConfigDict
 
 from connector.settings import FileSettings, split_hosts
 
 
 class ConnectorSettings(FileSettings):
+    model_config = SettingsConfigDict(env_prefix="RINGTAIL_CONNECTOR_")
+
+    # The node's cassandra.yaml: `cdc_raw` and `cdc_total_space` default to what it says.
+    cassandra_yaml: Path | None = None
     # Where Cassandra hard-links the commit-log segments (cdc_raw_directory in cassandra.yaml).
     cdc_raw: Path
     # Positions, the stored schema and, by default, quarantined segments.
@@ -54,8 +59,9 @@ class ConnectorSettings(FileSettings):
     # often and removed once unchanged for `leftover_min_age`.
     housekeeping_interval: float = Field(60.0, gt=0)
     leftover_min_age: float = Field(600.0, ge=0)
-    # cassandra.yaml's cdc_total_space; usage above the warning ratio is logged and exported.
-    cdc_total_space: int = Field(4096 << 20, ge=1)
+    # cassandra.yaml's cdc_total_space, in bytes or with a unit (`4096MiB`, `4GiB`); usage above the
+    # warning ratio is logged and exported.
+    cdc_total_space: ByteSize = Field(ByteSize(4096 << 20), ge=1)
     cdc_usage_warning: float = Field(0.7, gt=0, le=1)
     metrics_host: str = "0.0.0.0"
     metrics_port: int = Field(9108, ge=0)  # 0: no HTTP endpoint
@@ -63,6 +69,14 @@ class ConnectorSettings(FileSettings):
     log_format: Literal["json", "text"] = "json"
     # Extra librdkafka settings for the producer (idempotence and acks=all are always on).
     producer: dict[str, str | int | float | bool] = Field(default_factory=dict)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_cassandra_yaml(cls, data):
+        """Settings not given take their value from `cassandra_yaml`, when set."""
+        if isinstance(data, dict) and data.get("cassandra_yaml"):
+            return {**from_cassandra_yaml(Path(data["cassandra_yaml"])), **data}
+        return data
 
     @field_validator("cassandra_hosts", mode="before")
     @classmethod
@@ -72,6 +86,25 @@ class ConnectorSettings(FileSettings):
     @property
     def quarantine(self) -> Path:
         return self.quarantine_dir or self.state_dir / "quarantine"
+
+
+def from_cassandra_yaml(path: Path) -> dict:
+    """`cdc_raw` and `cdc_total_space` as a node's cassandra.yaml sets them (Cassandra 4.1+ names, and
+    the older `cdc_total_space_in_mb`); what it leaves unset is left out."""
+    import yaml
+
+    try:
+        config = yaml.safe_load(path.read_text()) or {}
+    except (OSError, yaml.YAMLError) as exc:
+        raise ValueError(f"cannot read cassandra_yaml {path}: {exc}") from None
+    found = {}
+    if config.get("cdc_raw_directory"):
+        found["cdc_raw"] = config["cdc_raw_directory"]
+    if config.get("cdc_total_space"):
+        found["cdc_total_space"] = str(config["cdc_total_space"]).replace(" ", "")
+    elif config.get("cdc_total_space_in_mb"):
+        found["cdc_total_space"] = f"{config['cdc_total_space_in_mb']}MiB"
+    return found
 
 
 def load_settings(config_file: Path | None = None, **overrides) -> ConnectorSettings:

@@ -1,5 +1,7 @@
-"""Typed, frozen settings read from a YAML file and `RINGTAIL_*` variables (one scheme for every process).
+"""Typed, frozen settings read from a YAML file and environment variables (one scheme for every process).
 
+Each process has its own variable prefix — `RINGTAIL_CONNECTOR_`, `RINGTAIL_JOB_` (the local stack's
+scripts use `RINGTAIL_STACK_`) — so one process's variables never reach another's settings.
 Precedence: explicit arguments, then the environment, then the file, then the defaults.
 """
 from __future__ import annotations
@@ -14,7 +16,7 @@ S = TypeVar("S", bound="FileSettings")
 
 
 class FileSettings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="RINGTAIL_", frozen=True, extra="forbid")
+    model_config = SettingsConfigDict(frozen=True, extra="forbid")  # subclasses set their env_prefix
 
     @classmethod
     def settings_customise_sources(cls, settings_cls, init_settings, env_settings, dotenv_settings,

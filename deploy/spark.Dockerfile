@@ -9,5 +9,5 @@ COPY schemas ./schemas
 RUN pip install --no-cache-dir '.[spark]'
 USER spark
 # With network access in a container, Spark resolves its Kafka/Avro/Delta jars itself.
-ENV RINGTAIL_SPARK_PACKAGES=org.apache.spark:spark-sql-kafka-0-10_2.13:4.0.0,org.apache.spark:spark-avro_2.13:4.0.0,io.delta:delta-spark_2.13:4.0.0
+ENV RINGTAIL_JOB_SPARK_PACKAGES=org.apache.spark:spark-sql-kafka-0-10_2.13:4.0.0,org.apache.spark:spark-avro_2.13:4.0.0,io.delta:delta-spark_2.13:4.0.0
 ENTRYPOINT ["python", "-m", "spark.job"]

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.stack import Stack, StackUnavailable, connect_stack
+from deploy.local.endpoints import Stack, StackUnavailable, connect_stack
 
 ROOT = Path(__file__).resolve().parent.parent
 

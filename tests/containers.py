@@ -12,7 +12,7 @@ import urllib.request
 from pathlib import Path
 from string import Template
 
-from tests.stack import ROOT, Stack, StackUnavailable
+from deploy.local.endpoints import ROOT, Stack, StackUnavailable
 
 CASSANDRA_IMAGE = "cassandra:5.0.8"
 KAFKA_IMAGE = "apache/kafka:4.1.1"

@@ -71,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rows", type=int, default=2000, help="rows of the bulk load (default 2000; 0: none)")
     args = parser.parse_args(argv)
 
-    run_dir = Path(os.environ.get("RINGTAIL_RUN_DIR") or ROOT / ".run")
+    run_dir = Path(os.environ.get("RINGTAIL_STACK_RUN_DIR") or ROOT / ".run")
     stack = json.loads((run_dir / "stack.json").read_text())
     cdc_raw = Path(stack["cassandra"]["cdc_raw"])
     cluster, session = connect([stack["cassandra"]["host"]], stack["cassandra"]["port"])

@@ -1,8 +1,8 @@
 # Sourced by the project's scripts: makes sure the tools exist and ringtail is installed in a
-# virtualenv ($RINGTAIL_VENV, default .venv in the project), then sets $ROOT and $PY.
+# virtualenv ($RINGTAIL_STACK_VENV, default .venv in the project), then sets $ROOT and $PY.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-VENV="${RINGTAIL_VENV:-$ROOT/.venv}"
+VENV="${RINGTAIL_STACK_VENV:-$ROOT/.venv}"
 
 # need COMMAND:DEBIAN_PACKAGE ...: installs (through apt, as root) the packages of the commands missing.
 need() {
@@ -21,9 +21,9 @@ need() {
 
 need java:openjdk-17-jdk-headless mvn:maven
 
-PYTHON="${RINGTAIL_PYTHON:-python3}"
+PYTHON="${RINGTAIL_STACK_PYTHON:-python3}"
 if ! "$PYTHON" -c 'import sys; sys.exit(sys.version_info < (3, 11))'; then
-  echo "ringtail needs Python >= 3.11 (set RINGTAIL_PYTHON)" >&2
+  echo "ringtail needs Python >= 3.11 (set RINGTAIL_STACK_PYTHON)" >&2
   exit 1
 fi
 

@@ -6,7 +6,7 @@ Spark's connector jars, run as plain processes from Maven Central artifacts.
     python deploy/local/stack.py status                one line per service
     python deploy/local/stack.py cassandra-yaml        print the Cassandra configuration (for images)
 
-Everything lives under the run directory (RINGTAIL_RUN_DIR, default `.run/` in the project). After a
+Everything lives under the run directory (RINGTAIL_STACK_RUN_DIR, default `.run/` in the project). After a
 start, `<run dir>/stack.json` describes the endpoints, directories and jars for tests and tools.
 """
 
@@ -75,23 +75,23 @@ class Settings:
     @classmethod
     def from_env(cls) -> Settings:
         return cls(
-            run_dir=Path(_env("RINGTAIL_RUN_DIR", str(PROJECT / ".run"))).resolve(),
-            host=_env("RINGTAIL_HOST", "127.0.0.1"),
-            cassandra_port=int(_env("RINGTAIL_CASSANDRA_PORT", "9042")),
-            cassandra_storage_port=int(_env("RINGTAIL_CASSANDRA_STORAGE_PORT", "7000")),
-            cassandra_heap=_env("RINGTAIL_CASSANDRA_HEAP", "1G"),
-            cassandra_num_tokens=int(_env("RINGTAIL_CASSANDRA_NUM_TOKENS", "16")),
-            commitlog_segment_size=_env("RINGTAIL_COMMITLOG_SEGMENT_SIZE", "1MiB"),
-            commitlog_sync_period=_env("RINGTAIL_COMMITLOG_SYNC_PERIOD", "1000ms"),
-            cdc_total_space=_env("RINGTAIL_CDC_TOTAL_SPACE", "512MiB"),
-            storage_compatibility_mode=_env("RINGTAIL_STORAGE_COMPATIBILITY_MODE", "CASSANDRA_4"),
-            kafka_port=int(_env("RINGTAIL_KAFKA_PORT", "9092")),
-            kafka_controller_port=int(_env("RINGTAIL_KAFKA_CONTROLLER_PORT", "9093")),
-            kafka_heap=_env("RINGTAIL_KAFKA_HEAP", "512M"),
-            registry_port=int(_env("RINGTAIL_REGISTRY_PORT", "8081")),
-            registry_heap=_env("RINGTAIL_REGISTRY_HEAP", "384M"),
-            postgres_port=int(_env("RINGTAIL_POSTGRES_PORT", "5432")),
-            start_timeout=float(_env("RINGTAIL_START_TIMEOUT", "240")),
+            run_dir=Path(_env("RINGTAIL_STACK_RUN_DIR", str(PROJECT / ".run"))).resolve(),
+            host=_env("RINGTAIL_STACK_HOST", "127.0.0.1"),
+            cassandra_port=int(_env("RINGTAIL_STACK_CASSANDRA_PORT", "9042")),
+            cassandra_storage_port=int(_env("RINGTAIL_STACK_CASSANDRA_STORAGE_PORT", "7000")),
+            cassandra_heap=_env("RINGTAIL_STACK_CASSANDRA_HEAP", "1G"),
+            cassandra_num_tokens=int(_env("RINGTAIL_STACK_CASSANDRA_NUM_TOKENS", "16")),
+            commitlog_segment_size=_env("RINGTAIL_STACK_COMMITLOG_SEGMENT_SIZE", "1MiB"),
+            commitlog_sync_period=_env("RINGTAIL_STACK_COMMITLOG_SYNC_PERIOD", "1000ms"),
+            cdc_total_space=_env("RINGTAIL_STACK_CDC_TOTAL_SPACE", "512MiB"),
+            storage_compatibility_mode=_env("RINGTAIL_STACK_STORAGE_COMPATIBILITY_MODE", "CASSANDRA_4"),
+            kafka_port=int(_env("RINGTAIL_STACK_KAFKA_PORT", "9092")),
+            kafka_controller_port=int(_env("RINGTAIL_STACK_KAFKA_CONTROLLER_PORT", "9093")),
+            kafka_heap=_env("RINGTAIL_STACK_KAFKA_HEAP", "512M"),
+            registry_port=int(_env("RINGTAIL_STACK_REGISTRY_PORT", "8081")),
+            registry_heap=_env("RINGTAIL_STACK_REGISTRY_HEAP", "384M"),
+            postgres_port=int(_env("RINGTAIL_STACK_POSTGRES_PORT", "5432")),
+            start_timeout=float(_env("RINGTAIL_STACK_START_TIMEOUT", "240")),
         )
 
 
@@ -108,7 +108,7 @@ def log(message: str) -> None:
 
 def maven(pom: str, goal: str, *props: str) -> None:
     """Run one Maven goal on a POM of deploy/local/maven; artifacts are cached in ~/.m2."""
-    settings = os.environ.get("RINGTAIL_MAVEN_SETTINGS", str(HERE / "maven" / "settings.xml"))
+    settings = os.environ.get("RINGTAIL_STACK_MAVEN_SETTINGS", str(HERE / "maven" / "settings.xml"))
     cmd = ["mvn", "-B", "-q", "-s", settings, "-f", str(HERE / "maven" / pom), goal, *props]
     result = subprocess.run(cmd, capture_output=True, text=True)
     if result.returncode != 0:
@@ -330,7 +330,7 @@ class Cassandra(Service):
             "-Dcassandra-foreground=yes",
             "-Dcassandra.skip_wait_for_gossip_to_settle=0",
             "-Dcassandra.superuser_setup_delay_ms=0",
-            "-Dcassandra.jmx.local.port=" + _env("RINGTAIL_CASSANDRA_JMX_PORT", "7199"),
+            "-Dcassandra.jmx.local.port=" + _env("RINGTAIL_STACK_CASSANDRA_JMX_PORT", "7199"),
             f"-Djava.io.tmpdir={self.dir / 'tmp'}",
             "-cp",
             f"{conf}:{self.dist}/*",
@@ -651,7 +651,7 @@ def main(argv: list[str] | None = None) -> int:
             stop(settings, args.services)
         elif args.command == "cassandra-yaml":
             # The same configuration for the container image (deploy/cassandra.Dockerfile).
-            print(Cassandra(settings).yaml(Path(_env("RINGTAIL_CASSANDRA_DATA_DIR", "/var/lib/cassandra"))), end="")
+            print(Cassandra(settings).yaml(Path(_env("RINGTAIL_STACK_CASSANDRA_DATA_DIR", "/var/lib/cassandra"))), end="")
         else:
             status(settings)
     except (StackError, subprocess.CalledProcessError) as exc:

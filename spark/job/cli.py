@@ -38,7 +38,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m spark.job",
                                      description="ringtail: change events from Kafka to ScyllaDB-style CDC logs")
     parser.add_argument("--config", metavar="FILE.yaml", type=Path,
-                        help="settings file; RINGTAIL_* environment variables override it")
+                        help="settings file; RINGTAIL_JOB_* environment variables override it")
     parser.add_argument("--available-now", action="store_true",
                         help="process what the topics hold now, then exit")
     return parser

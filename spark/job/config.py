@@ -1,4 +1,4 @@
-"""The Spark job's configuration: YAML file plus `RINGTAIL_*` variables, like the connector's."""
+"""The Spark job's configuration: YAML file plus `RINGTAIL_JOB_*` variables, like the connector's."""
 from __future__ import annotations
 
 import re
@@ -6,12 +6,14 @@ from pathlib import Path
 from typing import Annotated, Literal
 
 from pydantic import Field, field_validator
-from pydantic_settings import NoDecode
+from pydantic_settings import NoDecode, SettingsConfigDict
 
 from connector.settings import FileSettings, split_hosts
 
 
 class JobSettings(FileSettings):
+    model_config = SettingsConfigDict(env_prefix="RINGTAIL_JOB_")
+
     kafka_bootstrap_servers: str = "127.0.0.1:9092"
     registry_url: str = "http://127.0.0.1:8081"
     # The connector's topics are <topic_prefix>.<keyspace>.<table>; new tables are picked up.

@@ -42,7 +42,7 @@ def test_connector_shares_cassandras_data_volume() -> None:
     # commitlog and cdc_raw on one volume (hard links), and the connector sees the same files.
     assert "cassandra-data:/var/lib/cassandra" in cassandra_mounts
     assert "cassandra-data:/var/lib/cassandra" in services["connector"]["volumes"]
-    assert services["connector"]["environment"]["RINGTAIL_CDC_RAW"] == "/var/lib/cassandra/cdc_raw"
+    assert services["connector"]["environment"]["RINGTAIL_CONNECTOR_CDC_RAW"] == "/var/lib/cassandra/cdc_raw"
     for name in ("cassandra", "connector", "spark"):
         assert (ROOT / services[name]["build"]["dockerfile"]).is_file()
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from connector.commitlog import Change, Position
 from connector.schema.live import LiveSchema
 from connector.source import SegmentTail, chain_end, list_segments
-from tests.stack import Stack
+from deploy.local.endpoints import Stack
 
 
 class Capture:

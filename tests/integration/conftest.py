@@ -5,7 +5,8 @@ import uuid
 
 import pytest
 
-from tests.integration.pipeline import ConnectorProcess, EventConsumer
+from deploy.local.processes import ConnectorProcess
+from tests.integration.pipeline import EventConsumer
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ from confluent_kafka.serialization import MessageField, SerializationContext
 from connector.avro import ChangeEncoder, ChangeSerializer, SchemaRegistry, SchemaRejected, SourceInfo
 from connector.commitlog import Change
 from connector.schema import SchemaSnapshot, parse_ddl
-from tests.stack import Stack
+from deploy.local.endpoints import Stack
 from tests.unit.commitlog.test_cassandra50_segment import DDL, SCHEMA, SEGMENT, changes
 
 PROCESSED_MS = 1795323700000

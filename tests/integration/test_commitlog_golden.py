@@ -16,7 +16,7 @@ import pytest
 
 from connector.commitlog.cdc_index import indexed_segments
 
-from tests.stack import Stack
+from deploy.local.endpoints import Stack
 
 T = 1_700_000_000_000_000  # base write timestamp, µs
 

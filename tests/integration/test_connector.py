@@ -8,7 +8,8 @@ import time
 
 
 from connector.commitlog import Position
-from tests.integration.pipeline import ConnectorProcess, EventConsumer, has_marker, write_marker
+from deploy.local.processes import ConnectorProcess
+from tests.integration.pipeline import EventConsumer, has_marker, write_marker
 
 
 def test_workload_arrives_as_events(cql, keyspace, pipeline):

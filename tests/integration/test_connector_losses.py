@@ -20,8 +20,9 @@ import pytest
 
 from connector.commitlog.cdc_index import read_cdc_index
 from connector.source import SegmentFile, durable_end, list_segments
-from tests.integration.pipeline import ConnectorProcess, EventConsumer, assert_each_once, has_marker, write_marker
-from tests.stack import ROOT
+from deploy.local.endpoints import ROOT
+from deploy.local.processes import ConnectorProcess
+from tests.integration.pipeline import EventConsumer, assert_each_once, has_marker, write_marker
 from tests.support import unused_port, wait_for
 
 

@@ -13,8 +13,8 @@ import pytest
 
 from connector.commitlog.cdc_index import read_cdc_index
 from connector.source import list_segments
+from deploy.local.endpoints import ROOT
 from tests.integration.pipeline import assert_each_once, has_marker, write_marker
-from tests.stack import ROOT
 from tests.support import unused_port, wait_for
 
 

@@ -11,6 +11,7 @@ import uuid
 
 import pytest
 
+from deploy.local.endpoints import ROOT
 from spark.job import rows as R
 from spark.job.config import JobSettings
 from spark.job.pipeline import LATE_METRICS, LATE_ROWS, start
@@ -18,7 +19,6 @@ from spark.job.sinks.delta import DeltaSink
 from spark.streams.generations import MICROS_PER_SECOND
 from spark.streams.storage import GenerationStore
 from tests.integration.pipeline import has_marker, write_marker
-from tests.stack import ROOT
 from tests.support import wait_for
 
 

@@ -11,11 +11,11 @@ import uuid
 import psycopg
 import pytest
 
-from tests.support import micros, timeuuid
+from deploy.local.endpoints import Stack
 from spark.job.rows import DEAD_LETTER, LOG_ROW, PARTITION_DELETE, ROW_INSERT, ROW_UPDATE
 from spark.job.sinks.postgres import PostgresSink
 from spark.streams import Generation, Generations, build_topology_description
-from tests.stack import Stack
+from tests.support import micros, timeuuid
 
 pytestmark = pytest.mark.integration
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 from connector.commitlog.cdc_index import indexed_segments
 
+from deploy.local.endpoints import Stack
 from tests.support import wait_for
-from tests.stack import Stack
 
 
 def _idx_offsets(cdc_raw: Path) -> dict[Path, int]:

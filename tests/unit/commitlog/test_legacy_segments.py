@@ -1,8 +1,8 @@
 """Cassandra's own CommitLogUpgradeTest segments decode to the expected cells and hash."""
 import pytest
 
-from tests.unit.commitlog.testdata import LEGACY, SCHEMA_40, SEGMENT_40, skip_unknown, standard1
 from connector.commitlog import EncryptedSegment, Op, SegmentReader
+from tests.unit.commitlog.testdata import LEGACY, SCHEMA_40, SEGMENT_40, skip_unknown, standard1
 
 
 def upgrade_test_hash(changes) -> tuple[int, int]:

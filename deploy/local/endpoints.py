@@ -1,4 +1,5 @@
-"""Where the services the integration tests use are, and a check that they answer."""
+"""Where the services of a running local stack are (`<run dir>/stack.json`, written by
+`deploy/local/start`), once they answer: what the integration tests, the benchmarks and the demo use."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 START_HINT = "start it with `deploy/local/start` (or set RINGTAIL_TEST_BACKEND=containers with a Docker daemon)"
 
 
@@ -36,7 +37,7 @@ def _answers(host: str, port: int) -> bool:
 
 def connect_stack() -> Stack:
     """The local stack described by `<run dir>/stack.json`, once every service's port answers."""
-    run_dir = Path(os.environ.get("RINGTAIL_RUN_DIR") or ROOT / ".run")
+    run_dir = Path(os.environ.get("RINGTAIL_STACK_RUN_DIR") or ROOT / ".run")
     description = run_dir / "stack.json"
     if not description.exists():
         raise StackUnavailable(f"the local stack is not running ({description} is missing): {START_HINT}")

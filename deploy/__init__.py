@@ -1,0 +1,1 @@
+"""Deployment: images, and the local stack (`deploy/local`) with its client side."""
