@@ -162,6 +162,22 @@ def test_a_second_connector_on_the_same_cdc_raw_refuses_to_start(stack, pipeline
     assert f'"pid": {first.process.pid}' in result.stderr
 
 
+def on_a_broker_of_its_own(stack, cql, keyspace, tmp_path, fresh_kafka, **settings):
+    """A Kafka of the test's own (so it can be stopped), a connector on it started from now with
+    `settings`, its consumer, and a new table `t`: (kafka, stack with that Kafka, connector, consumer,
+    table)."""
+    kafka = fresh_kafka()
+    kafka.wait()
+    local = dataclasses.replace(stack, kafka_bootstrap=kafka.bootstrap)
+    connector = ConnectorProcess(local, tmp_path / "state", f"own{uuid.uuid4().hex[:6]}", **settings)
+    consumer = EventConsumer(local, connector.prefix)
+    table = f"{keyspace}.t"
+    cql.execute(f"CREATE TABLE {table} (id int PRIMARY KEY, body text) WITH cdc = true")
+    connector.start_from_now()
+    connector.start()
+    return kafka, local, connector, consumer, table
+
+
 def written_in(segment: Path, table: str, stack) -> set[int]:
     """The ids of `table`'s rows in a segment file, as `python -m connector dump` reads them."""
     result = subprocess.run([sys.executable, "-m", "connector", "dump", str(segment), "--skip-unknown-tables",
@@ -194,16 +210,9 @@ def test_a_segment_removed_unread_stops_reading_until_it_returns_or_its_loss_is_
     """Kafka down holds the connector in one segment while later ones fill; one of those is moved away.
     The loss is reported (log, metric, /ready) and reading waits at it; put back, it is read; moved away
     again and acknowledged (`ack-lost`), reading goes on past it, and only its rows are missing."""
-    kafka = fresh_kafka()
-    kafka.wait()
-    local = dataclasses.replace(stack, kafka_bootstrap=kafka.bootstrap)
-    connector = ConnectorProcess(local, tmp_path / "state", f"lost{uuid.uuid4().hex[:6]}",
-                                 metrics_port=unused_port(), max_in_flight=200, measure_interval=0.5)
-    consumer = EventConsumer(local, connector.prefix)
-    table = f"{keyspace}.t"
-    cql.execute(f"CREATE TABLE {table} (id int PRIMARY KEY, body text) WITH cdc = true")
-    connector.start_from_now()
-    connector.start()
+    kafka, local, connector, consumer, table = on_a_broker_of_its_own(
+        stack, cql, keyspace, tmp_path, fresh_kafka, metrics_port=unused_port(), max_in_flight=200,
+        measure_interval=0.5)
     try:
         written = write_rows(cql, table, range(100))
         consumer.until(lambda events: len(events) >= 100, timeout=60)
@@ -307,18 +316,10 @@ def test_during_a_kafka_outage_space_and_stall_are_measured_and_sigterm_exits_wi
     """Kafka down and `max_in_flight` full, so the main loop waits: cdc_raw usage, its warning, bytes
     behind and the stall are still measured and shown; SIGTERM exits 0 within `shutdown_timeout`,
     saying what was left; the next start delivers every row."""
-    kafka = fresh_kafka()
-    kafka.wait()
-    local = dataclasses.replace(stack, kafka_bootstrap=kafka.bootstrap)
-    prefix = f"out{uuid.uuid4().hex[:6]}"
     settings = dict(metrics_port=unused_port(), max_in_flight=100, measure_interval=0.5, stall_timeout=3,
                     shutdown_timeout=3)
-    connector = ConnectorProcess(local, tmp_path / "state", prefix, **settings)
-    consumer = EventConsumer(local, prefix)
-    table = f"{keyspace}.t"
-    cql.execute(f"CREATE TABLE {table} (id int PRIMARY KEY, body text) WITH cdc = true")
-    connector.start_from_now()
-    connector.start()
+    kafka, local, connector, consumer, table = on_a_broker_of_its_own(stack, cql, keyspace, tmp_path, fresh_kafka,
+                                                                      **settings)
     try:
         written = write_rows(cql, table, range(100))
         consumer.until(lambda events: len(events) >= 100, timeout=60)
@@ -326,7 +327,7 @@ def test_during_a_kafka_outage_space_and_stall_are_measured_and_sigterm_exits_wi
         wait_for(lambda: connector.metrics()["ringtail_bytes_behind"] == 0, timeout=60, what="nothing left to read")
         used = connector.metrics()["ringtail_cdc_raw_bytes"]
         connector.stop()
-        connector = ConnectorProcess(local, tmp_path / "state", prefix, **settings,
+        connector = ConnectorProcess(local, tmp_path / "state", connector.prefix, **settings,
                                      cdc_total_space=int((used + (3 << 19)) / 0.7), cdc_usage_warning=0.7)
         connector.start()
         written += write_rows(cql, table, range(100, 200))  # this process knows the topic before the outage
