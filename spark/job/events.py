@@ -73,16 +73,23 @@ def _value_converter(schema) -> Callable:
         value = _value_converter(schema["values"])
         return lambda v: None if v is None else [[k, value(x)] for k, x in v.items()]
     if kind == "record":
-        fields = [(f["name"], _value_converter(f["type"])) for f in schema["fields"]]
+        fields = [(f["name"], _cql_name(f), _value_converter(f["type"])) for f in schema["fields"]]
         if schema["name"] == "Tuple":
-            return lambda v: None if v is None else [conv(v[name]) for name, conv in fields]
-        return lambda v: None if v is None else {name: conv(v[name]) for name, conv in fields}
+            return lambda v: None if v is None else [conv(v[name]) for name, _, conv in fields]
+        return lambda v: None if v is None else {cql: conv(v[name]) for name, cql, conv in fields}
     return lambda v: v  # enum, fixed: not produced by the connector
+
+
+def _cql_name(field: dict) -> str:
+    """A field's column or UDT-field name in CQL: the writer records it when it is not a valid Avro
+    name (schemas/README.md)."""
+    return field.get("cql_name", field["name"])
 
 
 @dataclass(frozen=True, slots=True)
 class Column:
-    name: str
+    name: str  # as in CQL
+    field: str  # its field in the event's `after` record
     kind: str  # partition_key, clustering, static, regular
     cql_type: str
     convert: Callable  # key columns: the value; others: see _cell_reader
@@ -105,11 +112,12 @@ def _cell_reader(field: dict) -> Callable:
     removed_record = record["fields"][names.index("removed")]["type"]["items"]
     removed = _value_converter({"type": "array", "items": removed_record["fields"][0]["type"]})  # by key
     if isinstance(added, dict) and added.get("type") == "record":  # a UDT: a record of its fields
-        fields = [(f["name"], _value_converter(_branch(f["type"])["fields"][0]["type"])) for f in added["fields"]]
+        fields = [(f["name"], _cql_name(f), _value_converter(_branch(f["type"])["fields"][0]["type"]))
+                  for f in added["fields"]]
 
         def written(value):
-            out = {name: conv(value[name]["value"]) for name, conv in fields if value[name] is not None}
-            ttls = [value[name]["ttl"] for name, _ in fields if value[name] is not None]
+            out = {cql: conv(value[name]["value"]) for name, cql, conv in fields if value[name] is not None}
+            ttls = [value[name]["ttl"] for name, _, _ in fields if value[name] is not None]
             return out, ttls
     else:
         element = _branch(added["items"])
@@ -142,7 +150,7 @@ class EventSchema:
         self.parsed = fastavro.parse_schema(_without_logical_types(schema))
         after = next(f for f in schema["fields"] if f["name"] == "after")["type"]
         self.columns = [
-            Column(f["name"], f["cql_kind"], f["cql_type"],
+            Column(_cql_name(f), f["name"], f["cql_kind"], f["cql_type"],
                    _value_converter(f["type"]) if f["cql_kind"] in ("partition_key", "clustering") else _cell_reader(f))
             for f in after["fields"]
         ]
@@ -219,7 +227,7 @@ def _key_json(event_after: dict, columns: list[Column], clustering: dict | None 
     out = {}
     for column in columns:
         source = event_after if clustering is None or column.kind == "partition_key" else clustering
-        value = source.get(column.name)
+        value = source.get(column.field)
         if value is not None:
             out[column.name] = column.convert(value)
     return _dumps(out, default=_json_bytes)
@@ -257,7 +265,7 @@ def event_rows(event: dict, schema: EventSchema) -> list[dict]:
         if liveness is not None and liveness["ttl"]:
             ttls.append(liveness["ttl"])
         for column in schema.cell_columns:
-            cell = after.get(column.name)
+            cell = after.get(column.field)
             if cell is None:
                 continue
             value, deleted, elements, ttl = column.convert(cell)

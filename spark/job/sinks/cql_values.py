@@ -234,31 +234,9 @@ def _tuple(elements: list[Converter]) -> Converter:
     return convert
 
 
-class _FieldPositions(dict):
-    """UDT field name -> index. A name that is not a field's CQL name may be its Avro name (which
-    differs for names that are not plain identifiers); those are computed on first need only, as
-    connector.avro pulls in the registry client."""
-
-    def __init__(self, names: Sequence[str]) -> None:
-        super().__init__((n, i) for i, n in enumerate(names))
-        self._names = tuple(names)
-        self._avro = False
-
-    def __missing__(self, name: str) -> int:
-        if not self._avro:
-            from connector.avro.names import avro_name
-
-            self._avro = True
-            for i, n in enumerate(self._names):
-                self.setdefault(avro_name(n), i)
-            if name in self:
-                return self[name]
-        raise KeyError(name)
-
-
 def field_positions(names: Sequence[str]) -> dict[str, int]:
-    """Field name -> index, by CQL name or by Avro name."""
-    return _FieldPositions(names)
+    """Field name (as CQL spells it) -> index."""
+    return {n: i for i, n in enumerate(names)}
 
 
 def _user_type(cql: UserType) -> Converter:

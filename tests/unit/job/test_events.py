@@ -159,3 +159,40 @@ def test_log_time_layout():
     time = uuid.UUID(log_time(1_700_000_000_123_456, bytes(range(16))))
     assert time.version == 1
     assert (time.time - 0x01B21DD213814000) // 10 == 1_700_000_000_123_456
+
+
+ODD_TABLE_ID = uuid.UUID("0dd0dd00-0000-11ee-8000-000000000001")
+ODD_DDL = f"""
+CREATE TYPE ks."My Type" ("first-name" text, plain int);
+CREATE TABLE ks."Odd Table" ("Key-1" int, "Clust Col" int, "N" "My Type", "Odd Col" text,
+    "U" frozen<"My Type">, PRIMARY KEY ("Key-1", "Clust Col")) WITH ID = {ODD_TABLE_ID};
+"""
+
+
+def test_columns_and_udt_fields_keep_their_cql_names(tmp_path):
+    """Names that are not valid Avro names reach the log rows as CQL spells them (the writer records
+    them as `cql_name`), so no sink has to guess or drops the column."""
+    from connector.schema import parse_ddl
+    from tests.unit.avro.support import decode_segment
+    from tests.unit.commitlog.segment_builder import (cell, clustering, complex_cells, mutation, partition_update,
+                                                      row)
+    from tests.unit.cql.samples import elements, i32
+
+    schema = parse_ddl(ODD_DDL)
+    table = schema.table(ODD_TABLE_ID)
+    ts = 1_795_400_000_000_000
+    cells = (complex_cells(cell(b"Bo", path=b"\x00\x00"))  # "N"."first-name"
+             + cell(b"odd") + cell(elements(b"Ann", i32(7))))
+    body = row(clustering(i32(2), fixed=(True,)), cells, timestamp=ts, min_timestamp=ts)
+    update = partition_update(ODD_TABLE_ID, i32(1), body, regulars=("N", "Odd Col", "U"), min_timestamp=ts)
+    (change,) = decode_segment(tmp_path, schema, mutation(update))
+    encoder = ChangeEncoder(SOURCE, schema)
+    _, value = encoder.encode(change, "CommitLog-7-1795400000000.log", PROCESSED_MS)
+    value_schema = encoder.table(table).value_schema
+    (decoded,) = decode_records(records([frame(3, parse_schema(value_schema), value)]),
+                                preloaded_cache({3: value_schema})).to_pylist()
+
+    assert decoded["failure"] is None
+    assert json.loads(decoded["key"]) == {"Key-1": 1, "Clust Col": 2}
+    assert {name: json.loads(v) for name, v in decoded["columns"]} == {
+        "N": {"first-name": "Bo"}, "Odd Col": "odd", "U": {"first-name": "Ann", "plain": 7}}
