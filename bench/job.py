@@ -48,12 +48,13 @@ from cassandra.concurrent import execute_concurrent_with_args  # noqa: E402
 from confluent_kafka import Consumer, KafkaException, TopicPartition  # noqa: E402
 from confluent_kafka.admin import AdminClient  # noqa: E402
 
+from connector.avro.reader import event_readers  # noqa: E402
 from connector.schema.session import connect  # noqa: E402
 from deploy.local.endpoints import StackUnavailable, connect_stack  # noqa: E402
 from deploy.local.processes import ConnectorProcess, peak_rss  # noqa: E402
 from spark.job.assign import assign_batch  # noqa: E402
 from spark.job.config import JobSettings  # noqa: E402
-from spark.job.events import decode_records, schema_cache  # noqa: E402
+from spark.job.events import decode_records  # noqa: E402
 from spark.streams.generations import MICROS_PER_SECOND  # noqa: E402
 from spark.streams.storage import GenerationStore  # noqa: E402
 from timing import best_seconds  # noqa: E402 - bench/ is the script's directory
@@ -261,7 +262,7 @@ def run_job(spark, settings: JobSettings, keyspace: str, jvm: int | None) -> Run
 def in_process(records: list[pa.RecordBatch], settings: JobSettings, cql, repeat: int
                ) -> tuple[float, float, dict[str, bytes | None]]:
     """(decode s, assign s, stream id by change id) over `records`, best of `repeat`."""
-    cache = schema_cache(settings.registry_url)
+    cache = event_readers(settings.registry_url)
     decoded = [decode_records(batch, cache) for batch in records]  # also fetches the writer schemas
     generations = GenerationStore(cql, settings.generations_keyspace).load(
         leeway=int(settings.leeway * MICROS_PER_SECOND), ignore_msb=settings.ignore_msb)

@@ -11,12 +11,12 @@ Producing to Kafka:
         producer.produce(topic, key=key, value=value)
 """
 from .encoder import ChangeEncoder
-from .errors import AvroError, MalformedPayload, NameClash, RegistryError, SchemaRejected
+from .errors import AvroError, MalformedPayload, NameClash, RegistryError, SchemaRejected, UnknownSchemaId
 from .registry import SchemaRegistry
 from .serializer import ChangeSerializer, Event, topic_name
 from .table import SourceInfo, TableEncoder
 
 __all__ = [
     "AvroError", "ChangeEncoder", "ChangeSerializer", "Event", "MalformedPayload", "NameClash", "RegistryError",
-    "SchemaRegistry", "SchemaRejected", "SourceInfo", "TableEncoder", "topic_name",
+    "SchemaRegistry", "SchemaRejected", "SourceInfo", "TableEncoder", "UnknownSchemaId", "topic_name",
 ]

@@ -21,6 +21,10 @@ class RegistryError(AvroError):
         super().__init__(f"{where}: {message}" if where else message)
 
 
+class UnknownSchemaId(RegistryError):
+    """The registry has no schema with the id a payload names: that payload cannot be read."""
+
+
 class SchemaRejected(RegistryError):
     """The registry refused a schema (incompatible with the subject's versions, or invalid).
 

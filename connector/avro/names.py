@@ -21,6 +21,8 @@ from connector.schema.model import Table
 from .errors import NameClash
 
 ROOT_NAMESPACE = "ringtail"
+# Leaf record names the reader (reader.py) recognises a structure by.
+ENTRY, TUPLE = "Entry", "Tuple"
 _VALID = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _INVALID_CHARACTER = re.compile(r"[^A-Za-z0-9_]")
 
@@ -49,6 +51,11 @@ def field(identifier: str, schema, doc: str | None = None, **attributes) -> dict
         out["cql_name"] = identifier
     out.update(attributes)
     return out
+
+
+def cql_name(field_schema: dict) -> str:
+    """The CQL identifier of a field `field` made: recorded as `cql_name` when the Avro name differs."""
+    return field_schema.get("cql_name", field_schema["name"])
 
 
 def record(name: str, namespace: str, fields: list[dict], doc: str | None = None) -> dict:

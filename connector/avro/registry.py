@@ -16,10 +16,11 @@ from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
 from confluent_kafka.schema_registry.error import SchemaRegistryError
 from fastavro import parse_schema
 
-from .errors import RegistryError, SchemaRejected
+from .errors import RegistryError, SchemaRejected, UnknownSchemaId
 from .wire import frame, schema_id_of, unframe
 
 _REJECTED = (409, 422)  # incompatible with the subject's versions; not a valid schema
+_NOT_FOUND = 404
 
 
 def schema_text(schema: dict) -> str:
@@ -36,6 +37,7 @@ class SchemaRegistry:
         self._ids: dict[tuple[str, str], int] = {}  # (subject, schema text) -> id
         self._configured: set[str] = set()
         self._parsed: dict[int, dict] = {}  # schema id -> fastavro parsed schema
+        self._schemas: dict[int, dict] = {}  # schema id -> the schema as registered
 
     def register(self, subject: str, schema: dict, table: str) -> int:
         """The id of `schema` under `subject`, registering it on first use; `table` (its
@@ -55,13 +57,20 @@ class SchemaRegistry:
                 self._configured.add(subject)
             return self.client.register_schema(subject, Schema(text, "AVRO"))
 
+    def schema(self, schema_id: int) -> dict:
+        """The schema of an id as registered (with its `cql_*` attributes), fetched once."""
+        schema = self._schemas.get(schema_id)
+        if schema is None:
+            with _registry_errors(None, None, schema_id):
+                text = self.client.get_schema(schema_id).schema_str
+            schema = self._schemas[schema_id] = json.loads(text)
+        return schema
+
     def parsed_schema(self, schema_id: int) -> dict:
-        """The parsed schema of an id, fetched from the registry once."""
+        """The parsed schema of an id."""
         parsed = self._parsed.get(schema_id)
         if parsed is None:
-            with _registry_errors(None, None):
-                text = self.client.get_schema(schema_id).schema_str
-            parsed = self._parsed[schema_id] = parse_schema(json.loads(text))
+            parsed = self._parsed[schema_id] = parse_schema(self.schema(schema_id))
         return parsed
 
     def serialize(self, schema_id: int, datum) -> bytes:
@@ -72,11 +81,13 @@ class SchemaRegistry:
 
 
 @contextmanager
-def _registry_errors(subject: str | None, table: str | None):
-    """Registry failures as typed errors naming the subject and table."""
+def _registry_errors(subject: str | None, table: str | None, schema_id: int | None = None):
+    """Registry failures as typed errors naming the subject and table (or the schema id asked for)."""
     try:
         yield
     except SchemaRegistryError as exc:
+        if schema_id is not None and exc.http_status_code == _NOT_FOUND:
+            raise UnknownSchemaId(None, None, f"the registry has no schema with id {schema_id}") from exc
         error = SchemaRejected if exc.http_status_code in _REJECTED else RegistryError
         raise error(subject, table, exc.error_message) from exc
     except httpx.HTTPError as exc:

@@ -29,7 +29,7 @@ from typing import Any, Callable
 
 from connector.cql import CqlType, ListType, MapType, SetType, TupleType, UserType, VectorType
 
-from .names import avro_name, field, record
+from .names import ENTRY, TUPLE, avro_name, field, record
 
 Convert = Callable[[Any], Any]
 
@@ -129,7 +129,7 @@ def _map(cql: MapType, namespace: str, hashable: bool) -> AvroType:
         if to_value is None:
             return AvroType(schema, dict if hashable else None)
         return AvroType(schema, lambda m: {k: to_value(v) for k, v in _pairs(m)})
-    entry = record("Entry", namespace, [field("key", key.schema), field("value", value.schema)])
+    entry = record(ENTRY, namespace, [field("key", key.schema), field("value", value.schema)])
     to_key = key.convert or _same
     to_value = to_value or _same
     return AvroType({"type": "array", "items": entry},
@@ -144,7 +144,7 @@ def _tuple(cql: TupleType, namespace: str, hashable: bool) -> AvroType:
     names = [f"field{i}" for i in range(1, len(cql.elements) + 1)]
     types = [optional(avro_type(t, f"{namespace}.{n}", hashable)) for n, t in zip(names, cql.elements)]
     converts = [(n, t.convert or _same) for n, t in zip(names, types)]
-    schema = record("Tuple", namespace, [field(n, t.schema) for n, t in zip(names, types)])
+    schema = record(TUPLE, namespace, [field(n, t.schema) for n, t in zip(names, types)])
     return AvroType(schema, lambda value: {n: convert(v) for (n, convert), v in zip(converts, value)})
 
 

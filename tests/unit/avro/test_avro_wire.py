@@ -8,7 +8,7 @@ from confluent_kafka.schema_registry.error import SchemaRegistryError
 from fastavro import parse_schema
 
 from connector.avro import (ChangeEncoder, ChangeSerializer, MalformedPayload, RegistryError, SchemaRegistry,
-                            SchemaRejected, topic_name)
+                            SchemaRejected, UnknownSchemaId, topic_name)
 from connector.avro.wire import frame, unframe
 from tests.unit.avro.support import PROCESSED_MS, SOURCE
 from tests.unit.commitlog.test_cassandra50_segment import SCHEMA, SEGMENT, changes
@@ -96,7 +96,7 @@ def test_decoding_fetches_an_unknown_writer_schema_once():
     payload = frame(schema_id, parse_schema(SCHEMA_INT), {"n": 5})
     assert [reader.deserialize(payload) for _ in range(2)] == [{"n": 5}] * 2
     assert [c for c in client.calls if c[0] == "get_schema"] == [("get_schema", schema_id)]
-    with pytest.raises(RegistryError, match="not found"):
+    with pytest.raises(UnknownSchemaId, match="the registry has no schema with id 99"):
         reader.deserialize(frame(99, parse_schema(SCHEMA_INT), {"n": 5}))
 
 

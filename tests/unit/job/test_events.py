@@ -11,19 +11,24 @@ from fastavro import parse_schema
 from connector.avro import ChangeEncoder, SourceInfo
 from connector.avro.wire import frame
 from spark.job import rows as R
-from spark.job.events import EventSchema, RegistryUnavailable, SchemaCache, decode_records, log_time
+from connector.avro import RegistryError, SchemaRegistry
+from connector.avro.reader import EventReader, EventReaders
+from spark.job.events import decode_records, log_time
 from tests.unit.avro.support import PROCESSED_MS, SOURCE
 from tests.unit.commitlog.test_cassandra50_segment import SCHEMA, SEGMENT, changes
 
 KAFKA_TIME = datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc)
 
 
-def preloaded_cache(schemas: dict[int, dict]) -> SchemaCache:
-    """A cache that already holds the schemas (the registry round trip is tested against the real one)."""
-    cache = SchemaCache("http://127.0.0.1:9")
+def preloaded_cache(schemas: dict[int, dict]) -> EventReaders:
+    """Readers that already hold the schemas (the registry round trip is tested against the real one),
+    with a registry nothing answers at."""
+    from confluent_kafka.schema_registry import SchemaRegistryClient
+
+    readers = EventReaders(SchemaRegistry(SchemaRegistryClient({"url": "http://127.0.0.1:9", "max.retries": 0})))
     for schema_id, schema in schemas.items():
-        cache._schemas[schema_id] = EventSchema(json.dumps(schema))
-    return cache
+        readers._readers[schema_id] = EventReader(schema)
+    return readers
 
 
 def framed_events(source: SourceInfo = SOURCE):
@@ -151,7 +156,7 @@ def test_undecodable_records_are_kept_with_their_bytes():
 def test_an_unreachable_registry_fails_the_batch_instead_of_dead_lettering():
     schemas, payloads = framed_events()
     unknown_id = b"\x00\x00\x00\x00\x63" + payloads[1][5:]
-    with pytest.raises(RegistryUnavailable, match="unreachable"):
+    with pytest.raises(RegistryError, match="unreachable"):
         decode_records(records([unknown_id]), preloaded_cache(schemas))
 
 

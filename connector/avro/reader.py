@@ -1,0 +1,161 @@
+"""Reading events back, the other half of the contract the encoder writes (schemas/README.md): a
+value schema version parsed once into one reader per column, each turning the event's Avro datum into
+JSON-able values named as in CQL (the writer's `cql_name` where the Avro name differs); and the writer
+schemas by id, from the registry, once per process.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import fastavro
+from confluent_kafka.schema_registry import SchemaRegistryClient
+
+from .names import ENTRY, TUPLE, cql_name
+from .registry import SchemaRegistry
+
+KEY_KINDS = ("partition_key", "clustering")
+
+
+def _without_logical_types(schema):
+    # Raw longs and ints keep every value exact (timestamps outside Python's datetime range).
+    if isinstance(schema, dict):
+        return {k: _without_logical_types(v) for k, v in schema.items() if k != "logicalType"}
+    if isinstance(schema, list):
+        return [_without_logical_types(s) for s in schema]
+    return schema
+
+
+def _branch(schema):
+    """The non-null branch of a nullable union."""
+    if isinstance(schema, list):
+        others = [s for s in schema if s != "null"]
+        return others[0] if len(others) == 1 else schema
+    return schema
+
+
+def value_reader(schema) -> Callable:
+    """A function turning an Avro datum of `schema` into a JSON-able value: bytes as "0x…" hex, maps as
+    [key, value] pairs (keys may be any value), tuples as lists, UDTs as objects by CQL field name."""
+    schema = _branch(schema)
+    if schema == "bytes":
+        return lambda v: None if v is None else "0x" + v.hex()
+    if isinstance(schema, str):
+        return lambda v: v
+    kind = schema["type"]
+    if kind == "array":
+        items = _branch(schema["items"])
+        if isinstance(items, dict) and items.get("type") == "record" and items["name"] == ENTRY:
+            key, value = (value_reader(f["type"]) for f in items["fields"])
+            return lambda v: None if v is None else [[key(e["key"]), value(e["value"])] for e in v]
+        element = value_reader(items)
+        return lambda v: None if v is None else [element(e) for e in v]
+    if kind == "map":
+        value = value_reader(schema["values"])
+        return lambda v: None if v is None else [[k, value(x)] for k, x in v.items()]
+    if kind == "record":
+        fields = [(f["name"], cql_name(f), value_reader(f["type"])) for f in schema["fields"]]
+        if schema["name"] == TUPLE:
+            return lambda v: None if v is None else [conv(v[name]) for name, _, conv in fields]
+        return lambda v: None if v is None else {cql: conv(v[name]) for name, cql, conv in fields}
+    return lambda v: v  # enum, fixed: not produced by the connector
+
+
+@dataclass(frozen=True, slots=True)
+class ColumnReader:
+    name: str  # as in CQL
+    field: str  # its field in the event's `after` record
+    kind: str  # partition_key, clustering, static, regular
+    cql_type: str
+    read: Callable  # key columns: the value; others: see cell_reader
+
+
+def cell_reader(field: dict) -> Callable:
+    """A function reading a non-key column's record: (what was written or None, whether the column was
+    deleted, the keys of the elements removed or None, the largest TTL or None)."""
+    record = _branch(field["type"])
+    names = [f["name"] for f in record["fields"]]
+    if "value" in names:  # an atomic (or frozen) column
+        convert = value_reader(record["fields"][0]["type"])
+
+        def atomic(cell):
+            if cell["tombstone"]:
+                return None, True, None, None
+            return convert(cell["value"]), False, None, cell["ttl"] or None
+        return atomic
+
+    added = record["fields"][names.index("added")]["type"]
+    removed_record = record["fields"][names.index("removed")]["type"]["items"]
+    removed = value_reader({"type": "array", "items": removed_record["fields"][0]["type"]})  # by key
+    if isinstance(added, dict) and added.get("type") == "record":  # a UDT: a record of its fields
+        fields = [(f["name"], cql_name(f), value_reader(_branch(f["type"])["fields"][0]["type"]))
+                  for f in added["fields"]]
+
+        def written(value):
+            out = {cql: conv(value[name]["value"]) for name, cql, conv in fields if value[name] is not None}
+            ttls = [value[name]["ttl"] for name, _, _ in fields if value[name] is not None]
+            return out, ttls
+    else:
+        element = _branch(added["items"])
+        element_fields = {f["name"]: f["type"] for f in element["fields"]}
+        key = value_reader(element_fields["key"])
+        value = value_reader(element_fields["value"]) if "value" in element_fields else None
+        if field["cql_type"].startswith("list<"):  # elements by their timeuuid, as ScyllaDB logs lists
+            def written(elements):
+                return {key(e["key"]): value(e["value"]) for e in elements}, [e["ttl"] for e in elements]
+        elif value is None:  # a set
+            def written(elements):
+                return [key(e["key"]) for e in elements], [e["ttl"] for e in elements]
+        else:  # a map
+            def written(elements):
+                return [[key(e["key"]), value(e["value"])] for e in elements], [e["ttl"] for e in elements]
+
+    def multi_cell(cell):
+        out, ttls = written(cell["added"])
+        gone = [r["key"] for r in cell["removed"]]
+        return (out or None, cell["deletion"] is not None, removed(gone) if gone else None,
+                max(ttls, default=0) or None)
+    return multi_cell
+
+
+class EventReader:
+    """A value schema version, parsed for decoding, with one reader per column."""
+
+    def __init__(self, schema: dict) -> None:
+        self.parsed = fastavro.parse_schema(_without_logical_types(schema))
+        after = next(f for f in schema["fields"] if f["name"] == "after")["type"]
+        self.columns = [
+            ColumnReader(cql_name(f), f["name"], f["cql_kind"], f["cql_type"],
+                         value_reader(f["type"]) if f["cql_kind"] in KEY_KINDS else cell_reader(f))
+            for f in after["fields"]
+        ]
+        self.key_columns = [c for c in self.columns if c.kind in KEY_KINDS]
+        self.partition_key = [c for c in self.columns if c.kind == "partition_key"]
+        self.clustering = [c for c in self.columns if c.kind == "clustering"]
+        self.cell_columns = [c for c in self.columns if c.kind in ("static", "regular")]
+
+
+class EventReaders:
+    """An `EventReader` per writer schema id, the schema asked of the registry once."""
+
+    def __init__(self, registry: SchemaRegistry) -> None:
+        self.registry = registry
+        self._readers: dict[int, EventReader] = {}
+
+    def get(self, schema_id: int) -> EventReader:
+        """Raises UnknownSchemaId when the registry has no such id, RegistryError when it fails."""
+        reader = self._readers.get(schema_id)
+        if reader is None:
+            reader = self._readers[schema_id] = EventReader(self.registry.schema(schema_id))
+        return reader
+
+
+_readers: dict[str, EventReaders] = {}
+
+
+def event_readers(registry_url: str) -> EventReaders:
+    """The process's readers for `registry_url` (Spark reuses its Python workers)."""
+    readers = _readers.get(registry_url)
+    if readers is None:
+        readers = _readers[registry_url] = EventReaders(SchemaRegistry(SchemaRegistryClient({"url": registry_url})))
+    return readers
