@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import uuid
 from collections import defaultdict
+from collections.abc import Mapping
 from typing import Any
 
 from .model import ClusteringOrder, Column, ColumnKind, DroppedColumn, SchemaSnapshot, Table, UserType
@@ -65,6 +66,18 @@ def snapshot_from_rows(rows: dict[str, list[Any]]) -> SchemaSnapshot:
         for r in rows["types"]
     ]
     return SchemaSnapshot.of(tables, user_types)
+
+
+def read_table(session: Any, keyspace: str, table: str) -> tuple[Table | None, Mapping[str, UserType]]:
+    """One table (None when it does not exist) and its keyspace's UDTs by name: the snapshot's queries
+    narrowed to them."""
+    one_table = " WHERE keyspace_name = %s AND table_name = %s"
+    rows = {name: list(session.execute(_QUERIES[name] + one_table, (keyspace, table)))
+            for name in ("tables", "columns", "dropped_columns")}
+    rows["views"] = []
+    rows["types"] = list(session.execute(_QUERIES["types"] + " WHERE keyspace_name = %s", (keyspace,)))
+    snapshot = snapshot_from_rows(rows)
+    return snapshot.table_by_name(keyspace, table), snapshot.types_of(keyspace)
 
 
 def read_snapshot(session: Any) -> tuple[uuid.UUID | None, SchemaSnapshot]:

@@ -33,8 +33,7 @@ from cassandra.query import UNSET_VALUE
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from connector.schema.loader import snapshot_from_rows
-from connector.schema.model import Table, UserType
+from connector.schema.loader import read_table
 from spark.streams.generations import Generations
 from spark.streams.storage import DEFAULT_KEYSPACE, DEFAULT_REPLICATION, GenerationStore
 
@@ -64,17 +63,6 @@ _DEAD_LETTER_INSERT = (
     + ", ".join("?" * len(_DEAD_LETTER_COLUMNS)) + ")"
 )
 
-# The schema of one base table, read like connector.schema.loader reads the whole cluster.
-_TABLE_QUERIES = {
-    "tables": "SELECT keyspace_name, table_name, id, cdc, writetime(cdc) AS altered_at FROM system_schema.tables"
-              " WHERE keyspace_name = %s AND table_name = %s",
-    "columns": "SELECT keyspace_name, table_name, column_name, kind, position, clustering_order, type"
-               " FROM system_schema.columns WHERE keyspace_name = %s AND table_name = %s",
-    "dropped_columns": "SELECT keyspace_name, table_name, column_name, toUnixTimestamp(dropped_time) AS dropped_ms,"
-                       " kind, type FROM system_schema.dropped_columns WHERE keyspace_name = %s AND table_name = %s",
-}
-_TYPES_QUERY = ("SELECT keyspace_name, type_name, field_names, field_types FROM system_schema.types"
-                " WHERE keyspace_name = %s")
 _COLUMNS_QUERY = "SELECT column_name, type FROM system_schema.columns WHERE keyspace_name = %s AND table_name = %s"
 
 def _write_projection() -> list:
@@ -98,15 +86,6 @@ def _dead_letter_projection() -> list:
         "key", "value", "keyspace", "table", "write_time_us", "change_id",
     ]
 _COUNTS = pa.schema([("written", pa.int64()), ("unwritable", pa.int64())])
-
-
-def read_table(session: Any, keyspace: str, table: str) -> tuple[Table | None, Mapping[str, UserType]]:
-    """One base table from system_schema (None when it does not exist) and its keyspace's UDTs."""
-    rows = {name: list(session.execute(query, (keyspace, table))) for name, query in _TABLE_QUERIES.items()}
-    rows["views"] = []
-    rows["types"] = list(session.execute(_TYPES_QUERY, (keyspace,)))
-    snapshot = snapshot_from_rows(rows)
-    return snapshot.table_by_name(keyspace, table), snapshot.types_of(keyspace)
 
 
 def _schema_lag(error: InvalidRequest) -> bool:
