@@ -1,13 +1,11 @@
 """A table compiled for decoding: each column's type parsed once, framing precomputed."""
 from __future__ import annotations
 
-import struct
 from typing import Any, Callable
 
 from connector.cql import CqlType, parse_type
+from connector.cql.composite import decode_partition_key
 from connector.schema.model import ColumnKind, SchemaSnapshot, Table
-
-_UINT16 = struct.Struct(">H")
 
 
 class ColumnLayout:
@@ -55,16 +53,4 @@ class TableLayout:
 
     def decode_partition_key(self, key: bytes) -> tuple:
         """Values of the partition key columns; several columns form a CompositeType key."""
-        if len(self.partition_key) == 1:
-            return (self.partition_key[0].decode_or_empty(key),)
-        values, p = [], 0
-        for cql_type in self.partition_key:
-            (size,) = _UINT16.unpack_from(key, p)
-            end = p + 2 + size
-            if end >= len(key):
-                raise ValueError("composite partition key is shorter than its columns")
-            values.append(cql_type.decode_or_empty(key[p + 2:end]))
-            p = end + 1  # end-of-component byte
-        if p != len(key):
-            raise ValueError("composite partition key has more components than the table")
-        return tuple(values)
+        return decode_partition_key(self.partition_key, key)

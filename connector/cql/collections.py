@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import json
 import struct
+from collections.abc import Mapping
 from typing import Any, Iterable
 
-from .vint import read_uvint
+from .vint import read_uvint, write_uvint
 
 from .native import NATIVE_TYPES
-from .types import CqlType
+from .types import CqlType, CqlValueError
 
 _INT32 = struct.Struct(">i")
 _INT16 = struct.Struct(">h")
@@ -32,6 +33,32 @@ def _frozen_elements(raw: bytes, count_per_item: int) -> list[bytes | None]:
     if count < 0:
         raise ValueError("negative collection size")
     return _length_prefixed(raw, 4, count * count_per_item, exact=True)
+
+
+def _counted(blobs: list[bytes | None], count_per_item: int) -> bytes:
+    """A frozen collection's bytes: the inverse of `_frozen_elements`."""
+    return _INT32.pack(len(blobs) // count_per_item) + _prefixed(blobs)
+
+
+def _prefixed(blobs: Iterable[bytes | None]) -> bytes:
+    """int32-length-prefixed blobs, -1 for null: the inverse of `_length_prefixed`."""
+    return b"".join(_INT32.pack(-1) if b is None else _INT32.pack(len(b)) + b for b in blobs)
+
+
+def _preserialized(value: Any) -> bytes | None:
+    """A frozen value given already serialized, as bytes or `0x` hex text (from a command line)."""
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return bytes(value)
+    if isinstance(value, str) and value[:2].lower() == "0x":
+        try:
+            return bytes.fromhex(value[2:])
+        except ValueError:
+            raise CqlValueError(f"not a hex value: {value!r}") from None
+    return None
+
+
+def _encode_or_null(cql: CqlType, value: Any) -> bytes | None:
+    return None if value is None else cql.encode(value)
 
 
 def _length_prefixed(raw: bytes, p: int, limit: int, exact: bool) -> list[bytes | None]:
@@ -95,6 +122,12 @@ class _ElementCollection(_Collection):
         decode = self.element.decode_or_empty
         return [decode(e) for e in _frozen_elements(raw, 1)]
 
+    def encode(self, value: Any) -> bytes:
+        given = _preserialized(value)
+        if given is not None:
+            return given
+        return _counted([self.element.encode(e) for e in value], 1)
+
     def to_json(self, value: list) -> list:
         return _elements_json(self.element, value)
 
@@ -150,6 +183,13 @@ class MapType(_Collection):
         blobs = _frozen_elements(raw, 2)
         return dict(map(self.decode_cell, blobs[0::2], blobs[1::2]))
 
+    def encode(self, value: Any) -> bytes:
+        given = _preserialized(value)
+        if given is not None:
+            return given
+        pairs = value.items() if isinstance(value, Mapping) else value
+        return _counted([b for k, v in pairs for b in (self.key.encode(k), _encode_or_null(self.value, v))], 2)
+
     def to_json(self, value: dict) -> dict:
         key_json, value_json = self.key.to_json, self.value.to_json
         return {_json_key(key_json(k)): value_json(v) for k, v in dict(value).items()}
@@ -180,6 +220,14 @@ class TupleType(CqlType):
         blobs += [None] * (len(self.elements) - len(blobs))  # missing trailing fields are null
         return tuple(None if b is None else t.decode_or_empty(b) for t, b in zip(self.elements, blobs))
 
+    def encode(self, value: Any) -> bytes:
+        given = _preserialized(value)
+        if given is not None:
+            return given
+        if len(value) > len(self.elements):
+            raise CqlValueError(f"{len(value)} values for {self.cql}")
+        return _prefixed(_encode_or_null(t, v) for t, v in zip(self.elements, value))
+
     def to_json(self, value: tuple) -> list:
         return [None if v is None else t.to_json(v) for t, v in zip(self.elements, value)]
 
@@ -200,6 +248,16 @@ class UserType(CqlType):
         blobs = _length_prefixed(raw, 0, len(self.field_types), exact=False)
         return {name: None if b is None else t.decode_or_empty(b)
                 for name, t, b in zip(self.field_names, self.field_types, blobs)}
+
+    def encode(self, value: Any) -> bytes:
+        given = _preserialized(value)
+        if given is not None:
+            return given
+        fields = dict(value)
+        unknown = fields.keys() - set(self.field_names)
+        if unknown:
+            raise CqlValueError(f"type {self.name} has no field {sorted(unknown)[0]!r}")
+        return _prefixed(_encode_or_null(t, fields.get(n)) for n, t in zip(self.field_names, self.field_types))
 
     def to_json(self, value: dict) -> dict:
         types = dict(zip(self.field_names, self.field_types))
@@ -244,6 +302,17 @@ class VectorType(CqlType):
         if p != len(raw):
             raise ValueError("trailing bytes after the last vector element")
         return values
+
+    def encode(self, value: Any) -> bytes:
+        given = _preserialized(value)
+        if given is not None:
+            return given
+        if len(value) != self.dimension:
+            raise CqlValueError(f"{len(value)} values for {self.cql}")
+        blobs = [self.element.encode(v) for v in value]
+        if self.element.fixed_length is not None:
+            return b"".join(blobs)
+        return b"".join(write_uvint(len(b)) + b for b in blobs)
 
     def to_json(self, value: list) -> list:
         return _elements_json(self.element, value)

@@ -18,6 +18,7 @@ import struct
 import uuid
 from typing import Any, Callable
 
+from .encoding import ENCODERS
 from .vint import read_vint
 
 from .types import CqlType, Duration
@@ -29,12 +30,13 @@ _NANOS_PER_SECOND = 1_000_000_000
 
 
 class NativeType(CqlType):
-    __slots__ = ("decode", "to_json", "fixed_length", "empty")
+    __slots__ = ("decode", "encode", "to_json", "fixed_length", "empty")
 
     def __init__(self, cql: str, decode: Callable[[bytes], Any], to_json: Callable[[Any], Any] | None = None,
                  fixed_length: int | None = None, empty: Any = None) -> None:
         super().__init__(cql)
         self.decode = decode
+        self.encode = ENCODERS[cql]
         self.to_json = to_json or _identity
         self.fixed_length = fixed_length
         self.empty = empty

@@ -1,4 +1,4 @@
-"""CQL type objects: framing facts, value decoding and JSON rendering.
+"""CQL type objects: framing facts, value decoding and encoding, and JSON rendering.
 
 A type is parsed once (see parser.py) and then used on hot paths: `fixed_length` tells
 the commit log reader how a value is framed, `decode(raw)` turns non-empty serialized
@@ -15,6 +15,10 @@ from typing import Any, NamedTuple
 
 class CqlTypeError(ValueError):
     """A type string that cannot be parsed or resolved."""
+
+
+class CqlValueError(ValueError):
+    """A value that does not fit its CQL type (out of range, malformed text, wrong kind of object)."""
 
 
 class UnsupportedType(CqlTypeError):
@@ -41,6 +45,11 @@ class CqlType:
         self.cql = cql
 
     def decode(self, raw: bytes) -> Any:
+        raise NotImplementedError
+
+    def encode(self, value: Any) -> bytes:
+        """The bytes Cassandra stores for `value` (a value `decode` gives, or the like); the inverse of
+        `decode`. Raises CqlValueError for a value that does not fit."""
         raise NotImplementedError
 
     def decode_or_empty(self, raw: bytes) -> Any:

@@ -41,3 +41,21 @@ def to_int64(v: int) -> int:
     v &= _MASK64
     return v - (1 << 64) if v & _SIGN64 else v
 
+
+
+def write_uvint(v: int) -> bytes:
+    """The unsigned VInt of a 64-bit value (a negative one is taken as its two's complement)."""
+    v &= _MASK64
+    size = 1
+    while size < 9 and v >= 1 << (7 * size):
+        size += 1
+    if size == 9:
+        return b"\xff" + v.to_bytes(8, "big")
+    raw = bytearray(v.to_bytes(size, "big"))
+    raw[0] |= (0xFF << (9 - size)) & 0xFF
+    return bytes(raw)
+
+
+def write_vint(v: int) -> bytes:
+    """The zig-zag signed VInt of a 64-bit value."""
+    return write_uvint((v << 1) ^ (v >> 63))

@@ -5,7 +5,7 @@ generations in Cassandra (:mod:`.storage`, :mod:`.rewrite`) needs cassandra-driv
 so those modules are imported on their own.
 """
 
-from .cql_types import compose, partition_key, serialize
+from .keys import compose, partition_key, serialize
 from .errors import (
     GenerationDataUnavailable,
     InvalidKeyValue,

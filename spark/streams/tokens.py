@@ -9,7 +9,7 @@ import mmh3
 import numpy as np
 
 from . import murmur3
-from .cql_types import partition_key
+from .keys import partition_key
 
 MIN_TOKEN = -(1 << 63)
 MAX_TOKEN = (1 << 63) - 1

@@ -1,5 +1,6 @@
 """Nested frozen collections, tuples and their serialized values, generated: every one decodes (map
-keys holding collections too) and renders as JSON; damaged bytes only ever raise ValueError."""
+keys holding collections too), renders as JSON and encodes back; damaged bytes only ever raise
+ValueError."""
 import json
 import struct
 
@@ -57,6 +58,7 @@ def test_nested_frozen_values_decode_and_render(data):
     cql_type = parse_type(cql)
     value = cql_type.decode(raw)
     json.dumps(cql_type.to_json(value))
+    assert cql_type.decode(cql_type.encode(value)) == value  # encode is decode's inverse
 
 
 @settings(max_examples=300, deadline=None)

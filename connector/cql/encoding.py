@@ -1,8 +1,8 @@
-"""Serialize partition key values the way Cassandra does before hashing them.
+"""Values → the bytes Cassandra stores for the native types: the inverse of each type's `decode`.
 
-Values may be Python objects (as the driver returns them) or text (as typed on a
-command line); both go through the same serializer so a token never depends on
-how a value arrived.
+Values may be Python objects (as the decoder or the driver gives them) or text (as typed on a
+command line); both go through the same encoder, so bytes (and tokens) never depend on how a value
+arrived. A value that does not fit its type raises CqlValueError.
 """
 
 from __future__ import annotations
@@ -12,12 +12,12 @@ import ipaddress
 import re
 import struct
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from decimal import Decimal, InvalidOperation
-from functools import lru_cache
 from typing import Any
 
-from .errors import InvalidKeyValue, UnsupportedKeyType
+from .types import CqlValueError, Duration
+from .vint import write_vint
 
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
 _EPOCH_DATE = dt.date(1970, 1, 1)
@@ -33,7 +33,7 @@ def _fixed_int(fmt: str, bits: int) -> Callable[[Any], bytes]:
     def serialize(value: Any) -> bytes:
         number = _integer(value)
         if not low <= number <= high:
-            raise InvalidKeyValue(f"{number} does not fit in {bits} bits")
+            raise CqlValueError(f"{number} does not fit in {bits} bits")
         return struct.pack(fmt, number)
 
     return serialize
@@ -41,15 +41,15 @@ def _fixed_int(fmt: str, bits: int) -> Callable[[Any], bytes]:
 
 def _integer(value: Any) -> int:
     if isinstance(value, bool):
-        raise InvalidKeyValue(f"a boolean is not an integer: {value!r}")
+        raise CqlValueError(f"a boolean is not an integer: {value!r}")
     if isinstance(value, float):
         if not value.is_integer():
-            raise InvalidKeyValue(f"not an integer: {value!r}")
+            raise CqlValueError(f"not an integer: {value!r}")
         return int(value)
     try:
         return int(value)
     except (TypeError, ValueError) as exc:
-        raise InvalidKeyValue(f"not an integer: {value!r}") from exc
+        raise CqlValueError(f"not an integer: {value!r}") from exc
 
 
 _bigint = _fixed_int(">q", 64)
@@ -70,9 +70,9 @@ def _decimal(value: Any) -> bytes:
         # str() of a float keeps the short form a user typed (0.1, not its binary expansion).
         number = value if isinstance(value, Decimal) else Decimal(str(value))
     except InvalidOperation as exc:
-        raise InvalidKeyValue(f"not a decimal: {value!r}") from exc
+        raise CqlValueError(f"not a decimal: {value!r}") from exc
     if not number.is_finite():
-        raise InvalidKeyValue(f"a decimal key must be finite: {value!r}")
+        raise CqlValueError(f"a decimal must be finite: {value!r}")
     sign, digits, exponent = number.as_tuple()
     unscaled = int("".join(map(str, digits)) or "0")
     return struct.pack(">i", -exponent) + _varint_bytes(-unscaled if sign else unscaled)
@@ -83,7 +83,7 @@ def _floating(fmt: str) -> Callable[[Any], bytes]:
         try:
             return struct.pack(fmt, float(value))
         except (TypeError, ValueError, OverflowError) as exc:
-            raise InvalidKeyValue(f"not a floating point number: {value!r}") from exc
+            raise CqlValueError(f"not a floating point number: {value!r}") from exc
 
     return serialize
 
@@ -92,22 +92,22 @@ def _boolean(value: Any) -> bytes:
     if isinstance(value, str):
         lowered = value.strip().lower()
         if lowered not in ("true", "false"):
-            raise InvalidKeyValue(f"not a boolean: {value!r}")
+            raise CqlValueError(f"not a boolean: {value!r}")
         value = lowered == "true"
     if not isinstance(value, bool):
-        raise InvalidKeyValue(f"not a boolean: {value!r}")
+        raise CqlValueError(f"not a boolean: {value!r}")
     return b"\x01" if value else b"\x00"
 
 
 def _text(value: Any) -> bytes:
     if not isinstance(value, str):
-        raise InvalidKeyValue(f"not text: {value!r}")
+        raise CqlValueError(f"not text: {value!r}")
     return value.encode("utf-8")
 
 
 def _ascii(value: Any) -> bytes:
     if not isinstance(value, str) or not value.isascii():
-        raise InvalidKeyValue(f"not ASCII text: {value!r}")
+        raise CqlValueError(f"not ASCII text: {value!r}")
     return value.encode("ascii")
 
 
@@ -118,8 +118,8 @@ def _blob(value: Any) -> bytes:
         try:
             return bytes.fromhex(value[2:])
         except ValueError as exc:
-            raise InvalidKeyValue(f"not a hex blob: {value!r}") from exc
-    raise InvalidKeyValue(f"a blob is bytes or 0x-prefixed hex text, not {value!r}")
+            raise CqlValueError(f"not a hex blob: {value!r}") from exc
+    raise CqlValueError(f"a blob is bytes or 0x-prefixed hex text, not {value!r}")
 
 
 def _uuid_value(value: Any) -> uuid.UUID:
@@ -128,7 +128,7 @@ def _uuid_value(value: Any) -> uuid.UUID:
     try:
         return uuid.UUID(str(value))
     except ValueError as exc:
-        raise InvalidKeyValue(f"not a uuid: {value!r}") from exc
+        raise CqlValueError(f"not a uuid: {value!r}") from exc
 
 
 def _uuid(value: Any) -> bytes:
@@ -138,7 +138,7 @@ def _uuid(value: Any) -> bytes:
 def _timeuuid(value: Any) -> bytes:
     parsed = _uuid_value(value)
     if parsed.version != 1:
-        raise InvalidKeyValue(f"a timeuuid must be a version 1 uuid: {value!r}")
+        raise CqlValueError(f"a timeuuid must be a version 1 uuid: {value!r}")
     return parsed.bytes
 
 
@@ -148,7 +148,7 @@ def _inet(value: Any) -> bytes:
     try:
         return ipaddress.ip_address(value).packed
     except ValueError as exc:
-        raise InvalidKeyValue(f"not an IP address: {value!r}") from exc
+        raise CqlValueError(f"not an IP address: {value!r}") from exc
 
 
 def _from_text(value: Any, parse: Callable[[str], Any], expected: str) -> Any:
@@ -157,7 +157,7 @@ def _from_text(value: Any, parse: Callable[[str], Any], expected: str) -> Any:
         try:
             return parse(value.strip())
         except ValueError as exc:
-            raise InvalidKeyValue(f"not {expected}: {value!r}") from exc
+            raise CqlValueError(f"not {expected}: {value!r}") from exc
     return value
 
 
@@ -178,7 +178,7 @@ def _date(value: Any) -> bytes:
         value = (value - _EPOCH_DATE).days
     days = _integer(value)  # days since 1970-01-01, as the driver's Date(int)
     if not -_DATE_EPOCH_OFFSET <= days < _DATE_EPOCH_OFFSET:
-        raise InvalidKeyValue(f"date out of range: {value!r}")
+        raise CqlValueError(f"date out of range: {value!r}")
     return struct.pack(">I", days + _DATE_EPOCH_OFFSET)
 
 
@@ -200,18 +200,31 @@ def _time(value: Any) -> bytes:
         value = _nanos_of_day(value.hour, value.minute, value.second, value.microsecond * 1000)
     nanos = _integer(value)  # nanoseconds since midnight
     if not 0 <= nanos < _NANOS_PER_DAY:
-        raise InvalidKeyValue(f"time of day out of range: {value!r}")
+        raise CqlValueError(f"time of day out of range: {value!r}")
     return struct.pack(">q", nanos)
 
 
-_SERIALIZERS: dict[str, Callable[[Any], bytes]] = {
+def _counter(value: Any) -> bytes:
+    return _bigint(value)  # a counter's value, as the native protocol sends it
+
+
+def _duration(value: Any) -> bytes:
+    if not isinstance(value, Duration):
+        raise CqlValueError(f"not a duration (months, days, nanoseconds): {value!r}")
+    return b"".join(write_vint(_integer(part)) for part in value)
+
+
+# The encoder of each native type, by name.
+ENCODERS: dict[str, Callable[[Any], bytes]] = {
     "ascii": _ascii,
     "bigint": _bigint,
     "blob": _blob,
     "boolean": _boolean,
+    "counter": _counter,
     "date": _date,
     "decimal": _decimal,
     "double": _floating(">d"),
+    "duration": _duration,
     "float": _floating(">f"),
     "inet": _inet,
     "int": _fixed_int(">i", 32),
@@ -225,57 +238,3 @@ _SERIALIZERS: dict[str, Callable[[Any], bytes]] = {
     "uuid": _uuid,
     "varint": _varint,
 }
-
-# Frozen collections, tuples and UDTs are hashed as their serialized bytes, which the caller supplies.
-_PRESERIALIZED_PREFIXES = ("frozen<", "tuple<")
-_NEVER_IN_KEYS = ("duration", "counter")
-
-# CompositeType stores each component's length in an unsigned short.
-_MAX_COMPONENT_LENGTH = 0xFFFF
-
-
-def normalize_type(cql_type: str) -> str:
-    return re.sub(r"\s+", "", cql_type).lower()
-
-
-@lru_cache(maxsize=256)
-def _serializer(cql_type: str) -> Callable[[Any], bytes]:
-    # Cached: normalizing the type name for every value would cost more than serializing it.
-    name = normalize_type(cql_type)
-    if name.startswith(_PRESERIALIZED_PREFIXES):
-        return _blob
-    serializer = _SERIALIZERS.get(name)
-    if serializer is None:
-        reason = "is not allowed in a partition key" if name in _NEVER_IN_KEYS else "is not supported"
-        raise UnsupportedKeyType(f"CQL type {cql_type!r} {reason}")
-    return serializer
-
-
-def serialize(cql_type: str, value: Any) -> bytes:
-    """The bytes Cassandra stores for ``value`` as a ``cql_type`` partition key column."""
-    if value is None:
-        raise InvalidKeyValue(f"a partition key column cannot be null ({cql_type})")
-    return _serializer(cql_type)(value)
-
-
-def compose(components: Sequence[bytes]) -> bytes:
-    """CompositeType encoding of a multi-column partition key.
-
-    Per component: unsigned 16-bit big-endian length, the bytes, an end-of-component 0x00.
-    """
-    parts = []
-    for component in components:
-        if len(component) > _MAX_COMPONENT_LENGTH:
-            raise InvalidKeyValue(f"a key component is limited to 65535 bytes, got {len(component)}")
-        parts.append(struct.pack(">H", len(component)) + component + b"\x00")
-    return b"".join(parts)
-
-
-def partition_key(values: Sequence[Any], types: Sequence[str]) -> bytes:
-    """The serialized partition key: the lone value's bytes, or the composite of several."""
-    if len(values) != len(types):
-        raise InvalidKeyValue(f"{len(values)} values for {len(types)} key columns")
-    if not types:
-        raise InvalidKeyValue("a partition key has at least one column")
-    components = [serialize(cql_type, value) for cql_type, value in zip(types, values)]
-    return components[0] if len(components) == 1 else compose(components)
