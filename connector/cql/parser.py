@@ -30,6 +30,30 @@ def parse_type(text: str, user_types: Mapping[str, UserTypeDefinition] | None = 
     return _Parser(text, user_types or {}, keyspace, ()).parse()
 
 
+def type_arguments(text: str) -> list[str]:
+    """The arguments of a parameterized type as written (quoted names kept), e.g. `K` and `V` of
+    `map<K, V>`; [] for a type without any."""
+    text = text.strip()
+    parts, depth, start = [], 0, 0
+    for match in _TOKEN.finditer(text):
+        punct = match.group("punct")
+        if match.lastgroup == "bad":
+            raise CqlTypeError(f"unexpected {match.group('bad')!r} in type {text!r}")
+        if punct == "<":
+            depth += 1
+            start = match.end() if depth == 1 else start
+        elif punct == "," and depth == 1:
+            parts.append(text[start:match.start()].strip())
+            start = match.end()
+        elif punct == ">":
+            depth -= 1
+            if depth == 0:
+                return [*parts, text[start:match.start()].strip()]
+    if depth:
+        raise CqlTypeError(f"type {text!r} ends early")
+    return parts
+
+
 class _Parser:
     def __init__(self, text: str, user_types: Mapping[str, UserTypeDefinition], keyspace: str,
                  resolving: tuple[str, ...]) -> None:

@@ -26,7 +26,7 @@ from typing import Any, Iterable, Mapping, NamedTuple
 
 from cassandra.query import UNSET_VALUE
 
-from connector.cql import ListType, MapType, SetType, UserType, parse_type
+from connector.cql import ListType, MapType, SetType, UserType, parse_type, type_arguments
 from connector.schema.model import Table, UserType as UserTypeDefinition
 
 from .cql_values import Converter, field_indices, type_converter
@@ -49,30 +49,6 @@ DELETED_ELEMENTS = "cdc$deleted_elements_"
 def quote(identifier: str) -> str:
     """A CQL identifier, always quoted so case and any character survive."""
     return '"' + identifier.replace('"', '""') + '"'
-
-
-def split_arguments(text: str) -> list[str]:
-    """The top-level comma-separated parts of a type's argument list, e.g. ``K`` and ``V`` of ``map<K, V>``."""
-    parts, depth, quoted, start = [], 0, False, 0
-    for i, ch in enumerate(text):
-        if ch == '"':
-            quoted = not quoted
-        elif quoted:
-            continue
-        elif ch == "<":
-            depth += 1
-        elif ch == ">":
-            depth -= 1
-        elif ch == "," and depth == 0:
-            parts.append(text[start:i].strip())
-            start = i + 1
-    parts.append(text[start:].strip())
-    return parts
-
-
-def _arguments(type_text: str) -> list[str]:
-    text = type_text.strip()
-    return split_arguments(text[text.index("<") + 1:text.rindex(">")])
 
 
 class UdtDefinition(NamedTuple):
@@ -107,10 +83,10 @@ def data_column(name: str, type_text: str, user_types: Mapping[str, Any], keyspa
     if not cql.multi_cell:
         return DataColumn(name, type_text)
     if isinstance(cql, ListType):
-        (element,) = _arguments(type_text)
+        (element,) = type_arguments(type_text)
         return DataColumn(name, f"frozen<map<timeuuid, {element}>>", "frozen<set<timeuuid>>")
     if isinstance(cql, (SetType, MapType)):
-        key = _arguments(type_text)[0]
+        key = type_arguments(type_text)[0]
         return DataColumn(name, f"frozen<{type_text.strip()}>", f"frozen<set<{key}>>")
     if isinstance(cql, UserType):
         return DataColumn(name, f"frozen<{type_text.strip()}>", "frozen<set<smallint>>", tuple(cql.field_names))

@@ -4,7 +4,7 @@ from types import SimpleNamespace
 import pytest
 
 from connector.cql import (CqlTypeError, ListType, MapType, SetType, TupleType, UnsupportedType, UserType,
-                           VectorType, parse_type)
+                           VectorType, parse_type, type_arguments)
 
 TYPES = {
     "addr": SimpleNamespace(field_names=("street", "zip"), field_types=("text", "int")),
@@ -66,3 +66,15 @@ def test_case_and_aliases():
 def test_errors(text, error):
     with pytest.raises(error):
         parse_type(text, TYPES, "ks")
+
+
+@pytest.mark.parametrize("text, arguments", [
+    ("map<text, frozen<list<int>>>", ["text", "frozen<list<int>>"]),
+    ('list<frozen<"My, <Type>">>', ['frozen<"My, <Type>">']),
+    (' set< "a,b" > ', ['"a,b"']),
+    ("frozen<map<int, text>>", ["map<int, text>"]),
+    ("vector<float, 3>", ["float", "3"]),
+    ("int", []),
+])
+def test_type_arguments_as_written(text, arguments):
+    assert type_arguments(text) == arguments

@@ -16,7 +16,6 @@ from spark.job.sinks.log_table import (
     UnknownColumn,
     data_column,
     quote,
-    split_arguments,
 )
 
 KS = "shop"
@@ -72,10 +71,6 @@ def test_log_types_as_scylladb_lays_them_out(type_text: str, log_type: str, elem
 def test_udt_columns_remember_their_field_names() -> None:
     assert data_column("h", "addr", UDTS, KS).udt_fields == ("street", "zip")
     assert data_column("h", "frozen<addr>", UDTS, KS).udt_fields is None
-
-
-def test_split_arguments_respects_nesting_and_quotes() -> None:
-    assert split_arguments('frozen<map<int, text>>, "a,<b>"') == ["frozen<map<int, text>>", '"a,<b>"']
 
 
 def test_layout_columns_in_table_order() -> None:
