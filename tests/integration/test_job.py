@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import signal
 import subprocess
 import sys
@@ -378,3 +379,104 @@ def test_sigterm_stops_the_job_between_micro_batches_and_exits_0(spark, cql, key
     assert "Traceback" not in text, text[-3000:]
     rows = log_rows(spark, settings, keyspace, "kv")
     assert sorted(json.loads(r["key"])["k"] for r in rows) == list(range(20))
+
+
+def example_ddl(keyspace: str) -> list[str]:
+    """schemas/example.cql's types and `everything` table in `keyspace` (no table id, no dropped
+    column, `place.opened` frozen), plus columns whose names are not Avro names."""
+    text = (ROOT / "schemas" / "example.cql").read_text()
+    text = "\n".join(line for line in text.splitlines() if not line.startswith("--"))
+    statements = [s.strip() for s in text.split(";") if s.strip()]
+    ddl = [s.replace("ringtail_decoder_check.", f"{keyspace}.") for s in statements
+           if s.startswith(("CREATE TYPE", "CREATE TABLE ringtail_decoder_check.everything"))]
+    ddl = [re.sub(r"WITH ID = [0-9a-f-]+ AND ", "WITH ", s.replace("dropme int,", "")) for s in ddl]
+    # Cassandra 5.0 refuses a non-frozen UDT (`n_place`) holding a non-frozen collection.
+    ddl = [s.replace("opened map<text, frozen<list<time>>>", "opened frozen<map<text, frozen<list<time>>>>")
+           for s in ddl]
+    return [*ddl, f'CREATE TYPE {keyspace}."Odd Type" ("first-name" text, plain int)',
+            f'ALTER TABLE {keyspace}.everything ADD ("Odd Name-1" text, "Odd UDT" frozen<"Odd Type">)']
+
+
+TIMEUUID = "657e5210-7cbb-11ee-9858-c9aa1eb53e69"
+UUID4 = "3d4f0a6c-58c3-4c5e-9e0b-4b8f9e2a7f11"
+HOME = {"street": "Main", "zip": 1}
+PLACE = {"name": "Home", "at": [1.5, -2.0], "tags": ["x"], "home": HOME, "opened": {"mon": ["10:00:00"]}}
+# One row of every column, in Cassandra's JSON (map keys that are not text are JSON texts themselves).
+EVERY_COLUMN = {
+    "p1": 1, "p2": "a", "c1": 2, "c2": "b", "s": "static",
+    "v_ascii": "abc", "v_bigint": -5, "v_blob": "0x00ff", "v_boolean": True, "v_date": "2024-01-02",
+    "v_decimal": "-12.345", "v_double": 1.5, "v_duration": "1y2mo3d4h5m6s7ms8us9ns", "v_float": 0.25,
+    "v_inet": "10.0.0.1", "v_int": -7, "v_smallint": -2, "v_text": "héllo \"q\"", "v_time": "13:30:54.234000000",
+    "v_timestamp": "2023-11-06 15:44:39.123Z", "v_timeuuid": TIMEUUID, "v_tinyint": -1, "v_uuid": UUID4,
+    "v_varint": "1180591620717411303424", "v_vector": [1.0, 2.0, 3.0], "v_vtext": ["a", "bc"],
+    "f_list": [1, 2], "f_set": ["a", "b"], "f_map": {"k": 1}, "f_tuple": [1, "t"], "f_udt": HOME,
+    "l": ["x", "y"], "st": [3, 4], "m": {"a": 1}, "u": {"street": "U", "zip": 2}, "n_varchar": "v",
+    "n_int_keys": {"5": ["a", "b"]}, "n_tuple_keys": {'[1, "t"]': {"k": [UUID4]}},
+    "n_udt_list": [{"street": "L", "zip": 3}], "n_tuple_set": [[1, "2023-11-06 15:44:39.123Z"]],
+    "n_udt_values": {TIMEUUID: PLACE}, "n_place": {**PLACE, "home": None},
+    "n_nested": [PLACE, {"2024-01-02": "1d"}, 123, [[1.5, 2.5], [0]]], "n_vectors": [["10.0.0.1"], ["::1"]],
+    "n_udt_keys": {json.dumps({"street": "K", "zip": 4}): 5}, "n_list_keys": {"[7]": "0xbeef"},
+    "Odd Name-1": "odd", "Odd UDT": {"first-name": "Ann", "plain": 7},
+}
+KEY_COLUMNS = ("p1", "p2", "c1", "c2")
+
+
+def test_every_column_type_reaches_every_sink_as_cql_returns_it(spark, cql, keyspace, job, stack, tmp_path):
+    """One row of every type of schemas/example.cql (nested ones, quoted names) written with CQL: the
+    Cassandra sink's log row holds what SELECT returns of the base row (a non-frozen list as the
+    ScyllaDB log holds it, its elements by timeuuid), and Delta and PostgreSQL hold the same values
+    under the same CQL names."""
+    import psycopg
+
+    from spark.job.sinks.cassandra import CassandraSink
+    from spark.job.sinks.postgres import PostgresSink
+
+    connector, consumer, settings = job
+    for statement in example_ddl(keyspace):
+        cql.execute(statement)
+    # INSERT … JSON wants case-sensitive names quoted inside the JSON keys.
+    document = {c if re.fullmatch(r"[a-z_][a-z0-9_]*", c) else f'"{c}"': v for c, v in EVERY_COLUMN.items()}
+    cql.execute(f"INSERT INTO {keyspace}.everything JSON %s", (json.dumps(document),))
+    consumer.until(has_marker(write_marker(cql, keyspace)))
+    schema = f"rt_{uuid.uuid4().hex[:12]}"
+    sinks = {
+        "delta": DeltaSink(spark, settings.delta_path, settings.app_id),
+        "postgres": PostgresSink(stack.postgres_dsn, schema=schema, app_id=settings.app_id),
+        "cassandra": CassandraSink(hosts=[stack.cassandra_host], port=stack.cassandra_port,
+                                   keyspace=settings.generations_keyspace),
+    }
+    for name, sink in sinks.items():
+        run_available(spark, settings.model_copy(update={"checkpoint_dir": tmp_path / f"checkpoint-{name}"}), sink)
+
+    # The INSERT is two changes, each a log row: the static row (`s`) and the clustered row.
+    columns = [c for c in EVERY_COLUMN if c not in KEY_COLUMNS]
+    quoted = ", ".join('"' + c.replace('"', '""') + '"' for c in columns)
+    base = cql.execute(f"SELECT {quoted} FROM {keyspace}.everything").one()
+    logged = merged([dict(zip(columns, row)) for row in
+                     cql.execute(f"SELECT {quoted} FROM {keyspace}.everything_scylla_cdc_log")])
+    assert base is not None and set(logged) == set(columns)
+    for name, in_base in zip(columns, base):
+        in_log = logged[name]
+        if name in ("l", "n_udt_list"):  # a non-frozen list: elements by their timeuuid
+            in_log = [v for _, v in sorted(in_log.items())]
+        assert in_log == in_base, f"{name}: logged {in_log!r}, SELECT returns {in_base!r}"
+
+    in_delta = merged([{name: json.loads(value) for name, value in row["columns"].items()}
+                       for row in log_rows(spark, settings, keyspace, "everything")])
+    with psycopg.connect(stack.postgres_dsn, autocommit=True) as conn:
+        in_postgres = merged([row for (row,) in conn.execute(
+            f'SELECT columns FROM "{schema}".cdc_log WHERE "table" = %s', ("everything",))])
+        conn.execute(f'DROP SCHEMA "{schema}" CASCADE')
+    assert set(in_delta) == set(columns)
+    assert in_postgres == in_delta
+
+
+def merged(rows: list[dict]) -> dict:
+    """The non-null columns of several log rows of one write, together."""
+    out = {}
+    for row in rows:
+        for name, value in row.items():
+            if value is not None:
+                assert name not in out, f"{name} logged twice"
+                out[name] = value
+    return out
