@@ -6,14 +6,13 @@ import argparse
 import logging
 import os
 import signal
-import sys
 import threading
 from pathlib import Path
 from typing import Sequence
 
 from pyspark.sql import SparkSession
 
-from .config import JobSettings
+from .config import JobSettings, load_or_report
 from .sinks import Sink
 
 log = logging.getLogger(__name__)
@@ -63,7 +62,6 @@ class Shutdown:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from pydantic import ValidationError
     from pyspark.errors import StreamingQueryException
 
     from connector.logs import setup_logging
@@ -71,10 +69,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     from .pipeline import spark_session, start
 
     args = build_parser().parse_args(argv)
-    try:
-        settings = JobSettings.load(args.config)
-    except (ValidationError, FileNotFoundError) as exc:
-        print(f"python -m spark.job: invalid settings: {exc}", file=sys.stderr)
+    settings = load_or_report(args.config, "python -m spark.job")
+    if settings is None:
         return 2
     setup_logging(settings.log_level, settings.log_format)
     shutdown = Shutdown()

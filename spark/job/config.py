@@ -71,3 +71,16 @@ class JobSettings(FileSettings):
     def topic_pattern(self) -> str:
         """The subscribe pattern: every table's topic of this connector name."""
         return rf"{re.escape(self.topic_prefix)}\.[^.]+\.[^.]+"
+
+
+def load_or_report(config_file: Path | None, program: str) -> JobSettings | None:
+    """The settings, or None once the reason they are invalid is on stderr (the caller exits 2)."""
+    import sys
+
+    from pydantic import ValidationError
+
+    try:
+        return JobSettings.load(config_file)
+    except (ValidationError, FileNotFoundError) as exc:
+        print(f"{program}: invalid settings: {exc}", file=sys.stderr)
+        return None

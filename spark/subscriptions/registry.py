@@ -1,0 +1,149 @@
+"""The registry of subscriptions and their progress, in the cluster (keyspace `ringtail_cdc` by
+default, beside the CDC generations): the one place that writes them.
+
+A create is a lightweight transaction (IF NOT EXISTS), so two creates of one name cannot both win;
+every other change is conditional on the revision it read, so two operators' changes never undo each
+other silently. Progress is kept per token range of the current CDC generation, by the runners.
+"""
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+from spark.streams.storage import DEFAULT_KEYSPACE, DEFAULT_REPLICATION
+
+from .model import Change, InvalidSubscription, Subscription
+
+_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS {ks}.subscriptions (name text PRIMARY KEY, keyspace_name text, table_name text,"
+    " sink text, sink_config map<text, text>, filter text, columns list<text>, operations list<text>, start text,"
+    " state text, last_error text, revision int, created timestamp, updated timestamp)",
+    "CREATE TABLE IF NOT EXISTS {ks}.subscription_progress (subscription text, range_end bigint, stage text,"
+    " snapshot_version int, snapshot_token bigint, log_position text, rows_delivered bigint, updated timestamp,"
+    " PRIMARY KEY (subscription, range_end))",
+)
+_FIELDS = ("keyspace_name", "table_name", "sink", "sink_config", "filter", "columns", "operations", "start",
+           "state", "last_error", "revision", "created", "updated")
+
+
+class UnknownSubscription(LookupError):
+    """No subscription has that name."""
+
+
+class DuplicateSubscription(InvalidSubscription):
+    """A subscription of that name exists already."""
+
+
+class ConcurrentChange(RuntimeError):
+    """The subscription changed between reading and writing it: read it again and retry."""
+
+
+@dataclass(frozen=True)
+class RangeProgress:
+    range_end: int
+    stage: str  # snapshot or log
+    rows_delivered: int
+    log_position: str | None
+    updated: dt.datetime | None
+
+
+def _now() -> dt.datetime:
+    now = dt.datetime.now(dt.timezone.utc)
+    return now.replace(microsecond=now.microsecond // 1000 * 1000)  # what a CQL timestamp keeps
+
+
+class SubscriptionRegistry:
+    def __init__(self, session: Any, keyspace: str = DEFAULT_KEYSPACE) -> None:
+        self.session = session
+        self.keyspace = keyspace
+
+    def create_schema(self, replication: Mapping[str, str | int] = DEFAULT_REPLICATION) -> None:
+        options = ", ".join(f"'{k}': '{v}'" for k, v in replication.items())
+        self.session.execute(f"CREATE KEYSPACE IF NOT EXISTS {self.keyspace} WITH replication = {{{options}}}")
+        for statement in _SCHEMA:
+            self.session.execute(statement.format(ks=self.keyspace))
+
+    # -- reading -------------------------------------------------------------------------------
+
+    def get(self, name: str) -> Subscription:
+        row = self.session.execute(f"SELECT name, {', '.join(_FIELDS)} FROM {self.keyspace}.subscriptions"
+                                   " WHERE name = %s", (name,)).one()
+        if row is None:
+            raise UnknownSubscription(f"no subscription is named {name!r}")
+        return _subscription(row)
+
+    def list(self, table: str | None = None) -> list[Subscription]:
+        rows = self.session.execute(f"SELECT name, {', '.join(_FIELDS)} FROM {self.keyspace}.subscriptions")
+        found = [_subscription(row) for row in rows]
+        if table is not None:
+            found = [s for s in found if f"{s.keyspace}.{s.table}" == table]
+        return sorted(found, key=lambda s: s.name)
+
+    def progress(self, name: str) -> list[RangeProgress]:
+        rows = self.session.execute(
+            f"SELECT range_end, stage, rows_delivered, log_position, updated FROM {self.keyspace}.subscription_progress"
+            " WHERE subscription = %s", (name,))
+        return [RangeProgress(r.range_end, r.stage, r.rows_delivered or 0, r.log_position, r.updated) for r in rows]
+
+    # -- writing -------------------------------------------------------------------------------
+
+    def create(self, subscription: Subscription) -> Subscription:
+        now = _now()
+        subscription = replace(subscription, revision=1, created=now, updated=now)
+        s = subscription
+        applied = self.session.execute(
+            f"INSERT INTO {self.keyspace}.subscriptions (name, {', '.join(_FIELDS)})"
+            f" VALUES (%s, {', '.join(['%s'] * len(_FIELDS))}) IF NOT EXISTS",
+            (s.name, s.keyspace, s.table, s.sink, s.sink_config, s.filter, list(s.columns) if s.columns else None,
+             list(s.operations), s.start, s.state, s.last_error, s.revision, s.created, s.updated)).was_applied
+        if not applied:
+            raise DuplicateSubscription(f"a subscription named {s.name!r} exists already")
+        return subscription
+
+    def alter(self, name: str, change: Change) -> Subscription:
+        """Apply `change`; the revision grows, so a runner restarts the subscription's query."""
+        current = self.get(name)
+        if current.state == "cancelled":
+            raise InvalidSubscription(f"subscription {name!r} is cancelled")
+        return self._write(current, current.altered(change), bump=True)
+
+    def reset(self, name: str, start: str) -> Subscription:
+        """Start over from `start`: the progress goes and the revision grows."""
+        current = self.get(name)
+        if current.state == "cancelled":
+            raise InvalidSubscription(f"subscription {name!r} is cancelled")
+        updated = self._write(current, current.altered(Change(start=start)), bump=True)
+        self.session.execute(f"DELETE FROM {self.keyspace}.subscription_progress WHERE subscription = %s", (name,))
+        return updated
+
+    def set_state(self, name: str, state: str, error: str | None = None) -> Subscription:
+        """pause (active or failing → paused), resume (paused or failing → active), cancel (any → cancelled,
+        for good), or failing/active as a runner reports them."""
+        current = self.get(name)
+        allowed = {"paused": ("active", "failing", "paused"), "active": ("paused", "failing", "active"),
+                   "cancelled": ("active", "paused", "failing", "cancelled"), "failing": ("active", "failing")}
+        if current.state not in allowed[state]:
+            raise InvalidSubscription(f"subscription {name!r} is {current.state}: it cannot become {state}")
+        return self._write(current, replace(current, state=state, last_error=error), bump=state == "active")
+
+    def _write(self, current: Subscription, new: Subscription, bump: bool) -> Subscription:
+        new = replace(new, revision=current.revision + (1 if bump else 0), updated=_now())
+        applied = self.session.execute(
+            f"UPDATE {self.keyspace}.subscriptions SET sink_config = %s, filter = %s, columns = %s, operations = %s,"
+            " start = %s, state = %s, last_error = %s, revision = %s, updated = %s WHERE name = %s IF revision = %s",
+            (new.sink_config, new.filter, list(new.columns) if new.columns else None, list(new.operations),
+             new.start, new.state, new.last_error, new.revision, new.updated, new.name, current.revision)).was_applied
+        if not applied:
+            raise ConcurrentChange(f"subscription {new.name!r} changed meanwhile; read it again")
+        return new
+
+
+def _subscription(row: Any) -> Subscription:
+    return Subscription(
+        name=row.name, keyspace=row.keyspace_name, table=row.table_name, sink=row.sink,
+        sink_config=dict(row.sink_config or {}), filter=row.filter,
+        columns=tuple(row.columns) if row.columns else None, operations=tuple(row.operations or ()),
+        start=row.start, state=row.state, last_error=row.last_error, revision=row.revision,
+        created=row.created, updated=row.updated)
