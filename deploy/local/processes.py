@@ -34,8 +34,11 @@ class ConnectorProcess:
 
     def start_from_now(self) -> None:
         """Position the connector at the end of what is durable now: older segments belong to other
-        tests (and to tables dropped since), and are released unread at its start."""
-        self.seed(durable_end(self.cdc_raw))
+        tests (and to tables dropped since), and are released unread at its start. With nothing durable
+        (every segment released, the current one without CDC data yet) there is nothing to skip."""
+        end = durable_end(self.cdc_raw)
+        if end is not None:
+            self.seed(end)
 
     def seed(self, position: Position) -> None:
         """Start after `position`, as a connector that committed it; older segments are released unread."""
