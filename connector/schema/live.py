@@ -112,8 +112,7 @@ class LiveSchema:
         with self._lock:
             history = self.history.record_flag(table_id.value, cdc.value, cdc.timestamp)
             if history is not self._history:
-                self._history = history
-                self._save()
+                self._publish(history)
 
     def on_schema_miss(self, miss: UnknownTable | SchemaMismatch) -> SchemaSnapshot | None:
         """Reader policy: refresh and retry. A table still unknown was dropped before it was ever
@@ -139,8 +138,7 @@ class LiveSchema:
         with self._lock:
             history = self.history.release(segment_id)
             if history is not self._history:
-                self._history = history
-                self._save()
+                self._publish(history)
 
     # -- refreshing ---------------------------------------------------------------------------
 
@@ -159,19 +157,23 @@ class LiveSchema:
             else:
                 history, changes = self._history.apply(snapshot, version, self.newest_segment(),
                                                        time.time_ns() // 1000)
-            self._history = history
+            if changes or self.store is not None and not self.store.exists():
+                self._publish(history)
+            else:
+                self._history = history
             for change in changes:
                 log.info("schema change applied (%s): %s", reason, change)
             self.applied += len(changes)
-            if changes or self.store is not None and not self.store.exists():
-                self._save()
         if changes and self.on_applied is not None:
             self.on_applied(changes)
         return changes
 
-    def _save(self) -> None:
+    def _publish(self, history: SchemaHistory) -> None:
+        # Stored before it is current: a copy read by another process, or after a crash, is never
+        # older than the schema a delivered change was decoded with.
         if self.store is not None:
-            save_history(self.store, self._history)
+            save_history(self.store, history)
+        self._history = history
 
     def _open_session(self) -> Any:
         if self._session is None:
