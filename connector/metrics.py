@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
@@ -83,26 +84,35 @@ class Health:
             return sorted(self._problems.values()), sorted(self._warnings.values())
 
 
+def connector_readiness(metrics: Metrics, health: Health, started: threading.Event,
+                        stall_seconds: float = 30.0) -> Callable[[], tuple[list[str], list[str]]]:
+    """The connector is ready once started, while its main loop turns (within `stall_seconds`, so a
+    wedged connector is not reported ready) and no problem is set."""
+    def report() -> tuple[list[str], list[str]]:
+        problems, warnings = health.report()
+        idle = time.monotonic() - metrics.last_progress
+        if not started.is_set():
+            problems.append("starting")
+        if idle >= stall_seconds:
+            problems.append(f"the main loop has not turned for {idle:.0f} s")
+        return problems, warnings
+    return report
+
+
 class StatusServer:
-    """/health answers while the process runs; /ready only while the connector makes progress
-    (its loop turned within `stall_seconds`), so a wedged connector is not reported ready."""
+    """/metrics from `registry`; /health answers while the process runs; /ready is 200 only while
+    `report` gives no problems (it returns problems and warnings, both shown)."""
 
-    def __init__(self, metrics: Metrics, health: Health, host: str, port: int, stall_seconds: float = 30.0) -> None:
-        outer = self
-
+    def __init__(self, registry: CollectorRegistry, report: Callable[[], tuple[list[str], list[str]]],
+                 host: str, port: int) -> None:
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:
                 if self.path == "/metrics":
-                    self._send(200, generate_latest(metrics.registry), CONTENT_TYPE_LATEST)
+                    self._send(200, generate_latest(registry), CONTENT_TYPE_LATEST)
                 elif self.path == "/health":
                     self._send(200, b"ok\n")
                 elif self.path == "/ready":
-                    problems, warnings = health.report()
-                    idle = time.monotonic() - metrics.last_progress
-                    if not outer.ready:
-                        problems.append("starting")
-                    if idle >= stall_seconds:
-                        problems.append(f"the main loop has not turned for {idle:.0f} s")
+                    problems, warnings = report()
                     body = {"ready": not problems, "problems": problems, "warnings": warnings}
                     self._send(503 if problems else 200, json.dumps(body).encode() + b"\n", "application/json")
                 else:
@@ -118,7 +128,6 @@ class StatusServer:
             def log_message(self, *args) -> None:  # scrapes are not worth a log line
                 pass
 
-        self.ready = False
         self.server = ThreadingHTTPServer((host, port), Handler)
         self.port = self.server.server_address[1]
         self._thread = threading.Thread(target=self.server.serve_forever, name="ringtail-http", daemon=True)

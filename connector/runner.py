@@ -29,7 +29,7 @@ from connector.deadletters import Rejections, dead_letter, dead_letter_topic
 from connector.kafka import EventProducer, TopicError
 from connector.lock import exclusive
 from connector.lost import LostSegments
-from connector.metrics import Health, Metrics, StatusServer
+from connector.metrics import Health, Metrics, StatusServer, connector_readiness
 from connector.monitor import Monitor
 from connector.schema.live import LiveSchema, SchemaUnavailable
 from connector.segments import leftovers, quarantine_segment, release_segment
@@ -86,8 +86,9 @@ class Connector:
 
     def _run(self) -> None:
         s = self.settings
-        status = StatusServer(self.metrics, self.health, s.metrics_host, s.metrics_port).start() \
-            if s.metrics_port else None
+        started = threading.Event()
+        status = StatusServer(self.metrics.registry, connector_readiness(self.metrics, self.health, started),
+                              s.metrics_host, s.metrics_port).start() if s.metrics_port else None
         observer = Observer()
         observer.schedule(_Wake(self._wake), str(s.cdc_raw), recursive=False)
         observer.start()
@@ -100,8 +101,7 @@ class Connector:
             self.events = ChangeSerializer(ChangeEncoder(source, self.schema.snapshot),
                                            SchemaRegistry(SchemaRegistryClient({"url": s.registry_url})))
             self._begin()
-            if status is not None:
-                status.ready = True
+            started.set()
             log.info("reading %s from %s", s.cdc_raw, self.checkpoint.committed or "the oldest segment")
             last_commit = 0.0
             while not self.stopping.is_set():

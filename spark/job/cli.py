@@ -13,24 +13,17 @@ from typing import Sequence
 from pyspark.sql import SparkSession
 
 from .config import JobSettings, load_or_report
-from .sinks import Sink
+from .sinks import Sink, open_sink
 
 log = logging.getLogger(__name__)
 
 
 def make_sink(spark: SparkSession, settings: JobSettings) -> Sink:
-    if settings.sink == "delta":
-        from .sinks.delta import DeltaSink
-
-        return DeltaSink(spark, settings.delta_path, settings.app_id)
-    if settings.sink == "postgres":
-        from .sinks.postgres import PostgresSink
-
-        return PostgresSink(settings.postgres_dsn, schema=settings.postgres_schema, app_id=settings.app_id)
-    from .sinks.cassandra import CassandraSink
-
-    return CassandraSink(hosts=list(settings.cassandra_hosts), port=settings.cassandra_port,
-                         keyspace=settings.generations_keyspace)
+    config = {"delta": {"path": str(settings.delta_path)},
+              "postgres": {"dsn": settings.postgres_dsn, "schema": settings.postgres_schema}}.get(settings.sink, {})
+    return open_sink(spark, settings.sink, config, app_id=settings.app_id,
+                     cluster=(settings.cassandra_hosts, settings.cassandra_port),
+                     keyspace=settings.generations_keyspace)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -69,7 +62,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from .pipeline import spark_session, start
 
     args = build_parser().parse_args(argv)
-    settings = load_or_report(args.config, "python -m spark.job")
+    settings = load_or_report(JobSettings, args.config, "python -m spark.job")
     if settings is None:
         return 2
     setup_logging(settings.log_level, settings.log_format)

@@ -1,19 +1,23 @@
-"""The Spark job's configuration: YAML file plus `RINGTAIL_JOB_*` variables, like the connector's."""
+"""The Spark processes' configuration: YAML file plus environment variables, like the connector's.
+
+`StreamSettings` is what every ringtail Spark process reads (Kafka, the registry, the cluster and its
+CDC generations, Spark); the job (`RINGTAIL_JOB_*`) adds its one sink, the subscription server
+(`RINGTAIL_SERVER_*`, in `spark.server.config`) its runner settings.
+"""
 from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Literal, TypeVar
 
 from pydantic import Field, field_validator
 from pydantic_settings import NoDecode, SettingsConfigDict
 
+from connector.avro.serializer import topic_name
 from connector.settings import FileSettings, split_hosts
 
 
-class JobSettings(FileSettings):
-    model_config = SettingsConfigDict(env_prefix="RINGTAIL_JOB_")
-
+class StreamSettings(FileSettings):
     kafka_bootstrap_servers: str = "127.0.0.1:9092"
     registry_url: str = "http://127.0.0.1:8081"
     # The connector's topics are <topic_prefix>.<keyspace>.<table>; new tables are picked up.
@@ -46,12 +50,9 @@ class JobSettings(FileSettings):
     # Bench switch: pass rows through without stream ids.
     assign_streams: bool = True
 
-    sink: Literal["delta", "postgres", "cassandra"] = "delta"
-    delta_path: Path = Path("ringtail-delta")
-    postgres_dsn: str = "postgresql://ringtail@127.0.0.1:5432/ringtail"
-    postgres_schema: str = "ringtail"
+    # The job's checkpoint; the server keeps one per subscription under it.
     checkpoint_dir: Path = Path("ringtail-checkpoints")
-    # Names this job's writes in the sinks' exactly-once bookkeeping.
+    # Names the Spark application and, for the job, its writes in the sinks' exactly-once bookkeeping.
     app_id: str = "ringtail"
 
     # None under spark-submit, which sets the master itself.
@@ -72,15 +73,31 @@ class JobSettings(FileSettings):
         """The subscribe pattern: every table's topic of this connector name."""
         return rf"{re.escape(self.topic_prefix)}\.[^.]+\.[^.]+"
 
+    def table_topic_pattern(self, keyspace: str, table: str) -> str:
+        """The subscribe pattern of one table's topic (a pattern, so a topic created later is found)."""
+        return re.escape(topic_name(self.topic_prefix, keyspace, table))
 
-def load_or_report(config_file: Path | None, program: str) -> JobSettings | None:
+
+class JobSettings(StreamSettings):
+    model_config = SettingsConfigDict(env_prefix="RINGTAIL_JOB_")
+
+    sink: Literal["delta", "postgres", "cassandra"] = "delta"
+    delta_path: Path = Path("ringtail-delta")
+    postgres_dsn: str = "postgresql://ringtail@127.0.0.1:5432/ringtail"
+    postgres_schema: str = "ringtail"
+
+
+S = TypeVar("S", bound=StreamSettings)
+
+
+def load_or_report(cls: type[S], config_file: Path | None, program: str) -> S | None:
     """The settings, or None once the reason they are invalid is on stderr (the caller exits 2)."""
     import sys
 
     from pydantic import ValidationError
 
     try:
-        return JobSettings.load(config_file)
+        return cls.load(config_file)
     except (ValidationError, FileNotFoundError) as exc:
         print(f"{program}: invalid settings: {exc}", file=sys.stderr)
         return None

@@ -9,6 +9,7 @@ leeway so that no row already logged would have belonged to it.
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable
 
@@ -17,13 +18,13 @@ from spark.streams.generations import MICROS_PER_SECOND, Generations
 from spark.streams.ring import read_ring
 from spark.streams.storage import GenerationStore
 
-from .config import JobSettings
+from .config import StreamSettings
 
 log = logging.getLogger(__name__)
 
 
 class GenerationKeeper:
-    def __init__(self, settings: JobSettings, clock: Callable[[], float] = time.time) -> None:
+    def __init__(self, settings: StreamSettings, clock: Callable[[], float] = time.time) -> None:
         if settings.generation_delay <= settings.leeway:
             raise ValueError("generation_delay must exceed leeway: rows already logged could belong to "
                              "a generation that starts sooner")
@@ -34,10 +35,16 @@ class GenerationKeeper:
         self.store.create_schema()
         self.generations = Generations()
         self._checked_at: float | None = None
+        self._lock = threading.Lock()  # one keeper may serve several queries' batches
+        self.version = 0  # grows when the generations change: each sink publishes every version once
 
     def refresh(self) -> bool:
         """Reload the generations (publishing one if the ring asks for it) when the check interval
         has passed; True when they changed."""
+        with self._lock:
+            return self._refresh()
+
+    def _refresh(self) -> bool:
         now = self.clock()
         if self._checked_at is not None and now - self._checked_at < self.settings.generation_check_interval:
             return False
@@ -54,6 +61,7 @@ class GenerationKeeper:
                                                         "ranges": len(new.topology()), "first": first})
         changed = [g.timestamp for g in generations.generations] != [g.timestamp for g in self.generations.generations]
         self.generations = generations
+        self.version += changed
         return changed
 
     def close(self) -> None:

@@ -8,10 +8,14 @@ past write never change: new ones start later than any row already logged).
 """
 from __future__ import annotations
 
+import datetime as dt
 import logging
 import os
 import sys
 import threading
+from collections.abc import Callable, Mapping, MutableMapping
+from dataclasses import dataclass, replace
+from pathlib import Path
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -21,9 +25,10 @@ from spark.streams.generations import MICROS_PER_SECOND
 
 from . import rows as R
 from .assign import assign_partition
-from .config import JobSettings
+from .config import StreamSettings
 from .events import decode_partition
 from .generations import GenerationKeeper
+from .selection import Selection
 from .sinks import Sink
 
 log = logging.getLogger(__name__)
@@ -37,7 +42,7 @@ DEDUP_TIME = "dedup_time"
 LATE_METRICS, LATE_ROWS = "late", "late_rows"
 
 
-def spark_session(settings: JobSettings) -> SparkSession:
+def spark_session(settings: StreamSettings) -> SparkSession:
     builder = SparkSession.builder.appName(f"ringtail-{settings.app_id}")
     if settings.spark_master:
         builder = builder.master(settings.spark_master)
@@ -62,12 +67,14 @@ def spark_session(settings: JobSettings) -> SparkSession:
     return builder.getOrCreate()
 
 
-def read_changes(spark: SparkSession, settings: JobSettings) -> DataFrame:
-    """The connector's events as `DECODED` rows, replica copies removed when configured."""
+def read_changes(spark: SparkSession, settings: StreamSettings, source: Source | None = None) -> DataFrame:
+    """The connector's events as `DECODED` rows, replica copies removed when configured; from every
+    table's topic (the job) or from `source`'s."""
+    source = source or Source(settings.topic_pattern, {"startingOffsets": settings.starting_offsets})
     reader = (spark.readStream.format("kafka")
               .option("kafka.bootstrap.servers", settings.kafka_bootstrap_servers)
-              .option("subscribePattern", settings.topic_pattern)
-              .option("startingOffsets", settings.starting_offsets)
+              .option("subscribePattern", source.pattern)
+              .options(**source.starting)
               # Lost offsets (retention passed before the job read them) must stop the job, not be skipped.
               .option("failOnDataLoss", "true")
               # New tables' topics are found within seconds, not Kafka's default 5 minutes.
@@ -103,6 +110,28 @@ def remove_replica_copies(decoded: DataFrame, window: str) -> DataFrame:
             .observe(LATE_METRICS, F.count_if(F.col(LATE)).alias(LATE_ROWS)))
 
 
+@dataclass(frozen=True)
+class Source:
+    """The topics a query reads (a pattern) and where it starts on its first run (Kafka source options)."""
+
+    pattern: str
+    starting: Mapping[str, str]
+
+
+@dataclass(frozen=True)
+class BatchCounts:
+    batch_id: int
+    rows: int  # log rows of the batch
+    delivered: int  # of them, selected and written
+    dead_letters: int
+    late: int
+    newest_kafka_time: dt.datetime | None  # of the rows delivered
+
+
+# Called after a batch is in the sink, with the rows delivered (persisted; valid during the call).
+AfterWrite = Callable[[BatchCounts, DataFrame], None]
+
+
 def split(assigned: DataFrame) -> tuple[DataFrame, DataFrame]:
     """(log rows, dead letters) of assigned `DECODED` rows."""
     rows = assigned.where(F.col("failure").isNull()).select(*(F.col(f"`{f.name}`") for f in R.LOG_ROW.fields))
@@ -115,23 +144,44 @@ def split(assigned: DataFrame) -> tuple[DataFrame, DataFrame]:
 
 
 class BatchWriter:
-    """The `foreachBatch` function: stream ids with the current generations, then the sink."""
+    """The `foreachBatch` function: stream ids with the current generations, the selection, then the sink."""
 
-    def __init__(self, settings: JobSettings, sink: Sink, keeper: GenerationKeeper | None) -> None:
+    def __init__(self, settings: StreamSettings, sink: Sink, keeper: GenerationKeeper | None,
+                 selection: Selection = Selection(), after_write: AfterWrite | None = None,
+                 published: MutableMapping[str, int] | None = None, target: str = "") -> None:
         self.settings = settings
         self.sink = sink
         self.keeper = keeper
+        self.selection = selection
+        self.after_write = after_write
+        # The generation version each sink target holds, shared by the writers of one process that
+        # write to the same `target`: a restarted query does not publish them again.
+        self._published = published if published is not None else {}
+        self._target = target
         self.idle = threading.Event()  # set while no micro-batch is in the sink: a stop then cuts none short
         self.idle.set()
+        self.error: str | None = None  # why the last micro-batch failed
 
     def publish_generations(self) -> None:
-        if self.keeper is not None and self.keeper.refresh():
+        """Refresh the generations; publish them in the sink when they differ from what it was given
+        (the keeper may be shared by several writers)."""
+        if self.keeper is None:
+            return
+        self.keeper.refresh()
+        version = self.keeper.version
+        if self._published.get(self._target) != version:
             self.sink.publish_generations(self.keeper.generations)
+            self._published[self._target] = version
 
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
         self.idle.clear()
         try:
             self.write(batch, batch_id)
+        except Exception as exc:
+            # Spark reports it wrapped in a Py4J traceback; the reason is kept here, readable.
+            reason = str(exc).strip().splitlines()
+            self.error = f"batch {batch_id}: {type(exc).__name__}: {reason[0] if reason else ''}"
+            raise
         finally:
             self.idle.set()
 
@@ -144,26 +194,40 @@ class BatchWriter:
                                  None if s.max_age is None else int(s.max_age * MICROS_PER_SECOND)),
                 batch.schema)
         batch = batch.persist()
+        delivered = None
         try:
             rows, dead = split(batch)
-            self.sink.write(rows, dead, batch_id)
             logged = F.col("failure").isNull()
             late = F.col(LATE) if LATE in batch.columns else F.lit(False)
             counts = batch.agg(F.count_if(logged).alias("rows"), F.count_if(~logged).alias("dead_letters"),
-                               F.count_if(late).alias("late")).first()
+                               F.count_if(late).alias("late"),
+                               F.max(F.when(logged, F.col("kafka_time"))).alias("newest")).first()
+            result = BatchCounts(batch_id, counts.rows, counts.rows, counts.dead_letters, counts.late, counts.newest)
+            if not self.selection.everything:
+                rows = delivered = self.selection.apply(rows).persist()
+                chosen = delivered.agg(F.count(F.lit(1)).alias("n"), F.max("kafka_time").alias("newest")).first()
+                result = replace(result, delivered=chosen.n, newest_kafka_time=chosen.newest)
+            # An empty batch (Spark runs them to move the watermark) writes nothing: it is a no-op on replay too.
+            if result.delivered or result.dead_letters:
+                self.sink.write(rows, dead, batch_id)
             late_note = (f"; {counts.late} of them late (read more than {self.settings.dedup_watermark} after they"
                          f" reached Kafka), delivered all the same" if counts.late else "")
-            log.info("batch %d written: %d rows, %d dead letters%s", batch_id, counts.rows, counts.dead_letters,
-                     late_note)
+            selected = f" ({result.delivered} selected)" if delivered is not None else ""
+            log.info("batch %d written: %d rows%s, %d dead letters%s", batch_id, counts.rows, selected,
+                     counts.dead_letters, late_note)
+            if self.after_write is not None:
+                self.after_write(result, rows)
         finally:
+            if delivered is not None:
+                delivered.unpersist()
             batch.unpersist()
 
 
 class Job:
-    """A started query, its generation keeper and its writer."""
+    """A started query, its writer, and the generation keeper it started (None when it was given one)."""
 
-    def __init__(self, query: StreamingQuery, keeper: GenerationKeeper | None, writer: BatchWriter) -> None:
-        self.query, self.keeper, self.writer = query, keeper, writer
+    def __init__(self, query: StreamingQuery, writer: BatchWriter, keeper: GenerationKeeper | None) -> None:
+        self.query, self.writer, self.keeper = query, writer, keeper
 
     def run(self, stop: threading.Event, poll: float = 0.5) -> None:
         """Await the query until it ends (raising its failure) or `stop` is set; then stop it between
@@ -184,17 +248,23 @@ class Job:
             self.keeper.close()
 
 
-def start(spark: SparkSession, settings: JobSettings, sink: Sink, *, available_now: bool = False) -> Job:
+def start(spark: SparkSession, settings: StreamSettings, sink: Sink, *, available_now: bool = False,
+          source: Source | None = None, writer: BatchWriter | None = None, name: str | None = None,
+          checkpoint: Path | None = None) -> Job:
     """Start the query; the caller runs (or awaits, or stops) it and closes the job. With
-    `available_now` it processes what the topics hold and stops."""
+    `available_now` it processes what the topics hold and stops. The job reads every table and
+    delivers everything; a subscription brings its `source`, its `writer` (with its selection and
+    keeper), its query `name` and its `checkpoint`."""
     sink.prepare()
-    keeper = GenerationKeeper(settings) if settings.assign_streams else None
-    writer = BatchWriter(settings, sink, keeper)
+    keeper = None
+    if writer is None:
+        keeper = GenerationKeeper(settings) if settings.assign_streams else None
+        writer = BatchWriter(settings, sink, keeper)
     writer.publish_generations()
-    stream = (read_changes(spark, settings).writeStream
-              .queryName(settings.app_id)
+    stream = (read_changes(spark, settings, source).writeStream
+              .queryName(name or settings.app_id)
               .foreachBatch(writer)
-              .option("checkpointLocation", str(settings.checkpoint_dir)))
+              .option("checkpointLocation", str(checkpoint or settings.checkpoint_dir)))
     stream = stream.trigger(availableNow=True) if available_now else stream.trigger(
         processingTime=settings.trigger_interval)
-    return Job(stream.start(), keeper, writer)
+    return Job(stream.start(), writer, keeper)

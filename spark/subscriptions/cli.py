@@ -32,7 +32,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m spark.subscriptions",
                                      description="ringtail subscriptions: named deliveries of one table to one sink")
     parser.add_argument("--config", type=Path, metavar="FILE.yaml",
-                        help="the job's settings file (Cassandra and the ringtail keyspace); RINGTAIL_JOB_* override")
+                        help="the server's settings file (Cassandra and the ringtail keyspace);"
+                             " RINGTAIL_SERVER_* override it")
     parser.add_argument("--json", action="store_true", help="print JSON")
     verbs = parser.add_subparsers(dest="verb", required=True)
 
@@ -45,7 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
         command.add_argument("--columns", metavar="C1,C2", help="deliver the key and these columns only")
         command.add_argument("--ops", metavar="OPS", help=f"operations to deliver, of {','.join(OPERATIONS)}")
         if creating:
-            command.add_argument("--start", default="now", help="now, earliest, snapshot or an ISO 8601 timestamp")
+            command.add_argument("--start", default="now", help="now (the default), earliest or an ISO 8601 timestamp")
 
     changes(verbs.add_parser("create", help="create a subscription"), creating=True)
     changes(verbs.add_parser("alter", help="change a subscription's sink settings, filter, columns or ops"),
@@ -58,7 +59,7 @@ def build_parser() -> argparse.ArgumentParser:
         verbs.add_parser(verb, help=what).add_argument("name")
     reset = verbs.add_parser("reset", help="start over from a point")
     reset.add_argument("name")
-    reset.add_argument("--to", required=True, help="now, earliest, snapshot or an ISO 8601 timestamp")
+    reset.add_argument("--to", required=True, help="now (the default), earliest or an ISO 8601 timestamp")
     verbs.add_parser("sql", help="a statement: CREATE/ALTER/PAUSE/RESUME/DROP SUBSCRIPTION, SHOW SUBSCRIPTIONS"
                      ).add_argument("statement")
     return parser
@@ -108,19 +109,24 @@ def _text(result: Any) -> str:
         line += f", last error: {result['last_error']}"
     if "ranges" in result:
         line += f"\n  {result['ranges']} ranges ({', '.join(result['stages']) or 'not started'}),"
-        line += f" {result['rows_delivered']} rows delivered"
+        line += f" {result['rows_delivered']} rows delivered, {result['rows_filtered']} filtered"
+        if result.get("runner"):
+            lag = result.get("lag_seconds")
+            line += f"\n  run by {result['runner']}, lag {'unknown' if lag is None else f'{lag:.1f} s'}"
+            line += f", {result['retries']} retries"
     return line
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     from connector.schema.session import connect
     from spark.job.config import load_or_report
+    from spark.server.config import ServerSettings
 
     from .control import Control, as_json
     from .registry import ConcurrentChange, SubscriptionRegistry, UnknownSubscription
 
     args = build_parser().parse_args(argv)
-    settings = load_or_report(args.config, "python -m spark.subscriptions")
+    settings = load_or_report(ServerSettings, args.config, "python -m spark.subscriptions")
     if settings is None:
         return 2
 

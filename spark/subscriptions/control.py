@@ -68,10 +68,15 @@ class Control:
 
     def show(self, name: str) -> dict:
         subscription = self.registry.get(name)
-        progress = self.registry.progress(name)
+        progress = self.registry.progress(name, subscription.epoch)
+        status = self.registry.status(name)
         return {**as_json(subscription), "ranges": len(progress),
                 "stages": sorted({p.stage for p in progress}),
                 "rows_delivered": sum(p.rows_delivered for p in progress),
+                "runner": status.runner if status else None,
+                "lag_seconds": status.lag_seconds if status else None,
+                "rows_filtered": status.rows_filtered if status else 0,
+                "retries": status.retries if status else 0,
                 "progress": [{"range_end": p.range_end, "stage": p.stage, "rows_delivered": p.rows_delivered,
                               "log_position": p.log_position} for p in progress]}
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 
 STATES = ("active", "paused", "cancelled", "failing")
 OPERATIONS = ("insert", "update", "delete")
-STARTS = ("now", "earliest", "snapshot")
+STARTS = ("now", "earliest")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]{0,99}\Z")
 
 
@@ -62,7 +62,8 @@ class Subscription:
     start: str = "now"
     state: str = "active"
     last_error: str | None = None
-    revision: int = 1  # grows with every alter and reset: a runner restarts the subscription's query
+    revision: int = 1  # grows with every alter, reset and resume: a runner restarts the subscription's query
+    epoch: int = 1  # grows with every reset: the query starts over, with a checkpoint of its own
     created: dt.datetime | None = None
     updated: dt.datetime | None = None
 
@@ -114,10 +115,19 @@ def check_name(name: str) -> None:
 
 
 def check_start(start: str) -> None:
-    """now, earliest, snapshot, or an ISO 8601 timestamp."""
+    """now, earliest, or an ISO 8601 timestamp."""
     if start in STARTS:
         return
+    if start == "snapshot":
+        raise InvalidSubscription("start 'snapshot' (the table's rows first, then the log) is not available in this"
+                                  " version: use now, earliest or a timestamp")
+    start_time(start)
+
+
+def start_time(start: str) -> dt.datetime:
+    """A timestamp start as an aware time (UTC when it names no zone)."""
     try:
-        dt.datetime.fromisoformat(start)
+        at = dt.datetime.fromisoformat(start)
     except ValueError:
-        raise InvalidSubscription(f"start {start!r}: now, earliest, snapshot or an ISO 8601 timestamp") from None
+        raise InvalidSubscription(f"start {start!r}: now, earliest or an ISO 8601 timestamp") from None
+    return at if at.tzinfo else at.replace(tzinfo=dt.timezone.utc)

@@ -19,13 +19,17 @@ from .model import Change, InvalidSubscription, Subscription
 _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS {ks}.subscriptions (name text PRIMARY KEY, keyspace_name text, table_name text,"
     " sink text, sink_config map<text, text>, filter text, columns list<text>, operations list<text>, start text,"
-    " state text, last_error text, revision int, created timestamp, updated timestamp)",
+    " state text, last_error text, revision int, epoch int, created timestamp, updated timestamp)",
     "CREATE TABLE IF NOT EXISTS {ks}.subscription_progress (subscription text, range_end bigint, stage text,"
-    " snapshot_version int, snapshot_token bigint, log_position text, rows_delivered bigint, updated timestamp,"
+    " snapshot_version int, snapshot_token bigint, log_position text, rows_delivered bigint, epoch int,"
+    " batch_id bigint, updated timestamp,"
     " PRIMARY KEY (subscription, range_end))",
+    # What the runner holding a subscription reports about it, every few seconds.
+    "CREATE TABLE IF NOT EXISTS {ks}.subscription_status (subscription text PRIMARY KEY, runner text,"
+    " lag_seconds double, rows_filtered bigint, retries int, updated timestamp)",
 )
 _FIELDS = ("keyspace_name", "table_name", "sink", "sink_config", "filter", "columns", "operations", "start",
-           "state", "last_error", "revision", "created", "updated")
+           "state", "last_error", "revision", "epoch", "created", "updated")
 
 
 class UnknownSubscription(LookupError):
@@ -45,7 +49,18 @@ class RangeProgress:
     range_end: int
     stage: str  # snapshot or log
     rows_delivered: int
-    log_position: str | None
+    log_position: str | None  # the newest change delivered: segment:offset of the node that read it
+    updated: dt.datetime | None
+    epoch: int = 1
+    batch_id: int | None = None  # the micro-batch of `epoch` that last counted rows here (a replay counts none)
+
+
+@dataclass(frozen=True)
+class Status:
+    runner: str | None
+    lag_seconds: float | None
+    rows_filtered: int
+    retries: int
     updated: dt.datetime | None
 
 
@@ -81,23 +96,31 @@ class SubscriptionRegistry:
             found = [s for s in found if f"{s.keyspace}.{s.table}" == table]
         return sorted(found, key=lambda s: s.name)
 
-    def progress(self, name: str) -> list[RangeProgress]:
+    def progress(self, name: str, epoch: int) -> list[RangeProgress]:
+        """The progress per range since the subscription's last reset (its `epoch`)."""
         rows = self.session.execute(
-            f"SELECT range_end, stage, rows_delivered, log_position, updated FROM {self.keyspace}.subscription_progress"
-            " WHERE subscription = %s", (name,))
-        return [RangeProgress(r.range_end, r.stage, r.rows_delivered or 0, r.log_position, r.updated) for r in rows]
+            f"SELECT range_end, stage, rows_delivered, log_position, updated, epoch, batch_id"
+            f" FROM {self.keyspace}.subscription_progress WHERE subscription = %s", (name,))
+        return [RangeProgress(r.range_end, r.stage, r.rows_delivered or 0, r.log_position, r.updated, r.epoch or 1,
+                              r.batch_id) for r in rows if (r.epoch or 1) == epoch]
+
+    def status(self, name: str) -> Status | None:
+        r = self.session.execute(f"SELECT runner, lag_seconds, rows_filtered, retries, updated"
+                                 f" FROM {self.keyspace}.subscription_status WHERE subscription = %s", (name,)).one()
+        return None if r is None else Status(r.runner, r.lag_seconds, r.rows_filtered or 0, r.retries or 0, r.updated)
 
     # -- writing -------------------------------------------------------------------------------
 
     def create(self, subscription: Subscription) -> Subscription:
         now = _now()
-        subscription = replace(subscription, revision=1, created=now, updated=now)
+        subscription = replace(subscription, revision=1, created=now, updated=now, start=_resolved(subscription.start))
         s = subscription
         applied = self.session.execute(
             f"INSERT INTO {self.keyspace}.subscriptions (name, {', '.join(_FIELDS)})"
             f" VALUES (%s, {', '.join(['%s'] * len(_FIELDS))}) IF NOT EXISTS",
             (s.name, s.keyspace, s.table, s.sink, s.sink_config, s.filter, list(s.columns) if s.columns else None,
-             list(s.operations), s.start, s.state, s.last_error, s.revision, s.created, s.updated)).was_applied
+             list(s.operations), s.start, s.state, s.last_error, s.revision, s.epoch, s.created,
+             s.updated)).was_applied
         if not applied:
             raise DuplicateSubscription(f"a subscription named {s.name!r} exists already")
         return subscription
@@ -114,30 +137,65 @@ class SubscriptionRegistry:
         current = self.get(name)
         if current.state == "cancelled":
             raise InvalidSubscription(f"subscription {name!r} is cancelled")
-        updated = self._write(current, current.altered(Change(start=start)), bump=True)
-        self.session.execute(f"DELETE FROM {self.keyspace}.subscription_progress WHERE subscription = %s", (name,))
+        restarted = replace(current.altered(Change(start=_resolved(start))), epoch=current.epoch + 1)
+        updated = self._write(current, restarted, bump=True)
+        for table in ("subscription_progress", "subscription_status"):
+            self.session.execute(f"DELETE FROM {self.keyspace}.{table} WHERE subscription = %s", (name,))
         return updated
 
-    def set_state(self, name: str, state: str, error: str | None = None) -> Subscription:
-        """pause (active or failing → paused), resume (paused or failing → active), cancel (any → cancelled,
-        for good), or failing/active as a runner reports them."""
+    def set_state(self, name: str, state: str) -> Subscription:
+        """An operator's pause (active or failing → paused), resume (paused or failing → active, the
+        revision grows so a runner starts it again) or cancel (any → cancelled, for good)."""
         current = self.get(name)
         allowed = {"paused": ("active", "failing", "paused"), "active": ("paused", "failing", "active"),
-                   "cancelled": ("active", "paused", "failing", "cancelled"), "failing": ("active", "failing")}
+                   "cancelled": ("active", "paused", "failing", "cancelled")}
         if current.state not in allowed[state]:
             raise InvalidSubscription(f"subscription {name!r} is {current.state}: it cannot become {state}")
-        return self._write(current, replace(current, state=state, last_error=error), bump=state == "active")
+        return self._write(current, replace(current, state=state, last_error=None if state == "active" else
+                                            current.last_error), bump=state == "active")
+
+    def report(self, seen: Subscription, error: str | None) -> bool:
+        """A runner's word on the subscription it runs at revision `seen.revision`: failing with `error`,
+        or active again (None). The revision stays; False when an operator changed it meanwhile."""
+        state = "failing" if error is not None else "active"
+        applied = self.session.execute(
+            f"UPDATE {self.keyspace}.subscriptions SET state = %s, last_error = %s, updated = %s WHERE name = %s"
+            " IF revision = %s AND state IN ('active', 'failing')",
+            (state, error, _now(), seen.name, seen.revision)).was_applied
+        return applied
+
+    def record_progress(self, name: str, ranges: list[RangeProgress]) -> None:
+        """The ranges' progress after a micro-batch is in the sink (sink write → progress committed)."""
+        statement = self.session.prepare(
+            f"UPDATE {self.keyspace}.subscription_progress SET stage = ?, rows_delivered = ?, log_position = ?,"
+            " epoch = ?, batch_id = ?, updated = ? WHERE subscription = ? AND range_end = ?")
+        for p in ranges:
+            self.session.execute(statement, (p.stage, p.rows_delivered, p.log_position, p.epoch, p.batch_id,
+                                             p.updated, name, p.range_end))
+
+    def record_status(self, name: str, status: Status) -> None:
+        self.session.execute(
+            f"UPDATE {self.keyspace}.subscription_status SET runner = %s, lag_seconds = %s, rows_filtered = %s,"
+            " retries = %s, updated = %s WHERE subscription = %s",
+            (status.runner, status.lag_seconds, status.rows_filtered, status.retries, status.updated, name))
 
     def _write(self, current: Subscription, new: Subscription, bump: bool) -> Subscription:
         new = replace(new, revision=current.revision + (1 if bump else 0), updated=_now())
         applied = self.session.execute(
             f"UPDATE {self.keyspace}.subscriptions SET sink_config = %s, filter = %s, columns = %s, operations = %s,"
-            " start = %s, state = %s, last_error = %s, revision = %s, updated = %s WHERE name = %s IF revision = %s",
+            " start = %s, state = %s, last_error = %s, revision = %s, epoch = %s, updated = %s WHERE name = %s"
+            " IF revision = %s",
             (new.sink_config, new.filter, list(new.columns) if new.columns else None, list(new.operations),
-             new.start, new.state, new.last_error, new.revision, new.updated, new.name, current.revision)).was_applied
+             new.start, new.state, new.last_error, new.revision, new.epoch, new.updated, new.name,
+             current.revision)).was_applied
         if not applied:
             raise ConcurrentChange(f"subscription {new.name!r} changed meanwhile; read it again")
         return new
+
+
+def _resolved(start: str) -> str:
+    """`now` as the time it was said, so the start does not move when a runner claims it later."""
+    return _now().isoformat() if start == "now" else start
 
 
 def _subscription(row: Any) -> Subscription:
@@ -145,5 +203,5 @@ def _subscription(row: Any) -> Subscription:
         name=row.name, keyspace=row.keyspace_name, table=row.table_name, sink=row.sink,
         sink_config=dict(row.sink_config or {}), filter=row.filter,
         columns=tuple(row.columns) if row.columns else None, operations=tuple(row.operations or ()),
-        start=row.start, state=row.state, last_error=row.last_error, revision=row.revision,
+        start=row.start, state=row.state, last_error=row.last_error, revision=row.revision, epoch=row.epoch or 1,
         created=row.created, updated=row.updated)

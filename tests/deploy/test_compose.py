@@ -43,8 +43,15 @@ def test_connector_shares_cassandras_data_volume() -> None:
     assert "cassandra-data:/var/lib/cassandra" in cassandra_mounts
     assert "cassandra-data:/var/lib/cassandra" in services["connector"]["volumes"]
     assert services["connector"]["environment"]["RINGTAIL_CONNECTOR_CDC_RAW"] == "/var/lib/cassandra/cdc_raw"
-    for name in ("cassandra", "connector", "spark"):
+    for name in ("cassandra", "connector", "spark", "runner"):
         assert (ROOT / services[name]["build"]["dockerfile"]).is_file()
+
+
+def test_runner_serves_subscriptions_with_its_own_settings() -> None:
+    runner = yaml.safe_load(COMPOSE.read_text())["services"]["runner"]
+    assert runner["entrypoint"] == ["python", "-m", "spark.server"]
+    assert all(name.startswith("RINGTAIL_SERVER_") for name in runner["environment"])
+    assert runner["environment"]["RINGTAIL_SERVER_CHECKPOINT_DIR"].startswith("/var/lib/ringtail/")
 
 
 def test_cassandra_image_config_has_cdc_on() -> None:

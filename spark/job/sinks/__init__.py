@@ -7,7 +7,8 @@ the same transaction, Cassandra by upserting rows whose primary key is derived f
 """
 from __future__ import annotations
 
-from typing import Protocol
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
 
 from pyspark.sql import DataFrame
 
@@ -24,3 +25,25 @@ class Sink(Protocol):
     def publish_generations(self, generations: Generations) -> None:
         """Write the generation description tables (`cdc_generation_timestamps`,
         `cdc_streams_descriptions_v2`); idempotent."""
+
+
+def open_sink(spark: Any, kind: str, config: Mapping[str, str], *, app_id: str, cluster: tuple[Sequence[str], int],
+              keyspace: str) -> Sink:
+    """The sink `kind` with its settings (named as `spark.subscriptions.model.SINKS` lists them).
+    `app_id` names its writes in the exactly-once bookkeeping; the Cassandra sink writes to `cluster`
+    and `keyspace` unless its settings say otherwise."""
+    if kind == "delta":
+        from .delta import DeltaSink
+
+        return DeltaSink(spark, config["path"], app_id)
+    if kind == "postgres":
+        from .postgres import PostgresSink
+
+        return PostgresSink(config["dsn"], schema=config.get("schema", "ringtail"), app_id=app_id)
+    if kind == "cassandra":
+        from .cassandra import CassandraSink
+
+        hosts = tuple(h.strip() for h in config["hosts"].split(",")) if "hosts" in config else cluster[0]
+        return CassandraSink(hosts=list(hosts), port=int(config.get("port", cluster[1])),
+                             keyspace=config.get("keyspace", keyspace))
+    raise ValueError(f"unknown sink {kind!r}")

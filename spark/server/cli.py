@@ -1,0 +1,53 @@
+"""`python -m spark.server --config FILE`: a runner serving subscriptions until SIGTERM (also under
+`spark-submit`). Several runners share the registry and split the subscriptions."""
+from __future__ import annotations
+
+import argparse
+import logging
+from pathlib import Path
+from typing import Sequence
+
+log = logging.getLogger(__name__)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m spark.server",
+                                     description="ringtail: serve subscriptions from the registry")
+    parser.add_argument("--config", metavar="FILE.yaml", type=Path,
+                        help="settings file; RINGTAIL_SERVER_* environment variables override it")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from connector.logs import setup_logging
+    from connector.metrics import StatusServer
+    from connector.schema.session import connect
+    from spark.job.cli import Shutdown
+    from spark.job.config import load_or_report
+    from spark.job.pipeline import spark_session
+
+    from .config import ServerSettings
+    from .metrics import runner_registry
+    from .runner import Runner
+
+    args = build_parser().parse_args(argv)
+    settings = load_or_report(ServerSettings, args.config, "python -m spark.server")
+    if settings is None:
+        return 2
+    setup_logging(settings.log_level, settings.log_format)
+    shutdown = Shutdown()
+    cluster, session = connect(list(settings.cassandra_hosts), settings.cassandra_port)
+    spark = spark_session(settings)
+    try:
+        runner = Runner(spark, settings, session)
+        status = StatusServer(runner_registry(runner), lambda: ([], []), settings.metrics_host,
+                              settings.metrics_port).start()
+        log.info("metrics on port %d", status.port)
+        try:
+            runner.run(shutdown.requested)
+        finally:
+            status.close()
+    finally:
+        spark.stop()
+        cluster.shutdown()
+    return 0

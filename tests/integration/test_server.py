@@ -1,0 +1,254 @@
+"""The subscription server on the real stack: CQL writes → connector → Kafka → runners (Spark) →
+each subscription's sink, driven through the registry as an operator would."""
+from __future__ import annotations
+
+import datetime as dt
+import json
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+from urllib.request import urlopen
+
+import psycopg
+import pytest
+from pyspark.errors import AnalysisException
+
+from deploy.local.endpoints import ROOT
+from spark.server.config import ServerSettings
+from spark.server.runner import Runner
+from spark.subscriptions.control import Control, spark_filter_check
+from spark.subscriptions.leases import Leases
+from spark.subscriptions.model import Change
+from spark.subscriptions.registry import SubscriptionRegistry
+from spark.subscriptions.statements import Statement
+from tests.integration.proxy import Relay
+from tests.support import wait_for
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+def served(stack, cql, keyspace, tmp_path, pipeline, spark):
+    """A running connector, a table `orders` to subscribe to, the registry and its control, and
+    `run_runner(**settings)`: a runner in this process (stopped at the end)."""
+    connector, _ = pipeline()
+    connector.start_from_now()
+    connector.start()
+    cql.execute(f"CREATE TABLE {keyspace}.orders (id int PRIMARY KEY, qty int, note text) WITH cdc = true")
+    base = dict(kafka_bootstrap_servers=stack.kafka_bootstrap, registry_url=stack.registry_url,
+                topic_prefix=connector.prefix, cassandra_hosts=(stack.cassandra_host,),
+                cassandra_port=stack.cassandra_port, generations_keyspace=f"{keyspace}_reg",
+                checkpoint_dir=tmp_path / "checkpoints", trigger_interval="500 milliseconds",
+                generation_check_interval=0.5, generation_delay=8.0, lease_ttl=6, poll_interval=1.0,
+                retry_initial=2.0, retry_max=8.0, metrics_port=0, log_format="text")
+    registry = SubscriptionRegistry(cql, base["generations_keyspace"])
+    registry.create_schema()
+    control = Control(registry, cql, spark_filter_check(spark))
+    started = []
+
+    def run_runner(**settings) -> Runner:
+        runner = Runner(spark, ServerSettings(**{**base, **settings}), cql)
+        stop = threading.Event()
+        thread = threading.Thread(target=runner.run, args=(stop,), daemon=True)
+        thread.start()
+        started.append((stop, thread))
+        return runner
+
+    yield control, registry, run_runner, base
+    for stop, thread in started:
+        stop.set()
+        thread.join(120)
+    cql.execute(f"DROP KEYSPACE IF EXISTS {base['generations_keyspace']}")
+
+
+def insert(cql, keyspace: str, ids, qty=lambda i: i * 100) -> None:
+    for i in ids:
+        cql.execute(f"INSERT INTO {keyspace}.orders (id, qty, note) VALUES (%s, %s, %s)", (i, qty(i), f"n{i}"))
+
+
+def delta_ids(spark, path: Path) -> Counter:
+    """How many times each `orders` id was delivered to the Delta sink at `path`."""
+    try:
+        rows = spark.read.format("delta").load(str(path / "cdc_log")).select("key").collect()
+    except AnalysisException:  # no batch written yet
+        return Counter()
+    return Counter(json.loads(r.key)["id"] for r in rows)
+
+
+def running(runner: Runner, name: str, revision: int | None = None) -> bool:
+    held = runner.held.get(name)
+    return (held is not None and held.delivery is not None
+            and (revision is None or held.subscription.revision == revision))
+
+
+def test_create_pause_resume_alter_reset_cancel(spark, cql, keyspace, served, tmp_path):
+    control, registry, run_runner, _ = served
+    runner = run_runner(runner_id="only")
+    table = f"{keyspace}.orders"
+    audit_path, narrow_path = tmp_path / "audit", tmp_path / "narrow"
+    control.create("audit", Change(table=table, sink="delta", sink_config={"path": str(audit_path)}))
+    # A second subscription of the same table, with only inserts and only `qty`, runs beside it.
+    control.create("narrow", Change(table=table, sink="delta", sink_config={"path": str(narrow_path)},
+                                    columns=("qty",), operations=("insert",)))
+    wait_for(lambda: running(runner, "audit") and running(runner, "narrow"), 90, "both subscriptions running")
+
+    insert(cql, keyspace, [1, 2, 3])
+    cql.execute(f"UPDATE {keyspace}.orders SET note = 'changed' WHERE id = 1")
+    wait_for(lambda: sum(delta_ids(spark, audit_path).values()) == 4, 90, "rows 1-3 and the update")
+    narrow = spark.read.format("delta").load(str(narrow_path / "cdc_log")).collect()
+    assert sorted(json.loads(r.key)["id"] for r in narrow) == [1, 2, 3]  # the update is not an insert
+    assert all(set(r.columns) == {"qty"} for r in narrow)
+
+    control.run(Statement("pause", "audit"))
+    wait_for(lambda: "audit" not in runner.held, 30, "the paused subscription stopped")
+    before_pause = time.time()
+    insert(cql, keyspace, [4, 5, 6])
+    time.sleep(5)  # ten triggers: a query still running would have delivered by now
+    assert sorted(delta_ids(spark, audit_path)) == [1, 2, 3]
+
+    resumed_at = time.monotonic()
+    control.run(Statement("resume", "audit"))
+    wait_for(lambda: 4 in delta_ids(spark, audit_path), 90, "the first row written while paused")
+    print(f"\nresume → first row: {time.monotonic() - resumed_at:.1f} s")
+    wait_for(lambda: set(delta_ids(spark, audit_path)) == set(range(1, 7)), 60, "rows written while paused")
+    assert delta_ids(spark, audit_path) == Counter({1: 2, 2: 1, 3: 1, 4: 1, 5: 1, 6: 1})
+
+    altered = control.alter("audit", Change(filter="qty > 100"))
+    wait_for(lambda: running(runner, "audit", altered.revision), 60, "the altered subscription restarted")
+    insert(cql, keyspace, [7], qty=lambda i: 50)
+    insert(cql, keyspace, [8])
+    wait_for(lambda: 8 in delta_ids(spark, audit_path), 60, "row 8")
+    assert 7 not in delta_ids(spark, audit_path)
+
+    # Start over from just before the pause: 4, 5, 6 and 8 again (7 is still filtered out).
+    reset = control.run(Statement("reset", "audit", Change(start=dt.datetime.fromtimestamp(
+        before_pause, dt.timezone.utc).isoformat())))
+    assert reset.epoch == 2
+    wait_for(lambda: sum(delta_ids(spark, audit_path).values()) == 12, 90, "the rows since the reset point")
+    assert delta_ids(spark, audit_path) == Counter({1: 2, 2: 1, 3: 1, 4: 2, 5: 2, 6: 2, 8: 2})
+    wait_for(lambda: sum(p.rows_delivered for p in registry.progress("audit", 2)) == 4, 30, "progress of epoch 2")
+    shown = control.show("audit")
+    assert shown["rows_delivered"] == 4 and shown["ranges"] >= 1 and shown["runner"] == "only"
+
+    control.run(Statement("cancel", "audit"))
+    leases = Leases(cql, registry.keyspace, "probe", 5)
+    wait_for(lambda: "audit" not in leases.holders(), 30, "the cancelled subscription's lease handed back")
+    assert "audit" not in runner.held
+    assert registry.get("audit").state == "cancelled"
+    assert running(runner, "narrow")
+
+
+def pg_ids(dsn: str, schema: str) -> Counter:
+    with psycopg.connect(dsn) as conn:
+        exists = conn.execute("SELECT to_regclass(%s)", (f"{schema}.cdc_log",)).fetchone()[0]
+        if exists is None:
+            return Counter()
+        rows = conn.execute(f"SELECT (key->>'id')::int FROM {schema}.cdc_log WHERE \"table\" = 'orders'").fetchall()
+    return Counter(r[0] for r in rows)
+
+
+def test_a_sink_down_for_a_minute_fails_alone_and_catches_up(spark, cql, keyspace, served, stack, tmp_path):
+    control, registry, run_runner, _ = served
+    runner = run_runner(runner_id="only")
+    target = urlsplit(stack.postgres_dsn)
+    relay = Relay(target.hostname, target.port).up()
+    relayed = urlunsplit(target._replace(netloc=target.netloc.replace(f"{target.hostname}:{target.port}",
+                                                                      f"127.0.0.1:{relay.port}")))
+    schema, lake = f"{keyspace}_pg", tmp_path / "lake"
+    table = f"{keyspace}.orders"
+    control.create("pg", Change(table=table, sink="postgres", sink_config={"dsn": relayed, "schema": schema}))
+    control.create("lake", Change(table=table, sink="delta", sink_config={"path": str(lake)}))
+    wait_for(lambda: running(runner, "pg") and running(runner, "lake"), 90, "both subscriptions running")
+    try:
+        insert(cql, keyspace, [1, 2, 3])
+        wait_for(lambda: len(pg_ids(stack.postgres_dsn, schema)) == 3 and len(delta_ids(spark, lake)) == 3, 90,
+                 "rows 1-3 in both sinks")
+
+        relay.down()
+        down_at = time.monotonic()
+        insert(cql, keyspace, [4, 5, 6])
+        wait_for(lambda: registry.get("pg").state == "failing", 60, "the subscription whose sink is down failing")
+        assert registry.get("pg").last_error
+        wait_for(lambda: set(delta_ids(spark, lake)) == set(range(1, 7)), 60, "the other subscription flowing")
+        time.sleep(max(0.0, 30 - (time.monotonic() - down_at)))
+        insert(cql, keyspace, [7, 8, 9])
+        wait_for(lambda: set(delta_ids(spark, lake)) == set(range(1, 10)), 60, "the other subscription, later")
+        assert registry.get("pg").state == "failing" and len(pg_ids(stack.postgres_dsn, schema)) == 3
+        time.sleep(max(0.0, 60 - (time.monotonic() - down_at)))
+
+        relay.up()
+        back_at = time.monotonic()
+        wait_for(lambda: len(pg_ids(stack.postgres_dsn, schema)) == 9, 90, "the sink caught up")
+        print(f"\nsink back → caught up: {time.monotonic() - back_at:.1f} s")
+        wait_for(lambda: registry.get("pg").state == "active", 30, "the subscription active again")
+        assert pg_ids(stack.postgres_dsn, schema) == Counter(range(1, 10))
+        assert delta_ids(spark, lake) == Counter(range(1, 10))
+        assert registry.status("pg").retries >= 1
+        assert registry.get("pg").last_error is None
+    finally:
+        relay.down()
+        with psycopg.connect(stack.postgres_dsn, autocommit=True) as conn:
+            conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+
+
+def test_two_runners_split_subscriptions_and_take_over_after_kill_9(spark, cql, keyspace, served, stack, tmp_path):
+    control, registry, _, base = served
+    table = f"{keyspace}.orders"
+    paths = {name: tmp_path / name for name in ("s1", "s2")}
+    for name, path in paths.items():
+        control.create(name, Change(table=table, sink="delta", sink_config={"path": str(path)}))
+    runners = {}
+    for runner_id in ("a", "b"):
+        config = tmp_path / f"runner-{runner_id}.yaml"
+        config.write_text(json.dumps({**{k: v for k, v in base.items()
+                                         if k not in ("cassandra_hosts", "checkpoint_dir")},
+                                      "cassandra_hosts": list(base["cassandra_hosts"]),
+                                      "checkpoint_dir": str(base["checkpoint_dir"]), "runner_id": runner_id,
+                                      "lease_ttl": 8, "spark_master": "local[1]", "spark_jars": list(stack.spark_jars),
+                                      "spark_conf": {"spark.ui.enabled": "false",
+                                                     "spark.sql.shuffle.partitions": "1"}}))
+        log = open(tmp_path / f"runner-{runner_id}.log", "w")
+        runners[runner_id] = subprocess.Popen([sys.executable, "-m", "spark.server", "--config", str(config)],
+                                              cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
+    leases = Leases(cql, registry.keyspace, "probe", 5)
+    try:
+        split = wait_for(lambda: (h := leases.holders()) and len(h) == 2 and len(set(h.values())) == 2 and h, 180,
+                         "the two runners holding one subscription each")
+        insert(cql, keyspace, [1, 2, 3])
+        for path in paths.values():
+            wait_for(lambda: len(delta_ids(spark, path)) == 3, 120, "rows 1-3 in both sinks")
+
+        victim = split["s1"]
+        survivor = "b" if victim == "a" else "a"
+        runners[victim].send_signal(signal.SIGKILL)
+        killed_at = time.monotonic()
+        runners[victim].wait(30)
+        insert(cql, keyspace, [4, 5, 6])
+        wait_for(lambda: leases.holders().get("s1") == survivor, 60, "the survivor holding s1")
+        claimed = time.monotonic() - killed_at
+        wait_for(lambda: 4 in delta_ids(spark, paths["s1"]), 120, "s1 delivering from the survivor")
+        print(f"\nkill -9 → s1 claimed by the survivor: {claimed:.1f} s; → its first row: "
+              f"{time.monotonic() - killed_at:.1f} s")
+        for path in paths.values():
+            wait_for(lambda: len(delta_ids(spark, path)) == 6, 120, "rows 4-6 in both sinks")
+            assert delta_ids(spark, path) == Counter(range(1, 7))
+
+        port = int(re.search(r"metrics on port (\d+)", (tmp_path / f"runner-{survivor}.log").read_text()).group(1))
+        metrics = urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
+        assert re.search(r'ringtail_subscription_rows_delivered_total\{subscription="s1"\} [1-9]', metrics)
+        assert urlopen(f"http://127.0.0.1:{port}/health", timeout=10).status == 200
+
+        runners[survivor].send_signal(signal.SIGTERM)
+        assert runners[survivor].wait(120) == 0
+        assert leases.holders() == {}
+    finally:
+        for process in runners.values():
+            if process.poll() is None:
+                process.kill()
+                process.wait(30)
