@@ -1,0 +1,58 @@
+"""Where a subscription's query reads from and keeps its checkpoint, and the runner's settings checks."""
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+from pydantic import ValidationError
+
+from spark.server.config import ServerSettings
+from spark.server.delivery import START_SLACK, checkpoint_of, source_of
+from spark.subscriptions.model import Change, InvalidSubscription, Subscription, start_time
+
+
+def subscription(**change) -> Subscription:
+    return Subscription.create("audit", Change(table="shop.orders", sink="delta", sink_config={"path": "/x"},
+                                               **change))
+
+
+def test_earliest_reads_every_offset_of_the_tables_topic_only():
+    source = source_of(ServerSettings(topic_prefix="rt.a"), subscription(start="earliest"))
+    assert source.starting == {"startingOffsets": "earliest"}
+    assert source.pattern == r"rt\.a\.shop\.orders"
+
+
+def test_a_timestamp_start_reads_kafka_from_a_minute_before_it():
+    source = source_of(ServerSettings(), subscription(start="2026-11-01T10:00:00+01:00"))
+    at = dt.datetime(2026, 11, 1, 9, tzinfo=dt.timezone.utc) - START_SLACK
+    assert source.starting == {"startingTimestamp": str(int(at.timestamp() * 1000)),
+                               "startingOffsetsByTimestampStrategy": "latest"}
+
+
+def test_a_time_without_zone_is_utc():
+    assert start_time("2026-11-01T09:00:00") == dt.datetime(2026, 11, 1, 9, tzinfo=dt.timezone.utc)
+
+
+def test_each_reset_has_a_checkpoint_of_its_own(tmp_path):
+    settings = ServerSettings(checkpoint_dir=tmp_path)
+    first = subscription()
+    assert checkpoint_of(settings, first) == tmp_path / "audit" / "epoch-1"
+    assert checkpoint_of(settings, Subscription(**{**first.__dict__, "epoch": 2})) == tmp_path / "audit" / "epoch-2"
+
+
+def test_snapshot_start_is_refused_with_the_reason():
+    with pytest.raises(InvalidSubscription, match="snapshot.*not available"):
+        subscription(start="snapshot")
+
+
+def test_leases_are_renewed_well_within_their_life():
+    with pytest.raises(ValidationError, match="poll_interval must be under half of lease_ttl"):
+        ServerSettings(lease_ttl=4, poll_interval=2)
+    assert ServerSettings(lease_ttl=15, poll_interval=2).lease_ttl == 15
+
+
+def test_server_settings_come_from_their_own_variables(monkeypatch):
+    monkeypatch.setenv("RINGTAIL_SERVER_RUNNER_ID", "r1")
+    monkeypatch.setenv("RINGTAIL_JOB_TOPIC_PREFIX", "not-mine")
+    settings = ServerSettings.load(None)
+    assert (settings.runner_id, settings.topic_prefix) == ("r1", "ringtail")
