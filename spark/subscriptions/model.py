@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
+from urllib.parse import urlsplit
 
 STATES = ("active", "paused", "cancelled", "failing")
 OPERATIONS = ("insert", "update", "delete")
@@ -22,17 +24,44 @@ class InvalidSubscription(ValueError):
     """A subscription (or a change to one) that cannot be run: says which field and why."""
 
 
+def _positive(kind: type) -> Callable[[str], object]:
+    def check(text: str) -> object:
+        value = kind(text)
+        if value <= 0:
+            raise ValueError("must be above 0")
+        return value
+    return check
+
+
+def _boolean(text: str) -> bool:
+    if text.lower() not in ("true", "false"):
+        raise ValueError("true or false")
+    return text.lower() == "true"
+
+
+def _http_url(text: str) -> str:
+    parts = urlsplit(text)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ValueError("an http:// or https:// URL")
+    return text
+
+
 @dataclass(frozen=True)
 class SinkSpec:
     required: frozenset[str]
     optional: frozenset[str] = frozenset()
+    # Settings whose text must parse: name → parser raising ValueError with what is expected.
+    typed: Mapping[str, Callable[[str], object]] = field(default_factory=dict)
 
 
 # The sinks a subscription can deliver to, and the settings each takes.
 SINKS: dict[str, SinkSpec] = {
     "delta": SinkSpec(frozenset({"path"})),
     "postgres": SinkSpec(frozenset({"dsn"}), frozenset({"schema"})),
-    "cassandra": SinkSpec(frozenset(), frozenset({"hosts", "port", "keyspace"})),
+    "cassandra": SinkSpec(frozenset(), frozenset({"hosts", "port", "keyspace"}), {"port": _positive(int)}),
+    "http": SinkSpec(frozenset({"url"}), frozenset({"batch_size", "timeout", "token", "verify", "attempts"}),
+                     {"url": _http_url, "batch_size": _positive(int), "timeout": _positive(float),
+                      "verify": _boolean, "attempts": _positive(int)}),
 }
 
 
@@ -101,6 +130,13 @@ class Subscription:
         if unknown:
             known = ", ".join(sorted(spec.required | spec.optional)) or "none"
             raise InvalidSubscription(f"sink {self.sink} has no setting {sorted(unknown)[0]!r} (settings: {known})")
+        for name, parse in spec.typed.items():
+            if name in self.sink_config:
+                try:
+                    parse(self.sink_config[name])
+                except ValueError as exc:
+                    raise InvalidSubscription(f"sink {self.sink} setting {name} = {self.sink_config[name]!r}: "
+                                              f"{exc}") from None
         bad = set(self.operations) - set(OPERATIONS)
         if bad or not self.operations:
             raise InvalidSubscription(f"operations are {', '.join(OPERATIONS)}; got {', '.join(self.operations)}")

@@ -17,9 +17,11 @@ from spark.job import rows as R
 from spark.job.config import JobSettings
 from spark.job.pipeline import LATE_METRICS, LATE_ROWS, start
 from spark.job.sinks.delta import DeltaSink
+from spark.job.sinks.http import HttpSink
 from spark.streams.generations import MICROS_PER_SECOND
 from spark.streams.storage import GenerationStore
 from tests.integration.pipeline import has_marker, write_marker
+from tests.receiver import Receiver
 from tests.support import wait_for
 
 
@@ -263,10 +265,10 @@ def test_generation_switch_mid_stream(spark, cql, keyspace, job):
 
 
 class CrashAfterWrite:
-    """The real Delta sink, with the process 'dying' right after batch `at` reached it and
-    before Spark could record the batch as done."""
+    """A real sink, with the process 'dying' right after batch `at` reached it and before Spark could
+    record the batch as done."""
 
-    def __init__(self, sink: DeltaSink, at: int) -> None:
+    def __init__(self, sink, at: int) -> None:
         self.sink, self.at = sink, at
 
     def prepare(self) -> None:
@@ -301,6 +303,27 @@ def test_a_batch_replayed_after_a_crash_is_written_once(spark, cql, keyspace, jo
 
     rows = log_rows(spark, settings, keyspace, "kv")
     assert sorted(json.loads(r["key"])["k"] for r in rows) == list(range(100))
+
+    # The HTTP sink, the same way: the replayed batch comes again with the same keys and bodies.
+    receiver = Receiver()
+    try:
+        settings = settings.model_copy(update={"checkpoint_dir": settings.checkpoint_dir.parent / "checkpoint-http"})
+        http = HttpSink(receiver.url, app_id=settings.app_id, batch_size=10)
+        job = start(spark, settings, CrashAfterWrite(http, at=2), available_now=True)
+        with pytest.raises(Exception, match="crash after writing batch 2"):
+            job.query.awaitTermination(300)
+        job.close()
+        run_available(spark, settings, http)
+    finally:
+        receiver.close()
+    posted = [r for r in receiver.requests if r["headers"]["ringtail-content"] == "log-rows"]
+    first: dict[str, list] = {}
+    for request in posted:
+        assert first.setdefault(request["headers"]["idempotency-key"], request["body"]) == request["body"]
+    repeated = {key for key in first if sum(r["headers"]["idempotency-key"] == key for r in posted) > 1}
+    assert repeated and {key.split(":")[1] for key in repeated} == {"2"}
+    delivered = [row["key"]["k"] for body in receiver.accepted().values() for row in body if row["table"] == "kv"]
+    assert sorted(delivered) == list(range(100))
 
 
 def test_schema_change_mid_stream(spark, cql, keyspace, job):
@@ -424,8 +447,8 @@ KEY_COLUMNS = ("p1", "p2", "c1", "c2")
 def test_every_column_type_reaches_every_sink_as_cql_returns_it(spark, cql, keyspace, job, stack, tmp_path):
     """One row of every type of schemas/example.cql (nested ones, quoted names) written with CQL: the
     Cassandra sink's log row holds what SELECT returns of the base row (a non-frozen list as the
-    ScyllaDB log holds it, its elements by timeuuid), and Delta and PostgreSQL hold the same values
-    under the same CQL names."""
+    ScyllaDB log holds it, its elements by timeuuid), and Delta, PostgreSQL and the HTTP receiver hold
+    the same values under the same CQL names."""
     import psycopg
 
     from spark.job.sinks.cassandra import CassandraSink
@@ -439,14 +462,20 @@ def test_every_column_type_reaches_every_sink_as_cql_returns_it(spark, cql, keys
     cql.execute(f"INSERT INTO {keyspace}.everything JSON %s", (json.dumps(document),))
     consumer.until(has_marker(write_marker(cql, keyspace)))
     schema = f"rt_{uuid.uuid4().hex[:12]}"
+    receiver = Receiver()
     sinks = {
+        "http": HttpSink(receiver.url, app_id=settings.app_id),
         "delta": DeltaSink(spark, settings.delta_path, settings.app_id),
         "postgres": PostgresSink(stack.postgres_dsn, schema=schema, app_id=settings.app_id),
         "cassandra": CassandraSink(hosts=[stack.cassandra_host], port=stack.cassandra_port,
                                    keyspace=settings.generations_keyspace),
     }
-    for name, sink in sinks.items():
-        run_available(spark, settings.model_copy(update={"checkpoint_dir": tmp_path / f"checkpoint-{name}"}), sink)
+    try:
+        for name, sink in sinks.items():
+            run_available(spark, settings.model_copy(update={"checkpoint_dir": tmp_path / f"checkpoint-{name}"}),
+                          sink)
+    finally:
+        receiver.close()
 
     # The INSERT is two changes, each a log row: the static row (`s`) and the clustered row.
     columns = [c for c in EVERY_COLUMN if c not in KEY_COLUMNS]
@@ -467,8 +496,11 @@ def test_every_column_type_reaches_every_sink_as_cql_returns_it(spark, cql, keys
         in_postgres = merged([row for (row,) in conn.execute(
             f'SELECT columns FROM "{schema}".cdc_log WHERE "table" = %s', ("everything",))])
         conn.execute(f'DROP SCHEMA "{schema}" CASCADE')
+    in_http = merged([row["columns"] for body in receiver.accepted().values() for row in body
+                      if row["table"] == "everything"])
     assert set(in_delta) == set(columns)
     assert in_postgres == in_delta
+    assert in_http == in_delta
 
 
 def merged(rows: list[dict]) -> dict:

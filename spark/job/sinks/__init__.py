@@ -7,12 +7,15 @@ the same transaction, Cassandra by upserting rows whose primary key is derived f
 """
 from __future__ import annotations
 
+import datetime
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 from pyspark.sql import DataFrame
 
 from spark.streams.generations import Generations
+
+_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
 
 
 class Sink(Protocol):
@@ -25,6 +28,11 @@ class Sink(Protocol):
     def publish_generations(self, generations: Generations) -> None:
         """Write the generation description tables (`cdc_generation_timestamps`,
         `cdc_streams_descriptions_v2`); idempotent."""
+
+
+def utc_time(micros: int | None) -> datetime.datetime | None:
+    """Microseconds since the epoch as an aware UTC time (generations keep their times so)."""
+    return None if micros is None else _EPOCH + datetime.timedelta(microseconds=micros)
 
 
 def open_sink(spark: Any, kind: str, config: Mapping[str, str], *, app_id: str, cluster: tuple[Sequence[str], int],
@@ -46,4 +54,11 @@ def open_sink(spark: Any, kind: str, config: Mapping[str, str], *, app_id: str, 
         hosts = tuple(h.strip() for h in config["hosts"].split(",")) if "hosts" in config else cluster[0]
         return CassandraSink(hosts=list(hosts), port=int(config.get("port", cluster[1])),
                              keyspace=config.get("keyspace", keyspace))
+    if kind == "http":
+        from .http import HttpSink
+
+        return HttpSink(config["url"], app_id=app_id, batch_size=int(config.get("batch_size", 500)),
+                        timeout=float(config.get("timeout", 10)), token=config.get("token"),
+                        verify=config.get("verify", "true").lower() == "true",
+                        attempts=int(config.get("attempts", 6)))
     raise ValueError(f"unknown sink {kind!r}")

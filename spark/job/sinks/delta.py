@@ -6,7 +6,6 @@ version it has already committed for that app id, so a replayed batch adds nothi
 """
 from __future__ import annotations
 
-import datetime
 from pathlib import Path
 
 from pyspark.sql import DataFrame, SparkSession
@@ -14,13 +13,11 @@ from pyspark.sql.types import ArrayType, BinaryType, LongType, StructField, Stru
 
 from spark.streams.generations import Generations
 
+from . import utc_time
+
 TIMESTAMPS = StructType([StructField("time", TimestampType(), False), StructField("expired", TimestampType())])
 STREAMS = StructType([StructField("time", TimestampType(), False), StructField("range_end", LongType(), False),
                       StructField("streams", ArrayType(BinaryType()), False)])
-
-
-def _utc(micros: int) -> datetime.datetime:
-    return datetime.datetime.fromtimestamp(0, datetime.timezone.utc) + datetime.timedelta(microseconds=micros)
 
 
 class DeltaSink:
@@ -46,8 +43,8 @@ class DeltaSink:
 
     def publish_generations(self, generations: Generations) -> None:
         known = generations.generations
-        timestamps = [(_utc(g.timestamp), None if g.expired is None else _utc(g.expired)) for g in known]
-        streams = [(_utc(g.timestamp), e.token_range_end, [s.value for s in e.streams])
+        timestamps = [(utc_time(g.timestamp), None if g.expired is None else utc_time(g.expired)) for g in known]
+        streams = [(utc_time(g.timestamp), e.token_range_end, [s.value for s in e.streams])
                    for g in known if g.description is not None for e in g.description.entries]
         # Small tables rewritten whole: a repeated publication leaves the same content.
         for name, data, schema in (("cdc_generation_timestamps", timestamps, TIMESTAMPS),

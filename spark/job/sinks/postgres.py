@@ -22,7 +22,6 @@ streamed through the driver into COPY, partition by partition.
 """
 from __future__ import annotations
 
-import datetime
 import io
 import logging
 from dataclasses import dataclass
@@ -35,9 +34,10 @@ from pyspark.sql import functions as F
 
 from spark.streams.generations import Generations
 
+from . import utc_time
+
 log = logging.getLogger(__name__)
 
-_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
 _CSV = pacsv.WriteOptions(include_header=False, quoting_style="all_valid")
 _CSV_SCHEMA = "csv binary"
 
@@ -45,10 +45,6 @@ _CSV_SCHEMA = "csv binary"
 def ident(name: str) -> str:
     """A PostgreSQL identifier, always quoted."""
     return '"' + name.replace('"', '""') + '"'
-
-
-def micros_to_datetime(micros: int | None) -> datetime.datetime | None:
-    return None if micros is None else _EPOCH + datetime.timedelta(microseconds=micros)
 
 
 @dataclass(frozen=True)
@@ -228,8 +224,8 @@ def generation_rows(generations: Generations) -> tuple[list[tuple], list[tuple]]
     for generation in generations.generations:
         if generation.description is None:
             continue
-        time = micros_to_datetime(generation.timestamp)
-        timestamps.append((time, micros_to_datetime(generation.expired)))
+        time = utc_time(generation.timestamp)
+        timestamps.append((time, utc_time(generation.expired)))
         streams.extend((time, entry.token_range_end, [s.value for s in entry.streams])
                        for entry in generation.description.entries)
     return timestamps, streams

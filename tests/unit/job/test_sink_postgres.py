@@ -8,6 +8,7 @@ import io
 import pyarrow as pa
 
 from spark.job.rows import DEAD_LETTER, LOG_ROW
+from spark.job.sinks import utc_time
 from spark.job.sinks.postgres import (
     DEAD_LETTER_COLUMNS,
     DEAD_LETTER_KEY,
@@ -18,7 +19,6 @@ from spark.job.sinks.postgres import (
     generation_rows,
     ident,
     insert_statement,
-    micros_to_datetime,
     schema_statements,
     staging_statement,
 )
@@ -100,8 +100,8 @@ def test_generation_rows_in_shard_order() -> None:
     assert [s for _, _, s in streams] == [[s.value for s in e.streams] for e in description.entries]
 
 
-def test_micros_to_datetime_is_exact() -> None:
-    assert micros_to_datetime(1) == datetime.datetime(1970, 1, 1, 0, 0, 0, 1, tzinfo=UTC)
-    assert micros_to_datetime(-1) == datetime.datetime(1969, 12, 31, 23, 59, 59, 999999, tzinfo=UTC)
-    assert micros_to_datetime(None) is None
+def test_utc_time_is_exact() -> None:
+    assert utc_time(1) == datetime.datetime(1970, 1, 1, 0, 0, 0, 1, tzinfo=UTC)
+    assert utc_time(-1) == datetime.datetime(1969, 12, 31, 23, 59, 59, 999999, tzinfo=UTC)
+    assert utc_time(None) is None
     assert ident('a"b') == '"a""b"'

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import re
 
 import pytest
 from pydantic import ValidationError
@@ -56,3 +57,16 @@ def test_server_settings_come_from_their_own_variables(monkeypatch):
     monkeypatch.setenv("RINGTAIL_JOB_TOPIC_PREFIX", "not-mine")
     settings = ServerSettings.load(None)
     assert (settings.runner_id, settings.topic_prefix) == ("r1", "ringtail")
+
+
+@pytest.mark.parametrize("setting, message", [
+    ({"url": "ftp://x"}, "url = 'ftp://x': an http:// or https:// URL"),
+    ({"url": "http://x", "batch_size": "0"}, "batch_size = '0': must be above 0"),
+    ({"url": "http://x", "timeout": "soon"}, "timeout = 'soon'"),
+    ({"url": "http://x", "verify": "maybe"}, "verify = 'maybe': true or false"),
+])
+def test_sink_settings_are_typed_and_refused_at_create(setting, message):
+    with pytest.raises(InvalidSubscription, match=re.escape(message)):
+        Subscription.create("hook", Change(table="shop.orders", sink="http", sink_config=setting))
+    assert Subscription.create("hook", Change(table="shop.orders", sink="http", sink_config={
+        "url": "https://example.org/in", "batch_size": "100", "timeout": "2.5", "verify": "false"})).sink == "http"

@@ -1,0 +1,139 @@
+"""HTTP + JSON: each micro-batch POSTed to a URL as JSON arrays of log rows, in chunks.
+
+At least once, with an `Idempotency-Key` the receiver can use to drop repeats: the key names the
+writer (the subscription and its epoch), the batch and the chunk, and a replayed batch is cut into
+the same chunks (rows in a fixed order), so a repeat carries the key its first delivery had. The
+`Ringtail-Content` header says what the array holds: `log-rows`, `dead-letters` or `generations`.
+
+A 5xx, 408, 429, a timeout or a refused connection is retried with exponential backoff, up to
+`attempts`; then the batch fails (its subscription goes `failing` and is retried whole). Any other
+4xx fails the batch at once with the status and the response body: the receiver refused the rows,
+and skipping them would lose them.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import json
+import logging
+import ssl
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from pyspark.sql import DataFrame, Row
+
+from spark.streams.generations import Generations
+
+from . import utc_time
+
+log = logging.getLogger(__name__)
+_RETRIED = {408, 429}
+# Log-row columns whose values are JSON text, sent as JSON.
+_JSON_TEXT = {"key"}
+_ORDER = ("write_time_us", "change_id", "cdc$batch_seq_no", "keyspace", "table")
+
+
+class HttpSinkError(RuntimeError):
+    """The receiver did not take a chunk: says which batch and chunk, and what it answered."""
+
+
+def _json_value(value: Any) -> Any:
+    if isinstance(value, (bytes, bytearray)):
+        return "0x" + bytes(value).hex()
+    if isinstance(value, dt.datetime):
+        return (value if value.tzinfo else value.replace(tzinfo=dt.timezone.utc)).isoformat()
+    if isinstance(value, Row):
+        return {k: _json_value(v) for k, v in value.asDict().items()}
+    if isinstance(value, list):
+        return [_json_value(v) for v in value]
+    return value
+
+
+def log_row_json(row: Row) -> dict:
+    """One log row as JSON: column values and deleted elements as the JSON they are, blobs as `0x…`,
+    times as ISO 8601 UTC."""
+    out = {}
+    for name, value in row.asDict().items():
+        if name in _JSON_TEXT:
+            out[name] = json.loads(value)
+        elif name in ("columns", "deleted_elements"):
+            out[name] = {k: json.loads(v) for k, v in (value or {}).items()}
+        else:
+            out[name] = _json_value(value)
+    return out
+
+
+def dead_letter_json(row: Row) -> dict:
+    return {name: _json_value(value) for name, value in row.asDict().items()}
+
+
+def chunks(items: Iterable[dict], size: int) -> Iterator[list[dict]]:
+    chunk: list[dict] = []
+    for item in items:
+        chunk.append(item)
+        if len(chunk) == size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
+
+
+class HttpSink:
+    def __init__(self, url: str, *, app_id: str = "ringtail", batch_size: int = 500, timeout: float = 10.0,
+                 token: str | None = None, verify: bool = True, attempts: int = 6, backoff: float = 0.5) -> None:
+        self.url, self.app_id, self.batch_size, self.timeout = url, app_id, batch_size, timeout
+        self.token, self.attempts, self.backoff = token, attempts, backoff
+        self._tls = None if verify else ssl._create_unverified_context()
+
+    def prepare(self) -> None:
+        pass  # the receiver owns its storage
+
+    def write(self, rows: DataFrame, dead_letters: DataFrame, batch_id: int) -> None:
+        ordered = rows.orderBy(*(f"`{c}`" for c in _ORDER)).toLocalIterator()
+        sent = self._post_all("log-rows", (log_row_json(r) for r in ordered), batch_id)
+        letters = dead_letters.orderBy("topic", "partition", "offset").toLocalIterator()
+        dead = self._post_all("dead-letters", (dead_letter_json(r) for r in letters), batch_id)
+        log.info("batch %d: %d log rows and %d dead letters posted to %s", batch_id, sent, dead, self.url)
+
+    def publish_generations(self, generations: Generations) -> None:
+        body = [{"time": _json_value(utc_time(g.timestamp)),
+                 "expired": None if g.expired is None else _json_value(utc_time(g.expired)),
+                 "ranges": [] if g.description is None else [
+                     {"range_end": e.token_range_end, "streams": ["0x" + s.value.hex() for s in e.streams]}
+                     for e in g.description.entries]}
+                for g in generations.generations]
+        newest = generations.generations[-1].timestamp if generations.generations else 0
+        self._post("generations", body, f"{self.app_id}:generations:{newest}")
+
+    def _post_all(self, content: str, items: Iterable[dict], batch_id: int) -> int:
+        count = 0
+        for index, chunk in enumerate(chunks(items, self.batch_size)):
+            self._post(content, chunk, f"{self.app_id}:{batch_id}:{content}:{index}")
+            count += len(chunk)
+        return count
+
+    def _post(self, content: str, body: list, key: str) -> None:
+        data = json.dumps(body, separators=(",", ":")).encode()
+        headers = {"Content-Type": "application/json", "Idempotency-Key": key, "Ringtail-Content": content}
+        if self.token:
+            headers["Authorization"] = f"Bearer {self.token}"
+        for attempt in range(1, self.attempts + 1):
+            request = urllib.request.Request(self.url, data=data, headers=headers, method="POST")
+            try:
+                with urllib.request.urlopen(request, timeout=self.timeout, context=self._tls) as response:
+                    response.read()
+                return
+            except urllib.error.HTTPError as exc:
+                answer = exc.read()[:1000].decode(errors="replace")
+                if exc.code < 500 and exc.code not in _RETRIED:
+                    raise HttpSinkError(f"{self.url} refused {key} with {exc.code}: {answer}") from None
+                reason = f"{exc.code}: {answer}"
+            except (urllib.error.URLError, TimeoutError, ConnectionError) as exc:
+                reason = str(getattr(exc, "reason", exc))
+            if attempt == self.attempts:
+                raise HttpSinkError(f"{self.url} did not take {key} after {attempt} attempts; last: {reason}")
+            wait = self.backoff * 2 ** (attempt - 1)
+            log.warning("POST %s (%s) attempt %d failed (%s); again in %.1f s", self.url, key, attempt, reason, wait)
+            time.sleep(wait)
