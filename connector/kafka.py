@@ -16,6 +16,25 @@ class TopicError(RuntimeError):
     """A table's topic cannot be created."""
 
 
+def create_topic(admin: AdminClient, topic: NewTopic, stopping: threading.Event, timeout: float = 60) -> bool:
+    """Create `topic` (an existing one is fine); False when `stopping` was set meanwhile (a stop does
+    not wait for a broker that does not answer)."""
+    future = admin.create_topics([topic])[topic.topic]
+    deadline = time.monotonic() + timeout
+    while not future.done():
+        if stopping.wait(0.2):
+            return False
+        if time.monotonic() >= deadline:
+            raise TopicError(f"cannot create topic {topic.topic}: no answer from Kafka within {timeout:.0f} s")
+    try:
+        future.result()
+        log.info("created topic %s (%d partitions)", topic.topic, topic.num_partitions)
+    except KafkaException as exc:
+        if exc.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
+            raise TopicError(f"cannot create topic {topic.topic}: {exc.args[0].str()}") from None
+    return True
+
+
 class EventProducer:
     def __init__(self, bootstrap_servers: str, *, partitions: int, replication_factor: int,
                  extra: dict | None = None) -> None:
@@ -40,19 +59,9 @@ class EventProducer:
         does not wait for a broker that does not answer)."""
         if topic in self._topics:
             return True
-        future = self._admin.create_topics([NewTopic(topic, self.partitions, self.replication_factor)])[topic]
-        deadline = time.monotonic() + timeout
-        while not future.done():
-            if stopping.wait(0.2):
-                return False
-            if time.monotonic() >= deadline:
-                raise TopicError(f"cannot create topic {topic}: no answer from Kafka within {timeout:.0f} s")
-        try:
-            future.result()
-            log.info("created topic %s (%d partitions)", topic, self.partitions)
-        except KafkaException as exc:
-            if exc.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
-                raise TopicError(f"cannot create topic {topic}: {exc.args[0].str()}") from None
+        if not create_topic(self._admin, NewTopic(topic, self.partitions, self.replication_factor), stopping,
+                            timeout):
+            return False
         self._topics.add(topic)
         return True
 

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 import fastavro
 from confluent_kafka.schema_registry import SchemaRegistryClient
 
+from connector.cql import type_name
+
 from .names import ENTRY, TUPLE, cql_name
 from .registry import SchemaRegistry
 
@@ -100,7 +102,7 @@ def cell_reader(field: dict) -> Callable:
         element_fields = {f["name"]: f["type"] for f in element["fields"]}
         key = value_reader(element_fields["key"])
         value = value_reader(element_fields["value"]) if "value" in element_fields else None
-        if field["cql_type"].startswith("list<"):  # elements by their timeuuid, as ScyllaDB logs lists
+        if type_name(field["cql_type"]) == "list":  # elements by their timeuuid, as ScyllaDB logs lists
             def written(elements):
                 return {key(e["key"]): value(e["value"]) for e in elements}, [e["ttl"] for e in elements]
         elif value is None:  # a set

@@ -17,6 +17,7 @@ from typing import Any, Iterable
 
 from .vint import read_uvint, write_uvint
 
+from .identifiers import maybe_quote
 from .native import NATIVE_TYPES
 from .types import CqlType, CqlValueError
 
@@ -237,7 +238,8 @@ class UserType(CqlType):
 
     def __init__(self, keyspace: str, name: str, field_names: list[str], field_types: list[CqlType],
                  frozen: bool) -> None:
-        super().__init__(f"frozen<{name}>" if frozen else name)
+        written = maybe_quote(name)
+        super().__init__(f"frozen<{written}>" if frozen else written)
         self.keyspace = keyspace
         self.name = name
         self.field_names = tuple(field_names)

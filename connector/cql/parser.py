@@ -30,6 +30,15 @@ def parse_type(text: str, user_types: Mapping[str, UserTypeDefinition] | None = 
     return _Parser(text, user_types or {}, keyspace, ()).parse()
 
 
+def type_name(text: str) -> str:
+    """The outermost type's name, lowercased (`list` of `list<frozen<address>>`), without resolving
+    anything inside it; a quoted UDT name keeps its case."""
+    match = _TOKEN.match(text.strip())
+    if match is None or match.lastgroup not in ("word", "quoted"):
+        raise CqlTypeError(f"type {text!r} does not start with a name")
+    return match.group("quoted") if match.lastgroup == "quoted" else match.group("word").lower()
+
+
 def type_arguments(text: str) -> list[str]:
     """The arguments of a parameterized type as written (quoted names kept), e.g. `K` and `V` of
     `map<K, V>`; [] for a type without any."""

@@ -114,7 +114,7 @@ class Delivery:
         s = subscription
         sink = open_sink(spark, s.sink, s.sink_config, app_id=f"{s.name}.{s.epoch}",
                          cluster=(settings.cassandra_hosts, settings.cassandra_port),
-                         keyspace=settings.generations_keyspace)
+                         keyspace=settings.generations_keyspace, kafka=settings.kafka_bootstrap_servers)
         self._recorder = RangeProgressRecorder(registry, s, keeper)
         target = f"{s.sink}:{sorted(s.sink_config.items())}"
         writer = BatchWriter(settings, sink, keeper, selection_of(s, session), after_write=self._after_write,

@@ -59,6 +59,8 @@ SINKS: dict[str, SinkSpec] = {
     "delta": SinkSpec(frozenset({"path"})),
     "postgres": SinkSpec(frozenset({"dsn"}), frozenset({"schema"})),
     "cassandra": SinkSpec(frozenset(), frozenset({"hosts", "port", "keyspace"}), {"port": _positive(int)}),
+    "kafka": SinkSpec(frozenset({"topic"}), frozenset({"bootstrap_servers", "partitions", "replication_factor"}),
+                      {"partitions": _positive(int), "replication_factor": _positive(int)}),
     "http": SinkSpec(frozenset({"url"}), frozenset({"batch_size", "timeout", "token", "verify", "attempts"}),
                      {"url": _http_url, "batch_size": _positive(int), "timeout": _positive(float),
                       "verify": _boolean, "attempts": _positive(int)}),

@@ -18,6 +18,7 @@ from spark.job.config import JobSettings
 from spark.job.pipeline import LATE_METRICS, LATE_ROWS, start
 from spark.job.sinks.delta import DeltaSink
 from spark.job.sinks.http import HttpSink
+from spark.job.sinks.kafka import KafkaSink
 from spark.streams.generations import MICROS_PER_SECOND
 from spark.streams.storage import GenerationStore
 from tests.integration.pipeline import has_marker, write_marker
@@ -107,22 +108,24 @@ def test_cql_writes_become_cdc_log_rows_with_the_library_streams(spark, cql, key
 
 
 def records_of(stack, topic: str) -> list:
-    """Every record `topic` holds now, in offset order per partition."""
-    from confluent_kafka import Consumer, TopicPartition
+    """Every committed record `topic` holds now, in offset order per partition."""
+    from confluent_kafka import Consumer, KafkaError, TopicPartition
 
     consumer = Consumer({"bootstrap.servers": stack.kafka_bootstrap, "group.id": f"copy-{uuid.uuid4()}",
-                         "enable.auto.commit": False})
+                         "enable.auto.commit": False, "isolation.level": "read_committed",
+                         "enable.partition.eof": True})
     partitions = consumer.list_topics(topic, timeout=10).topics[topic].partitions
-    ends = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in partitions}
     consumer.assign([TopicPartition(topic, p, 0) for p in partitions])
-    records, done = [], {p for p, end in ends.items() if end == 0}
+    records, done = [], set()
     while len(done) < len(partitions):
         message = consumer.poll(1)
-        if message is None or message.error():
+        if message is None:
+            continue
+        if message.error():
+            if message.error().code() == KafkaError._PARTITION_EOF:
+                done.add(message.partition())
             continue
         records.append(message)
-        if message.offset() + 1 >= ends[message.partition()]:
-            done.add(message.partition())
     consumer.close()
     return records
 
@@ -283,7 +286,7 @@ class CrashAfterWrite:
             raise RuntimeError(f"crash after writing batch {batch_id}")
 
 
-def test_a_batch_replayed_after_a_crash_is_written_once(spark, cql, keyspace, job):
+def test_a_batch_replayed_after_a_crash_is_written_once(spark, cql, keyspace, job, stack):
     connector, consumer, settings = job
     settings = settings.model_copy(update={"max_offsets_per_trigger": 25})  # several batches
     cql.execute(f"CREATE TABLE {keyspace}.kv (k int PRIMARY KEY, v text) WITH cdc = true")
@@ -304,16 +307,24 @@ def test_a_batch_replayed_after_a_crash_is_written_once(spark, cql, keyspace, jo
     rows = log_rows(spark, settings, keyspace, "kv")
     assert sorted(json.loads(r["key"])["k"] for r in rows) == list(range(100))
 
-    # The HTTP sink, the same way: the replayed batch comes again with the same keys and bodies.
-    receiver = Receiver()
-    try:
-        settings = settings.model_copy(update={"checkpoint_dir": settings.checkpoint_dir.parent / "checkpoint-http"})
-        http = HttpSink(receiver.url, app_id=settings.app_id, batch_size=10)
-        job = start(spark, settings, CrashAfterWrite(http, at=2), available_now=True)
+    def crash_then_replay(sink, name: str) -> None:
+        copy = settings.model_copy(update={"checkpoint_dir": settings.checkpoint_dir.parent / f"checkpoint-{name}"})
+        job = start(spark, copy, CrashAfterWrite(sink, at=2), available_now=True)
         with pytest.raises(Exception, match="crash after writing batch 2"):
             job.query.awaitTermination(300)
         job.close()
-        run_available(spark, settings, http)
+        run_available(spark, copy, sink)
+
+    # Kafka: batch 2 is in the ledger already, so a read_committed consumer sees every change once.
+    topic = f"{connector.prefix}-sink"
+    crash_then_replay(KafkaSink(stack.kafka_bootstrap, topic, app_id=settings.app_id), "kafka")
+    records = [json.loads(r.value()) for r in records_of(stack, topic)]
+    assert sorted(r["key"]["k"] for r in records if r["table"] == "kv") == list(range(100))
+
+    # HTTP: the replayed batch comes again with the same keys and bodies.
+    receiver = Receiver()
+    try:
+        crash_then_replay(HttpSink(receiver.url, app_id=settings.app_id, batch_size=10), "http")
     finally:
         receiver.close()
     posted = [r for r in receiver.requests if r["headers"]["ringtail-content"] == "log-rows"]
@@ -447,8 +458,8 @@ KEY_COLUMNS = ("p1", "p2", "c1", "c2")
 def test_every_column_type_reaches_every_sink_as_cql_returns_it(spark, cql, keyspace, job, stack, tmp_path):
     """One row of every type of schemas/example.cql (nested ones, quoted names) written with CQL: the
     Cassandra sink's log row holds what SELECT returns of the base row (a non-frozen list as the
-    ScyllaDB log holds it, its elements by timeuuid), and Delta, PostgreSQL and the HTTP receiver hold
-    the same values under the same CQL names."""
+    ScyllaDB log holds it, its elements by timeuuid), and Delta, PostgreSQL, the HTTP receiver and the
+    Kafka sink's topic hold the same values under the same CQL names."""
     import psycopg
 
     from spark.job.sinks.cassandra import CassandraSink
@@ -463,8 +474,10 @@ def test_every_column_type_reaches_every_sink_as_cql_returns_it(spark, cql, keys
     consumer.until(has_marker(write_marker(cql, keyspace)))
     schema = f"rt_{uuid.uuid4().hex[:12]}"
     receiver = Receiver()
+    sink_topic = f"{connector.prefix}-sink"
     sinks = {
         "http": HttpSink(receiver.url, app_id=settings.app_id),
+        "kafka": KafkaSink(stack.kafka_bootstrap, sink_topic, app_id=settings.app_id),
         "delta": DeltaSink(spark, settings.delta_path, settings.app_id),
         "postgres": PostgresSink(stack.postgres_dsn, schema=schema, app_id=settings.app_id),
         "cassandra": CassandraSink(hosts=[stack.cassandra_host], port=stack.cassandra_port,
@@ -501,6 +514,9 @@ def test_every_column_type_reaches_every_sink_as_cql_returns_it(spark, cql, keys
     assert set(in_delta) == set(columns)
     assert in_postgres == in_delta
     assert in_http == in_delta
+    in_kafka = merged([json.loads(r.value())["columns"] for r in records_of(stack, sink_topic)
+                       if json.loads(r.value())["table"] == "everything"])
+    assert in_kafka == in_delta
 
 
 def merged(rows: list[dict]) -> dict:

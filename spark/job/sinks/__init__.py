@@ -36,10 +36,10 @@ def utc_time(micros: int | None) -> datetime.datetime | None:
 
 
 def open_sink(spark: Any, kind: str, config: Mapping[str, str], *, app_id: str, cluster: tuple[Sequence[str], int],
-              keyspace: str) -> Sink:
+              keyspace: str, kafka: str) -> Sink:
     """The sink `kind` with its settings (named as `spark.subscriptions.model.SINKS` lists them).
     `app_id` names its writes in the exactly-once bookkeeping; the Cassandra sink writes to `cluster`
-    and `keyspace` unless its settings say otherwise."""
+    and `keyspace`, the Kafka sink to the `kafka` cluster, unless their settings say otherwise."""
     if kind == "delta":
         from .delta import DeltaSink
 
@@ -54,6 +54,12 @@ def open_sink(spark: Any, kind: str, config: Mapping[str, str], *, app_id: str, 
         hosts = tuple(h.strip() for h in config["hosts"].split(",")) if "hosts" in config else cluster[0]
         return CassandraSink(hosts=list(hosts), port=int(config.get("port", cluster[1])),
                              keyspace=config.get("keyspace", keyspace))
+    if kind == "kafka":
+        from .kafka import KafkaSink
+
+        return KafkaSink(config.get("bootstrap_servers", kafka), config["topic"], app_id=app_id,
+                         partitions=int(config.get("partitions", 3)),
+                         replication_factor=int(config.get("replication_factor", 1)))
     if kind == "http":
         from .http import HttpSink
 

@@ -12,7 +12,6 @@ and skipping them would lose them.
 """
 from __future__ import annotations
 
-import datetime as dt
 import json
 import logging
 import ssl
@@ -22,51 +21,19 @@ import urllib.request
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from pyspark.sql import DataFrame, Row
+from pyspark.sql import DataFrame
 
 from spark.streams.generations import Generations
 
-from . import utc_time
+from .json_rows import dead_letter_json, generations_json, log_row_json
 
 log = logging.getLogger(__name__)
 _RETRIED = {408, 429}
-# Log-row columns whose values are JSON text, sent as JSON.
-_JSON_TEXT = {"key"}
 _ORDER = ("write_time_us", "change_id", "cdc$batch_seq_no", "keyspace", "table")
 
 
 class HttpSinkError(RuntimeError):
     """The receiver did not take a chunk: says which batch and chunk, and what it answered."""
-
-
-def _json_value(value: Any) -> Any:
-    if isinstance(value, (bytes, bytearray)):
-        return "0x" + bytes(value).hex()
-    if isinstance(value, dt.datetime):
-        return (value if value.tzinfo else value.replace(tzinfo=dt.timezone.utc)).isoformat()
-    if isinstance(value, Row):
-        return {k: _json_value(v) for k, v in value.asDict().items()}
-    if isinstance(value, list):
-        return [_json_value(v) for v in value]
-    return value
-
-
-def log_row_json(row: Row) -> dict:
-    """One log row as JSON: column values and deleted elements as the JSON they are, blobs as `0x…`,
-    times as ISO 8601 UTC."""
-    out = {}
-    for name, value in row.asDict().items():
-        if name in _JSON_TEXT:
-            out[name] = json.loads(value)
-        elif name in ("columns", "deleted_elements"):
-            out[name] = {k: json.loads(v) for k, v in (value or {}).items()}
-        else:
-            out[name] = _json_value(value)
-    return out
-
-
-def dead_letter_json(row: Row) -> dict:
-    return {name: _json_value(value) for name, value in row.asDict().items()}
 
 
 def chunks(items: Iterable[dict], size: int) -> Iterator[list[dict]]:
@@ -98,12 +65,7 @@ class HttpSink:
         log.info("batch %d: %d log rows and %d dead letters posted to %s", batch_id, sent, dead, self.url)
 
     def publish_generations(self, generations: Generations) -> None:
-        body = [{"time": _json_value(utc_time(g.timestamp)),
-                 "expired": None if g.expired is None else _json_value(utc_time(g.expired)),
-                 "ranges": [] if g.description is None else [
-                     {"range_end": e.token_range_end, "streams": ["0x" + s.value.hex() for s in e.streams]}
-                     for e in g.description.entries]}
-                for g in generations.generations]
+        body = generations_json(generations)
         newest = generations.generations[-1].timestamp if generations.generations else 0
         self._post("generations", body, f"{self.app_id}:generations:{newest}")
 

@@ -4,7 +4,7 @@ from types import SimpleNamespace
 import pytest
 
 from connector.cql import (CqlTypeError, ListType, MapType, SetType, TupleType, UnsupportedType, UserType,
-                           VectorType, parse_type, type_arguments)
+                           VectorType, maybe_quote, parse_type, type_arguments, type_name)
 
 TYPES = {
     "addr": SimpleNamespace(field_names=("street", "zip"), field_types=("text", "int")),
@@ -78,3 +78,29 @@ def test_errors(text, error):
 ])
 def test_type_arguments_as_written(text, arguments):
     assert type_arguments(text) == arguments
+
+
+@pytest.mark.parametrize("text, name", [
+    ("list<frozen<address>>", "list"), (" LIST <int>", "list"), ("frozen<list<int>>", "frozen"),
+    ('"MyType"', "MyType"), ("int", "int"),
+])
+def test_type_name_is_the_outermost_without_resolving_inside(text, name):
+    assert type_name(text) == name
+
+
+def test_type_name_of_no_name_is_an_error():
+    with pytest.raises(CqlTypeError, match="does not start with a name"):
+        type_name("<int>")
+
+
+@pytest.mark.parametrize("name, written", [
+    ("address", "address"), ("MyType", '"MyType"'), ("has space", '"has space"'), ('q"uote', '"q""uote"'),
+    ("select", '"select"'), ("_x", '"_x"'), ("a1_b", "a1_b"),
+])
+def test_names_are_quoted_as_cassandra_writes_them(name, written):
+    assert maybe_quote(name) == written
+
+
+def test_a_case_sensitive_udt_is_written_quoted():
+    types = {"MyType": SimpleNamespace(field_names=("a",), field_types=("int",))}
+    assert parse_type('frozen<"MyType">', types, "ks").cql == 'frozen<"MyType">'

@@ -1,0 +1,128 @@
+"""Kafka: log rows as JSON records on a topic of their own, exactly once for `read_committed` readers.
+
+Each record is keyed by the change's serialized partition key (a partition's changes stay in order on
+one Kafka partition), valued by the log row as JSON, with the change id in the `ringtail-change-id`
+header. Dead letters go to `<topic>.dead-letters`.
+
+Each micro-batch is one Kafka transaction, and the transaction also writes the batch id to the ledger
+topic `<topic>.ringtail` (compacted, keyed by the writer). A replayed batch the ledger already holds
+is skipped, and the transactional id (one per writer) fences a second writer of the same
+subscription, such as a runner that lost its lease without knowing it.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+import uuid
+from collections.abc import Iterable
+
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+from pyspark.sql import DataFrame
+
+from connector.kafka import create_topic
+from spark.streams.generations import Generations
+
+from .json_rows import dead_letter_json, generations_json, log_row_json
+
+log = logging.getLogger(__name__)
+_ORDER = ("write_time_us", "change_id", "cdc$batch_seq_no", "keyspace", "table")
+
+
+class KafkaSinkError(RuntimeError):
+    """The target cluster did not take a batch."""
+
+
+class KafkaSink:
+    def __init__(self, bootstrap_servers: str, topic: str, *, app_id: str = "ringtail", partitions: int = 3,
+                 replication_factor: int = 1, timeout: float = 60.0) -> None:
+        self.bootstrap_servers, self.topic, self.app_id = bootstrap_servers, topic, app_id
+        self.partitions, self.replication_factor, self.timeout = partitions, replication_factor, timeout
+        self.ledger, self.dead_letters = f"{topic}.ringtail", f"{topic}.dead-letters"
+        self._producer: Producer | None = None
+        self._written: int | None = None  # the newest batch id the ledger holds for this writer
+
+    def prepare(self) -> None:
+        admin = AdminClient({"bootstrap.servers": self.bootstrap_servers})
+        never = threading.Event()
+        for topic in (NewTopic(self.topic, self.partitions, self.replication_factor),
+                      NewTopic(self.dead_letters, 1, self.replication_factor),
+                      NewTopic(self.ledger, 1, self.replication_factor, config={"cleanup.policy": "compact"})):
+            create_topic(admin, topic, never, self.timeout)
+        self._producer = Producer({
+            "bootstrap.servers": self.bootstrap_servers,
+            "transactional.id": f"ringtail-sink-{self.app_id}",
+            "enable.idempotence": True, "acks": "all", "linger.ms": 5, "compression.type": "lz4",
+        })
+        self._producer.init_transactions(self.timeout)  # also fences an older writer of this id
+        self._written = self._read_ledger()
+
+    def _read_ledger(self) -> int | None:
+        """The ledger's last committed batch id of this writer."""
+        consumer = Consumer({"bootstrap.servers": self.bootstrap_servers, "group.id": f"ringtail-{uuid.uuid4()}",
+                             "isolation.level": "read_committed", "enable.auto.commit": False,
+                             "enable.partition.eof": True})
+        try:
+            consumer.assign([TopicPartition(self.ledger, 0, OFFSET_BEGINNING)])
+            written = None
+            deadline = time.monotonic() + self.timeout
+            while time.monotonic() < deadline:
+                message = consumer.poll(1.0)
+                if message is None:
+                    continue
+                if message.error():
+                    if message.error().code() == KafkaError._PARTITION_EOF:
+                        return written
+                    raise KafkaSinkError(f"reading {self.ledger}: {message.error().str()}")
+                if message.key() == f"batch:{self.app_id}".encode():
+                    written = int(message.value())
+            raise KafkaSinkError(f"reading {self.ledger}: not at its end within {self.timeout:.0f} s")
+        finally:
+            consumer.close()
+
+    def write(self, rows: DataFrame, dead_letters: DataFrame, batch_id: int) -> None:
+        if self._written is not None and batch_id <= self._written:
+            log.info("batch %d of %s is in %s already; skipped", batch_id, self.app_id, self.topic)
+            return
+        producer = self._producer
+        producer.begin_transaction()
+        try:
+            sent = self._produce(self.topic, ((bytes(r.partition_key), log_row_json(r), r.change_id)
+                                              for r in rows.orderBy(*(f"`{c}`" for c in _ORDER)).toLocalIterator()))
+            dead = self._produce(self.dead_letters, ((None, dead_letter_json(r), r.change_id) for r in
+                                                     dead_letters.orderBy("topic", "partition", "offset")
+                                                     .toLocalIterator()))
+            producer.produce(self.ledger, key=f"batch:{self.app_id}".encode(), value=str(batch_id).encode())
+            producer.commit_transaction(self.timeout)
+        except Exception as exc:
+            try:
+                producer.abort_transaction(self.timeout)
+            except KafkaException:
+                pass  # a fenced or fatal producer: the next prepare starts over
+            raise KafkaSinkError(f"batch {batch_id} not written to {self.topic}: {exc}") from exc
+        self._written = batch_id
+        log.info("batch %d: %d log rows and %d dead letters committed to %s", batch_id, sent, dead, self.topic)
+
+    def _produce(self, topic: str, records: Iterable[tuple[bytes | None, dict, str | None]]) -> int:
+        count = 0
+        for key, value, change_id in records:
+            headers = [("ringtail-change-id", change_id.encode())] if change_id else None
+            payload = json.dumps(value, separators=(",", ":")).encode()
+            while True:
+                try:
+                    self._producer.produce(topic, key=key, value=payload, headers=headers)
+                    break
+                except BufferError:
+                    self._producer.poll(0.1)
+            count += 1
+        return count
+
+    def publish_generations(self, generations: Generations) -> None:
+        """The generations, as JSON, under the key `generations` of the ledger topic (compacted: the
+        newest stays)."""
+        producer = self._producer
+        producer.begin_transaction()
+        producer.produce(self.ledger, key=b"generations", value=json.dumps(generations_json(generations)).encode())
+        producer.commit_transaction(self.timeout)
