@@ -16,6 +16,16 @@ class TopicError(RuntimeError):
     """A table's topic cannot be created."""
 
 
+def produce(producer: Producer, topic: str, key: bytes | None, value: bytes, **options) -> None:
+    """Queue one record; when the local queue is full, serve acknowledgements until it is not."""
+    while True:
+        try:
+            producer.produce(topic, value=value, key=key, **options)
+            return
+        except BufferError:
+            producer.poll(0.1)
+
+
 def create_topic(admin: AdminClient, topic: NewTopic, stopping: threading.Event, timeout: float = 60) -> bool:
     """Create `topic` (an existing one is fine); False when `stopping` was set meanwhile (a stop does
     not wait for a broker that does not answer)."""
@@ -66,13 +76,8 @@ class EventProducer:
         return True
 
     def send(self, topic: str, key: bytes, value: bytes, on_delivery: Callable) -> None:
-        """Queue one event; when the local queue is full, serve acknowledgements until it is not."""
-        while True:
-            try:
-                self._producer.produce(topic, value=value, key=key, on_delivery=on_delivery)
-                return
-            except BufferError:
-                self._producer.poll(0.1)
+        """Queue one event (see `produce`)."""
+        produce(self._producer, topic, key, value, on_delivery=on_delivery)
 
     def poll(self, timeout: float = 0) -> None:
         """Serve delivery callbacks."""

@@ -12,7 +12,7 @@ from typing import Sequence
 
 from pyspark.sql import SparkSession
 
-from .config import JobSettings, load_or_report
+from .config import JobSettings, S, load_or_report
 from .sinks import Sink, open_sink
 
 log = logging.getLogger(__name__)
@@ -54,19 +54,28 @@ class Shutdown:
         log.info("%s: stopping after the running micro-batch (%s again to exit at once)", name, name)
 
 
+def begin(cls: type[S], config_file: Path | None, program: str) -> tuple[S, Shutdown] | None:
+    """A Spark process's start: its settings (None once their errors are on stderr: exit 2), its
+    logging set up, and the handler of its stop signals."""
+    from connector.logs import setup_logging
+
+    settings = load_or_report(cls, config_file, program)
+    if settings is None:
+        return None
+    setup_logging(settings.log_level, settings.log_format)
+    return settings, Shutdown()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     from pyspark.errors import StreamingQueryException
-
-    from connector.logs import setup_logging
 
     from .pipeline import spark_session, start
 
     args = build_parser().parse_args(argv)
-    settings = load_or_report(JobSettings, args.config, "python -m spark.job")
-    if settings is None:
+    begun = begin(JobSettings, args.config, "python -m spark.job")
+    if begun is None:
         return 2
-    setup_logging(settings.log_level, settings.log_format)
-    shutdown = Shutdown()
+    settings, shutdown = begun
     spark = spark_session(settings)
     job = start(spark, settings, make_sink(spark, settings), available_now=args.available_now)
     try:

@@ -19,11 +19,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from connector.logs import setup_logging
     from connector.metrics import StatusServer
     from connector.schema.session import connect
-    from spark.job.cli import Shutdown
-    from spark.job.config import load_or_report
+    from spark.job.cli import begin
     from spark.job.pipeline import spark_session
 
     from .config import ServerSettings
@@ -31,11 +29,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     from .runner import Runner
 
     args = build_parser().parse_args(argv)
-    settings = load_or_report(ServerSettings, args.config, "python -m spark.server")
-    if settings is None:
+    begun = begin(ServerSettings, args.config, "python -m spark.server")
+    if begun is None:
         return 2
-    setup_logging(settings.log_level, settings.log_format)
-    shutdown = Shutdown()
+    settings, shutdown = begun
     cluster, session = connect(list(settings.cassandra_hosts), settings.cassandra_port)
     spark = spark_session(settings)
     try:

@@ -22,7 +22,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaExcepti
 from confluent_kafka.admin import AdminClient, NewTopic
 from pyspark.sql import DataFrame
 
-from connector.kafka import create_topic
+from connector.kafka import create_topic, produce
 from spark.streams.generations import Generations
 
 from .json_rows import dead_letter_json, generations_json, log_row_json
@@ -109,13 +109,7 @@ class KafkaSink:
         count = 0
         for key, value, change_id in records:
             headers = [("ringtail-change-id", change_id.encode())] if change_id else None
-            payload = json.dumps(value, separators=(",", ":")).encode()
-            while True:
-                try:
-                    self._producer.produce(topic, key=key, value=payload, headers=headers)
-                    break
-                except BufferError:
-                    self._producer.poll(0.1)
+            produce(self._producer, topic, key, json.dumps(value, separators=(",", ":")).encode(), headers=headers)
             count += 1
         return count
 
