@@ -18,6 +18,7 @@ CASSANDRA_IMAGE = "cassandra:5.0.8"
 KAFKA_IMAGE = "apache/kafka:4.1.1"
 REGISTRY_IMAGE = "apicurio/apicurio-registry-mem:2.6.13.Final"
 POSTGRES_IMAGE = "postgres:15"
+MARIADB_IMAGE = "mariadb:10.11"
 
 
 def _cassandra_yaml(target: Path) -> None:
@@ -60,7 +61,11 @@ def container_stack():
     kafka = KafkaContainer(KAFKA_IMAGE).with_kraft()
     registry = DockerContainer(REGISTRY_IMAGE).with_exposed_ports(8080)
     postgres = PostgresContainer(POSTGRES_IMAGE, username="ringtail", password="ringtail", dbname="ringtail")
-    with cassandra, kafka, registry, postgres:
+    mariadb = (DockerContainer(MARIADB_IMAGE).with_env("MARIADB_USER", "ringtail")
+               .with_env("MARIADB_PASSWORD", "ringtail").with_env("MARIADB_DATABASE", "ringtail")
+               .with_env("MARIADB_RANDOM_ROOT_PASSWORD", "1").with_exposed_ports(3306))
+    with cassandra, kafka, registry, postgres, mariadb:
+        wait_for_logs(mariadb, "ready for connections", timeout=120)
         wait_for_logs(cassandra, "Starting listening for CQL clients", timeout=240)
         registry_url = (
             f"http://{registry.get_container_host_ip()}:{registry.get_exposed_port(8080)}/apis/ccompat/v7"
@@ -81,6 +86,8 @@ def container_stack():
             kafka_bootstrap=kafka.get_bootstrap_server(),
             registry_url=registry_url,
             postgres_dsn=postgres.get_connection_url(driver=None),
+            mysql_dsn=(f"mysql://ringtail:ringtail@{mariadb.get_container_host_ip()}:"
+                       f"{mariadb.get_exposed_port(3306)}/ringtail"),
             spark_jars=tuple(_local_spark_jars()),
         )
 

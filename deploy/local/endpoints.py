@@ -26,6 +26,7 @@ class Stack:
     kafka_bootstrap: str
     registry_url: str
     postgres_dsn: str
+    mysql_dsn: str
     spark_jars: tuple[str, ...]
 
 
@@ -49,16 +50,19 @@ def connect_stack() -> Stack:
         kafka_bootstrap=d["kafka"]["bootstrap_servers"],
         registry_url=d["registry"]["url"],
         postgres_dsn=d["postgres"]["dsn"],
+        mysql_dsn=d["mariadb"]["dsn"],
         spark_jars=tuple(d["spark-jars"]["jars"]),
     )
     kafka = urlsplit(f"//{stack.kafka_bootstrap}")
     registry = urlsplit(stack.registry_url)
     postgres = urlsplit(stack.postgres_dsn)
+    mysql = urlsplit(stack.mysql_dsn)
     for name, host, port in (
         ("Cassandra", stack.cassandra_host, stack.cassandra_port),
         ("Kafka", kafka.hostname, kafka.port),
         ("the schema registry", registry.hostname, registry.port),
         ("PostgreSQL", postgres.hostname, postgres.port),
+        ("MariaDB", mysql.hostname, mysql.port),
     ):
         if not _answers(host, port):
             raise StackUnavailable(f"{name} does not answer on {host}:{port}: {START_HINT}")

@@ -70,6 +70,7 @@ class Settings:
     registry_port: int
     registry_heap: str
     postgres_port: int
+    mariadb_port: int
     start_timeout: float
 
     @classmethod
@@ -91,6 +92,8 @@ class Settings:
             registry_port=int(_env("RINGTAIL_STACK_REGISTRY_PORT", "8081")),
             registry_heap=_env("RINGTAIL_STACK_REGISTRY_HEAP", "384M"),
             postgres_port=int(_env("RINGTAIL_STACK_POSTGRES_PORT", "5432")),
+            # Not 3306: a MariaDB or MySQL of the machine's own may hold it.
+            mariadb_port=int(_env("RINGTAIL_STACK_MARIADB_PORT", "3307")),
             start_timeout=float(_env("RINGTAIL_STACK_START_TIMEOUT", "240")),
         )
 
@@ -559,6 +562,71 @@ class Postgres(Service):
         }
 
 
+class MariaDB(Service):
+    """Debian's MariaDB server, with a data directory of the project's own under the run dir."""
+
+    name = "mariadb"
+    user = "ringtail"
+    database = "ringtail"
+
+    def fetch(self) -> None:
+        if shutil.which("mariadbd") or Path("/usr/sbin/mariadbd").exists():
+            return
+        if os.geteuid() != 0:
+            raise StackError("MariaDB is not installed: run `apt-get install mariadb-server` as root")
+        log("installing MariaDB from Debian's packages")
+        subprocess.run(["apt-get", "update", "-qq"], check=True)
+        subprocess.run(["apt-get", "install", "-y", "-qq", "mariadb-server"], check=True,
+                       env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"})
+
+    @property
+    def data(self) -> Path:
+        return self.dir / "data"
+
+    @property
+    def socket(self) -> Path:
+        return self.dir / "mariadb.sock"
+
+    def _owner(self) -> list[str]:
+        # mariadbd refuses to run as root unless told which user to be: Debian's mysql user.
+        return ["--user=mysql"] if os.geteuid() == 0 else []
+
+    def launch(self) -> None:
+        s = self.s
+        if os.geteuid() == 0:
+            for path in (self.dir, self.logs):
+                shutil.chown(path, "mysql")
+        if not (self.data / "mysql").exists():
+            subprocess.run(["mariadb-install-db", f"--datadir={self.data}", "--skip-test-db",
+                            "--auth-root-authentication-method=normal", *self._owner()],
+                           capture_output=True, text=True, check=True)
+        log(f"starting MariaDB on {s.host}:{s.mariadb_port} (logs: {self.logs})")
+        mariadbd = shutil.which("mariadbd") or "/usr/sbin/mariadbd"
+        spawn(self.name, [mariadbd, "--no-defaults", f"--datadir={self.data}", f"--port={s.mariadb_port}",
+                          f"--bind-address={s.host}", f"--socket={self.socket}",
+                          f"--pid-file={self.dir / 'mariadbd.pid'}", f"--log-error={self.logs / 'mariadb.err'}",
+                          "--skip-name-resolve", *self._owner()], self.dir)
+
+    def _sql(self, sql: str) -> str:
+        return subprocess.run(["mariadb", "--no-defaults", f"--socket={self.socket}", "-uroot", "-N", "-B",
+                               "-e", sql], capture_output=True, text=True, check=True, timeout=10).stdout.strip()
+
+    def ready(self) -> bool:
+        return port_open(self.s.host, self.s.mariadb_port) and self._sql("SELECT 1") == "1"
+
+    def wait(self) -> float:
+        took = super().wait()
+        self._sql(f"CREATE DATABASE IF NOT EXISTS {self.database}; "
+                  f"CREATE USER IF NOT EXISTS '{self.user}'@'%'; "
+                  # Every database: a sink per test, in a database of its own, on this local stack only.
+                  f"GRANT ALL ON *.* TO '{self.user}'@'%'")
+        return took
+
+    def describe(self) -> dict:
+        s = self.s
+        return {"dsn": f"mysql://{self.user}@{s.host}:{s.mariadb_port}/{self.database}", "logs": str(self.logs)}
+
+
 class SparkJars(Service):
     """Not a process: Spark's Kafka, Avro and Delta jars, handed to Spark through `spark.jars`."""
 
@@ -596,7 +664,7 @@ class SparkJars(Service):
         return {"version": SPARK_VERSION, "delta_version": DELTA_VERSION, "jars": self.jars()}
 
 
-SERVICES = {cls.name: cls for cls in (Cassandra, Kafka, Registry, Postgres, SparkJars)}
+SERVICES = {cls.name: cls for cls in (Cassandra, Kafka, Registry, Postgres, MariaDB, SparkJars)}
 
 
 def selected(settings: Settings, names: list[str]) -> list[Service]:

@@ -40,7 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
     def changes(command, creating: bool) -> None:
         if creating:
             command.add_argument("--table", required=True, metavar="KS.TABLE")
-            command.add_argument("--sink", required=True, help="delta, postgres, cassandra, kafka or http")
+            command.add_argument("--sink", required=True, help="delta, postgres, mysql, cassandra, kafka or http")
         command.add_argument("--sink-config", nargs="+", metavar="KEY=VALUE", help="the sink's settings")
         command.add_argument("--filter", metavar="EXPR", help="a Spark SQL boolean expression over the log row")
         command.add_argument("--columns", metavar="C1,C2", help="deliver the key and these columns only")

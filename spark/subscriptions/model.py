@@ -46,6 +46,13 @@ def _http_url(text: str) -> str:
     return text
 
 
+def _mysql_dsn(text: str) -> str:
+    parts = urlsplit(text)
+    if parts.scheme not in ("mysql", "mariadb") or not parts.hostname or not parts.path.strip("/"):
+        raise ValueError("mysql://user[:password]@host[:port]/database")
+    return text
+
+
 @dataclass(frozen=True)
 class SinkSpec:
     required: frozenset[str]
@@ -59,6 +66,7 @@ SINKS: dict[str, SinkSpec] = {
     "delta": SinkSpec(frozenset({"path"})),
     "postgres": SinkSpec(frozenset({"dsn"}), frozenset({"schema"})),
     "cassandra": SinkSpec(frozenset(), frozenset({"hosts", "port", "keyspace"}), {"port": _positive(int)}),
+    "mysql": SinkSpec(frozenset({"dsn"}), typed={"dsn": _mysql_dsn}),
     "kafka": SinkSpec(frozenset({"topic"}), frozenset({"bootstrap_servers", "partitions", "replication_factor"}),
                       {"partitions": _positive(int), "replication_factor": _positive(int)}),
     "http": SinkSpec(frozenset({"url"}), frozenset({"batch_size", "timeout", "token", "verify", "attempts"}),

@@ -37,7 +37,7 @@ def test_compose_rejects_a_broken_file(tmp_path: Path) -> None:
 
 def test_connector_shares_cassandras_data_volume() -> None:
     services = yaml.safe_load(COMPOSE.read_text())["services"]
-    assert {"cassandra", "kafka", "registry", "postgres", "connector", "spark"} <= set(services)
+    assert {"cassandra", "kafka", "registry", "postgres", "mariadb", "connector", "spark", "runner"} <= set(services)
     cassandra_mounts = set(services["cassandra"]["volumes"])
     # commitlog and cdc_raw on one volume (hard links), and the connector sees the same files.
     assert "cassandra-data:/var/lib/cassandra" in cassandra_mounts

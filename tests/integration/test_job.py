@@ -19,6 +19,7 @@ from spark.job.pipeline import LATE_METRICS, LATE_ROWS, start
 from spark.job.sinks.delta import DeltaSink
 from spark.job.sinks.http import HttpSink
 from spark.job.sinks.kafka import KafkaSink
+from spark.job.sinks.mysql import MySqlSink, connect_dsn
 from spark.streams.generations import MICROS_PER_SECOND
 from spark.streams.storage import GenerationStore
 from tests.integration.pipeline import has_marker, write_marker
@@ -41,6 +42,22 @@ def job(stack, cql, keyspace, tmp_path, pipeline):
         generation_check_interval=0.5, generation_delay=8.0, log_format="text")
     yield connector, consumer, settings
     cql.execute(f"DROP KEYSPACE IF EXISTS {keyspace}_gen")
+
+
+def mysql_database(stack, name: str) -> str:
+    """The DSN of a new database `name` on the stack's MariaDB (its user may create databases)."""
+    conn = connect_dsn(stack.mysql_dsn)
+    with conn.cursor() as cursor:
+        cursor.execute(f"CREATE DATABASE IF NOT EXISTS `{name}`")
+    conn.close()
+    return stack.mysql_dsn.rsplit("/", 1)[0] + f"/{name}"
+
+
+def drop_mysql_database(stack, dsn: str) -> None:
+    conn = connect_dsn(stack.mysql_dsn)
+    with conn.cursor() as cursor:
+        cursor.execute(f"DROP DATABASE IF EXISTS `{dsn.rsplit('/', 1)[1]}`")
+    conn.close()
 
 
 def run_available(spark, settings: JobSettings, sink=None) -> None:
@@ -315,6 +332,18 @@ def test_a_batch_replayed_after_a_crash_is_written_once(spark, cql, keyspace, jo
         job.close()
         run_available(spark, copy, sink)
 
+    # MySQL (MariaDB): batch 2 is in the ledger already and is skipped; the rows are there once.
+    database = mysql_database(stack, f"{keyspace}_sink")
+    try:
+        crash_then_replay(MySqlSink(database, app_id=settings.app_id), "mysql")
+        conn = connect_dsn(database)
+        with conn.cursor() as cursor:
+            cursor.execute("SELECT JSON_VALUE(`key`, '$.k') FROM cdc_log WHERE `table` = 'kv'")
+            assert sorted(int(k) for (k,) in cursor.fetchall()) == list(range(100))
+        conn.close()
+    finally:
+        drop_mysql_database(stack, database)
+
     # Kafka: batch 2 is in the ledger already, so a read_committed consumer sees every change once.
     topic = f"{connector.prefix}-sink"
     crash_then_replay(KafkaSink(stack.kafka_bootstrap, topic, app_id=settings.app_id), "kafka")
@@ -458,8 +487,8 @@ KEY_COLUMNS = ("p1", "p2", "c1", "c2")
 def test_every_column_type_reaches_every_sink_as_cql_returns_it(spark, cql, keyspace, job, stack, tmp_path):
     """One row of every type of schemas/example.cql (nested ones, quoted names) written with CQL: the
     Cassandra sink's log row holds what SELECT returns of the base row (a non-frozen list as the
-    ScyllaDB log holds it, its elements by timeuuid), and Delta, PostgreSQL, the HTTP receiver and the
-    Kafka sink's topic hold the same values under the same CQL names."""
+    ScyllaDB log holds it, its elements by timeuuid), and Delta, PostgreSQL, MariaDB, the HTTP receiver
+    and the Kafka sink's topic hold the same values under the same CQL names."""
     import psycopg
 
     from spark.job.sinks.cassandra import CassandraSink
@@ -478,6 +507,7 @@ def test_every_column_type_reaches_every_sink_as_cql_returns_it(spark, cql, keys
     sinks = {
         "http": HttpSink(receiver.url, app_id=settings.app_id),
         "kafka": KafkaSink(stack.kafka_bootstrap, sink_topic, app_id=settings.app_id),
+        "mysql": MySqlSink(mysql_database(stack, f"{keyspace}_every"), app_id=settings.app_id),
         "delta": DeltaSink(spark, settings.delta_path, settings.app_id),
         "postgres": PostgresSink(stack.postgres_dsn, schema=schema, app_id=settings.app_id),
         "cassandra": CassandraSink(hosts=[stack.cassandra_host], port=stack.cassandra_port,
@@ -517,6 +547,13 @@ def test_every_column_type_reaches_every_sink_as_cql_returns_it(spark, cql, keys
     in_kafka = merged([json.loads(r.value())["columns"] for r in records_of(stack, sink_topic)
                        if json.loads(r.value())["table"] == "everything"])
     assert in_kafka == in_delta
+    conn = connect_dsn(sinks["mysql"].dsn)
+    with conn.cursor() as cursor:
+        cursor.execute("SELECT columns FROM cdc_log WHERE `table` = 'everything'")
+        in_mysql = merged([json.loads(text) for (text,) in cursor.fetchall()])
+    conn.close()
+    drop_mysql_database(stack, sinks["mysql"].dsn)
+    assert in_mysql == in_delta
 
 
 def merged(rows: list[dict]) -> dict:

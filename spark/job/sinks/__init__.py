@@ -8,13 +8,14 @@ the same transaction, Cassandra by upserting rows whose primary key is derived f
 from __future__ import annotations
 
 import datetime
-from collections.abc import Mapping, Sequence
-from typing import Any, Protocol
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Any, Protocol, TypeVar
 
 from pyspark.sql import DataFrame
 
 from spark.streams.generations import Generations
 
+T = TypeVar("T")
 _EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
 
 
@@ -30,9 +31,35 @@ class Sink(Protocol):
         `cdc_streams_descriptions_v2`); idempotent."""
 
 
+def chunks(items: Iterable[T], size: int) -> Iterator[list[T]]:
+    """`items` in lists of `size` (the last may be shorter), in order."""
+    chunk: list[T] = []
+    for item in items:
+        chunk.append(item)
+        if len(chunk) == size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
+
+
 def utc_time(micros: int | None) -> datetime.datetime | None:
     """Microseconds since the epoch as an aware UTC time (generations keep their times so)."""
     return None if micros is None else _EPOCH + datetime.timedelta(microseconds=micros)
+
+
+def generation_rows(generations: Generations) -> tuple[list[tuple], list[tuple]]:
+    """(cdc_generation_timestamps rows, cdc_streams_descriptions_v2 rows); a generation known by its
+    timestamp only has no streams to publish and is left out, as readers trust a timestamp row."""
+    timestamps, streams = [], []
+    for generation in generations.generations:
+        if generation.description is None:
+            continue
+        time = utc_time(generation.timestamp)
+        timestamps.append((time, utc_time(generation.expired)))
+        streams.extend((time, entry.token_range_end, [s.value for s in entry.streams])
+                       for entry in generation.description.entries)
+    return timestamps, streams
 
 
 def open_sink(spark: Any, kind: str, config: Mapping[str, str], *, app_id: str, cluster: tuple[Sequence[str], int],
@@ -54,6 +81,10 @@ def open_sink(spark: Any, kind: str, config: Mapping[str, str], *, app_id: str, 
         hosts = tuple(h.strip() for h in config["hosts"].split(",")) if "hosts" in config else cluster[0]
         return CassandraSink(hosts=list(hosts), port=int(config.get("port", cluster[1])),
                              keyspace=config.get("keyspace", keyspace))
+    if kind == "mysql":
+        from .mysql import MySqlSink
+
+        return MySqlSink(config["dsn"], app_id=app_id)
     if kind == "kafka":
         from .kafka import KafkaSink
 

@@ -18,13 +18,13 @@ import ssl
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterable, Iterator
-from typing import Any
+from collections.abc import Iterable
 
 from pyspark.sql import DataFrame
 
 from spark.streams.generations import Generations
 
+from . import chunks
 from .json_rows import dead_letter_json, generations_json, log_row_json
 
 log = logging.getLogger(__name__)
@@ -34,17 +34,6 @@ _ORDER = ("write_time_us", "change_id", "cdc$batch_seq_no", "keyspace", "table")
 
 class HttpSinkError(RuntimeError):
     """The receiver did not take a chunk: says which batch and chunk, and what it answered."""
-
-
-def chunks(items: Iterable[dict], size: int) -> Iterator[list[dict]]:
-    chunk: list[dict] = []
-    for item in items:
-        chunk.append(item)
-        if len(chunk) == size:
-            yield chunk
-            chunk = []
-    if chunk:
-        yield chunk
 
 
 class HttpSink:

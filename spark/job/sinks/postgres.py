@@ -34,7 +34,7 @@ from pyspark.sql import functions as F
 
 from spark.streams.generations import Generations
 
-from . import utc_time
+from . import generation_rows
 
 log = logging.getLogger(__name__)
 
@@ -215,20 +215,6 @@ def _csv_chunks(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
 def staged(frame: DataFrame, columns: tuple[_Column, ...]) -> DataFrame:
     """`frame` as CSV chunks in the staging table's column order."""
     return frame.select(*(c.spark().alias(f"c{i}") for i, c in enumerate(columns))).mapInArrow(_csv_chunks, _CSV_SCHEMA)
-
-
-def generation_rows(generations: Generations) -> tuple[list[tuple], list[tuple]]:
-    """(cdc_generation_timestamps rows, cdc_streams_descriptions_v2 rows); a generation known by its
-    timestamp only has no streams to publish and is left out, as readers trust a timestamp row."""
-    timestamps, streams = [], []
-    for generation in generations.generations:
-        if generation.description is None:
-            continue
-        time = utc_time(generation.timestamp)
-        timestamps.append((time, utc_time(generation.expired)))
-        streams.extend((time, entry.token_range_end, [s.value for s in entry.streams])
-                       for entry in generation.description.entries)
-    return timestamps, streams
 
 
 class PostgresSink:

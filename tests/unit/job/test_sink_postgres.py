@@ -8,7 +8,7 @@ import io
 import pyarrow as pa
 
 from spark.job.rows import DEAD_LETTER, LOG_ROW
-from spark.job.sinks import utc_time
+from spark.job.sinks import generation_rows, utc_time
 from spark.job.sinks.postgres import (
     DEAD_LETTER_COLUMNS,
     DEAD_LETTER_KEY,
@@ -16,7 +16,6 @@ from spark.job.sinks.postgres import (
     LOG_KEY,
     copy_statement,
     csv_chunk,
-    generation_rows,
     ident,
     insert_statement,
     schema_statements,

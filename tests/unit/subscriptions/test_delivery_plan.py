@@ -70,3 +70,8 @@ def test_sink_settings_are_typed_and_refused_at_create(setting, message):
         Subscription.create("hook", Change(table="shop.orders", sink="http", sink_config=setting))
     assert Subscription.create("hook", Change(table="shop.orders", sink="http", sink_config={
         "url": "https://example.org/in", "batch_size": "100", "timeout": "2.5", "verify": "false"})).sink == "http"
+
+
+def test_a_mysql_dsn_is_checked_at_create():
+    with pytest.raises(InvalidSubscription, match=r"dsn = 'mysql://h': mysql://user\[:password\]@host"):
+        Subscription.create("m", Change(table="shop.orders", sink="mysql", sink_config={"dsn": "mysql://h"}))
