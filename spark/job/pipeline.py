@@ -51,6 +51,8 @@ def spark_session(settings: StreamSettings) -> SparkSession:
         "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
         "spark.sql.session.timeZone": "UTC",
         "spark.sql.shuffle.partitions": "4",
+        # Progress bars overwrite log lines; ringtail logs each micro-batch itself.
+        "spark.ui.showConsoleProgress": "false",
     }
     if settings.spark_master and settings.spark_master.startswith("local"):
         # Delta rebuilds table snapshots in 50 tasks by default: seconds of overhead per batch on one machine.

@@ -23,7 +23,7 @@ from spark.job.sinks.mysql import MySqlSink, connect_dsn
 from spark.streams.generations import MICROS_PER_SECOND
 from spark.streams.storage import GenerationStore
 from tests.integration.pipeline import has_marker, write_marker
-from tests.receiver import Receiver
+from deploy.local.receiver import Receiver
 from tests.support import wait_for
 
 

@@ -9,7 +9,7 @@ from pyspark.sql import Row
 from spark.job.sinks import chunks
 from spark.job.sinks.http import HttpSink, HttpSinkError
 from spark.job.sinks.json_rows import log_row_json
-from tests.receiver import Receiver
+from deploy.local.receiver import Receiver
 from tests.support import unused_port
 
 

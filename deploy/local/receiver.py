@@ -1,5 +1,5 @@
-"""A real local HTTP server receiving what the HTTP sink posts, that can be told to fail, to answer
-slowly or to refuse, request by request."""
+"""A local HTTP server receiving what the HTTP sink posts (for the tests and the sink benchmark); it can
+be told to fail, to answer slowly or to refuse, request by request."""
 from __future__ import annotations
 
 import json

@@ -1,0 +1,141 @@
+"""Every sink writing the same log rows, side by side in one run.
+
+    python bench/sinks.py [--rows N] [--repeat R]
+
+Input: N log rows (default 50,000) in the job's `LOG_ROW` layout — a table of an int key, a text, a
+bigint and a set<text> column, one insert each, with stream ids and every metadata column set — built
+once as a persisted Spark DataFrame (local[2]), so each sink is timed on its own write only:
+`sink.write(rows, no dead letters, batch id)` from the call to its return, on a fresh target
+(a new Delta path, PostgreSQL schema, MariaDB database, Cassandra keyspace, Kafka topic), after
+`prepare()` and one warm-up write of 1,000 rows that is not counted. The sinks run in turns (A B C …,
+then again in the reverse order), R rounds; the best round of each is shown as rows/s.
+
+HTTP posts to a local receiver in this process that accepts every request (the floor of the JSON
+encoding and the HTTP round trips, not of any real service). Needs the local stack
+(`deploy/local/start`); prints figures, asserts nothing.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO_ROOT))
+
+from deploy.local.endpoints import StackUnavailable, connect_stack  # noqa: E402
+from spark.job import rows as R  # noqa: E402
+from spark.job.config import JobSettings  # noqa: E402
+from spark.job.pipeline import spark_session  # noqa: E402
+from spark.job.sinks import open_sink  # noqa: E402
+from deploy.local.receiver import Receiver  # noqa: E402
+
+SINKS = ("delta", "postgres", "mysql", "cassandra", "kafka", "http")
+
+
+def log_rows(spark, count: int, offset: int = 0):
+    now = dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
+    micros = int(now.timestamp() * 1_000_000)
+
+    def row(i: int) -> tuple:
+        k = offset + i
+        return ("bench", "orders", k.to_bytes(16, "big"), str(uuid.uuid1()), 0, R.ROW_INSERT, None, True,
+                json.dumps({"k": k}), {"v": json.dumps(f"value {k}"), "n": str(k * 7), "tags": '["a","b"]'},
+                [], {}, now, micros + i, k.to_bytes(4, "big"), k * 7919, now, f"{k:032x}", now,
+                ("node1", 1, i * 40, 0, 0, "bench", 0, k, 1))
+    return spark.createDataFrame([row(i) for i in range(count)], R.LOG_ROW).repartition(2).persist()
+
+
+def targets(stack, sink: str, run: str, tmp: Path) -> dict[str, str]:
+    if sink == "delta":
+        return {"path": str(tmp / run)}
+    if sink == "postgres":
+        return {"dsn": stack.postgres_dsn, "schema": run}
+    if sink == "mysql":
+        from spark.job.sinks.mysql import connect_dsn
+
+        conn = connect_dsn(stack.mysql_dsn)
+        with conn.cursor() as cursor:
+            cursor.execute(f"CREATE DATABASE `{run}`")
+        conn.close()
+        return {"dsn": stack.mysql_dsn.rsplit("/", 1)[0] + f"/{run}"}
+    if sink == "kafka":
+        return {"topic": run}
+    return {}
+
+
+def cleanup(stack, sink: str, run: str) -> None:
+    """Drop what a run created (Delta paths go with the temporary directory)."""
+    if sink == "postgres":
+        import psycopg
+
+        with psycopg.connect(stack.postgres_dsn, autocommit=True) as conn:
+            conn.execute(f"DROP SCHEMA IF EXISTS {run} CASCADE")
+    elif sink == "mysql":
+        from spark.job.sinks.mysql import connect_dsn
+
+        conn = connect_dsn(stack.mysql_dsn)
+        with conn.cursor() as cursor:
+            cursor.execute(f"DROP DATABASE IF EXISTS `{run}`")
+        conn.close()
+    elif sink == "cassandra":
+        from connector.schema.session import connect
+
+        cluster, session = connect([stack.cassandra_host], stack.cassandra_port)
+        session.execute(f"DROP KEYSPACE IF EXISTS {run}")
+        cluster.shutdown()
+    elif sink == "kafka":
+        from confluent_kafka.admin import AdminClient
+
+        admin = AdminClient({"bootstrap.servers": stack.kafka_bootstrap})
+        for future in admin.delete_topics([run, f"{run}.ringtail", f"{run}.dead-letters"]).values():
+            future.result()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rows", type=int, default=50_000)
+    parser.add_argument("--repeat", type=int, default=2)
+    args = parser.parse_args()
+    try:
+        stack = connect_stack()
+    except StackUnavailable as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    spark = spark_session(JobSettings(spark_master="local[2]", spark_jars=stack.spark_jars,
+                                      spark_conf={"spark.ui.enabled": "false"}))
+    receiver = Receiver()
+    rows, warm = log_rows(spark, args.rows), log_rows(spark, 1_000, offset=10_000_000)
+    empty = spark.createDataFrame([], R.DEAD_LETTER)
+    print(f"{rows.count()} rows, {rows.rdd.getNumPartitions()} partitions, local[2]")
+    best: dict[str, float] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for round_ in range(args.repeat):
+            for sink in SINKS if round_ % 2 == 0 else tuple(reversed(SINKS)):
+                run = f"bench_{uuid.uuid4().hex[:10]}"
+                config = {"url": receiver.url} if sink == "http" else targets(stack, sink, run, Path(tmp))
+                writer = open_sink(spark, sink, config, app_id=run, cluster=((stack.cassandra_host,),
+                                   stack.cassandra_port), keyspace=run, kafka=stack.kafka_bootstrap)
+                writer.prepare()
+                writer.write(warm, empty, 0)
+                started = time.perf_counter()
+                writer.write(rows, empty, 1)
+                seconds = time.perf_counter() - started
+                best[sink] = min(best.get(sink, seconds), seconds)
+                print(f"round {round_ + 1} {sink:9s} {args.rows / seconds:10,.0f} rows/s ({seconds:.1f} s)")
+            cleanup(stack, sink, run)
+    receiver.close()
+    print("\nbest of each, rows/s:")
+    for sink in SINKS:
+        print(f"  {sink:9s} {args.rows / best[sink]:10,.0f}")
+    spark.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
