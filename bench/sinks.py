@@ -2,8 +2,8 @@
 
     python bench/sinks.py [--rows N] [--repeat R]
 
-Input: N log rows (default 50,000) in the job's `LOG_ROW` layout — a table of an int key, a text, a
-bigint and a set<text> column, one insert each, with stream ids and every metadata column set — built
+Input: N log rows (default 50,000) in the job's `LOG_ROW` layout — a table (`ringtail_bench.orders`,
+created in Cassandra) of an int key, a text, a bigint and a set<text> column, one insert each, with stream ids and every metadata column set — built
 once as a persisted Spark DataFrame (local[2]), so each sink is timed on its own write only:
 `sink.write(rows, no dead letters, batch id)` from the call to its return, on a fresh target
 (a new Delta path, PostgreSQL schema, MariaDB database, Cassandra keyspace, Kafka topic), after
@@ -36,6 +36,19 @@ from spark.job.sinks import open_sink  # noqa: E402
 from deploy.local.receiver import Receiver  # noqa: E402
 
 SINKS = ("delta", "postgres", "mysql", "cassandra", "kafka", "http")
+# The rows' source table; the Cassandra sink reads its schema to lay out the log table beside it.
+BENCH_KEYSPACE = "ringtail_bench"
+
+
+def create_source_table(stack) -> None:
+    from connector.schema.session import connect
+
+    cluster, session = connect([stack.cassandra_host], stack.cassandra_port)
+    session.execute(f"CREATE KEYSPACE IF NOT EXISTS {BENCH_KEYSPACE} WITH replication = "
+                    "{'class': 'SimpleStrategy', 'replication_factor': 1}")
+    session.execute(f"CREATE TABLE IF NOT EXISTS {BENCH_KEYSPACE}.orders (k int PRIMARY KEY, v text, n bigint,"
+                    " tags set<text>)")
+    cluster.shutdown()
 
 
 def log_rows(spark, count: int, offset: int = 0):
@@ -44,7 +57,7 @@ def log_rows(spark, count: int, offset: int = 0):
 
     def row(i: int) -> tuple:
         k = offset + i
-        return ("bench", "orders", k.to_bytes(16, "big"), str(uuid.uuid1()), 0, R.ROW_INSERT, None, True,
+        return (BENCH_KEYSPACE, "orders", k.to_bytes(16, "big"), str(uuid.uuid1()), 0, R.ROW_INSERT, None, True,
                 json.dumps({"k": k}), {"v": json.dumps(f"value {k}"), "n": str(k * 7), "tags": '["a","b"]'},
                 [], {}, now, micros + i, k.to_bytes(4, "big"), k * 7919, now, f"{k:032x}", now,
                 ("node1", 1, i * 40, 0, 0, "bench", 0, k, 1))
@@ -109,6 +122,7 @@ def main() -> int:
         return 2
     spark = spark_session(JobSettings(spark_master="local[2]", spark_jars=stack.spark_jars,
                                       spark_conf={"spark.ui.enabled": "false"}))
+    create_source_table(stack)
     receiver = Receiver()
     rows, warm = log_rows(spark, args.rows), log_rows(spark, 1_000, offset=10_000_000)
     empty = spark.createDataFrame([], R.DEAD_LETTER)
