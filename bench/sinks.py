@@ -142,7 +142,7 @@ def main() -> int:
                 seconds = time.perf_counter() - started
                 best[sink] = min(best.get(sink, seconds), seconds)
                 print(f"round {round_ + 1} {sink:9s} {args.rows / seconds:10,.0f} rows/s ({seconds:.1f} s)")
-            cleanup(stack, sink, run)
+                cleanup(stack, sink, run)
     receiver.close()
     print("\nbest of each, rows/s:")
     for sink in SINKS:

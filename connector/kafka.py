@@ -26,6 +26,23 @@ def produce(producer: Producer, topic: str, key: bytes | None, value: bytes, **o
             producer.poll(0.1)
 
 
+def end_offsets(bootstrap_servers: str, topic: str, timeout: float = 30) -> dict[int, int]:
+    """The offset after the last record of each partition of `topic`; {} when it does not exist (asked
+    without naming it, so a broker that creates topics on demand does not create it)."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": bootstrap_servers, "group.id": "ringtail-offsets",
+                         "enable.auto.commit": False})
+    try:
+        metadata = consumer.list_topics(timeout=timeout).topics.get(topic)
+        if metadata is None or metadata.error is not None:
+            return {}
+        return {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=timeout)[1]
+                for p in sorted(metadata.partitions)}
+    finally:
+        consumer.close()
+
+
 def create_topic(admin: AdminClient, topic: NewTopic, stopping: threading.Event, timeout: float = 60) -> bool:
     """Create `topic` (an existing one is fine); False when `stopping` was set meanwhile (a stop does
     not wait for a broker that does not answer)."""

@@ -5,6 +5,7 @@ schemas by id, from the registry, once per process.
 """
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -17,6 +18,14 @@ from .names import ENTRY, TUPLE, cql_name
 from .registry import SchemaRegistry
 
 KEY_KINDS = ("partition_key", "clustering")
+
+
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+_LOGICAL: dict[str, Callable] = {
+    "timestamp-millis": lambda v: (v - _EPOCH) // dt.timedelta(milliseconds=1),
+    "date": lambda v: (v - _EPOCH.date()).days,
+    "uuid": str,
+}
 
 
 def _without_logical_types(schema):
@@ -38,12 +47,17 @@ def _branch(schema):
 
 def value_reader(schema) -> Callable:
     """A function turning an Avro datum of `schema` into a JSON-able value: bytes as "0x…" hex, maps as
-    [key, value] pairs (keys may be any value), tuples as lists, UDTs as objects by CQL field name."""
+    [key, value] pairs (keys may be any value), tuples as lists, UDTs as objects by CQL field name.
+    Logical types are read as their raw numbers and text, whether the datum holds those (as read
+    back) or the Python values a writer is given (datetime, date, UUID: as a snapshot holds them)."""
     schema = _branch(schema)
     if schema == "bytes":
         return lambda v: None if v is None else "0x" + v.hex()
     if isinstance(schema, str):
         return lambda v: v
+    logical = _LOGICAL.get(schema.get("logicalType"))
+    if logical is not None:
+        return lambda v: v if v is None or isinstance(v, (int, str)) else logical(v)
     kind = schema["type"]
     if kind == "array":
         items = _branch(schema["items"])
