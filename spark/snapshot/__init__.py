@@ -1,0 +1,1 @@
+"""Snapshots: a subscription's table read by token range, resumable per range, before its log."""

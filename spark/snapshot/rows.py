@@ -1,0 +1,147 @@
+"""A table's existing rows, read by token range, as log rows with operation `read`.
+
+One statement per table: the token, the primary key, every other column with its newest write
+time (`MAXWRITETIME`, Cassandra 5.0) and, for single-cell columns, its TTL. Values arrive as the
+bytes Cassandra stores (`raw`) and go through the CQL type layer and the event contract's value
+readers, so they are written exactly as the log writes them: same JSON, same key, same partition
+key bytes. Two differences, both CQL's: a non-frozen list is its values in order (CQL does not
+return the elements' timeuuids, which the log uses as keys), and a non-frozen UDT names the fields
+that hold a value.
+
+A read row's write time is the newest write time of its cells, so a change the log delivers later
+orders after it exactly when Cassandra would apply it later; a row of primary key only has no
+readable write time and takes the snapshot version's start.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from connector.avro.reader import value_reader
+from connector.avro.types import value_type
+from connector.cql import CqlType, UserType, maybe_quote, parse_type
+from connector.cql.composite import compose
+from connector.schema.model import ColumnKind, Table
+from spark.job import rows as R
+from spark.job.events import log_time
+from spark.streams.generations import Generation
+
+import numpy as np
+
+_BIGINT = np.dtype(">i8")
+
+
+def column_json(cql: CqlType, namespace: str) -> Callable[[bytes], Any]:
+    """Serialized bytes of `cql` → the JSON-able value a log row holds for it."""
+    avro = value_type(cql, namespace)
+    convert = avro.convert or (lambda v: v)
+    read = value_reader(avro.schema)
+    decode = cql.decode_or_empty
+    if isinstance(cql, UserType) and cql.multi_cell:
+        return lambda raw: {k: v for k, v in read(convert(decode(raw))).items() if v is not None}
+    return lambda raw: read(convert(decode(raw)))
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False)
+
+
+@dataclass(frozen=True)
+class _Cell:
+    name: str
+    json: Callable[[bytes], Any]
+    ttl: bool  # a TTL is selected for it (single-cell columns)
+
+
+class TableRows:
+    """How one table's rows are selected by token range and become `DECODED` log rows."""
+
+    def __init__(self, table: Table, user_types: Mapping[str, Any]) -> None:
+        self.table = table
+        namespace = f"ringtail.snapshot.{table.keyspace}.{table.name}"
+
+        def json_of(name: str, type_text: str) -> Callable[[bytes], Any]:
+            return column_json(parse_type(type_text, user_types, table.keyspace), f"{namespace}.{name}")
+
+        self.partition_key = [(c.name, json_of(c.name, c.type)) for c in table.partition_key]
+        self.clustering = [(c.name, json_of(c.name, c.type)) for c in table.clustering]
+        self.cells = []
+        for c in table.columns:
+            if c.kind in (ColumnKind.STATIC, ColumnKind.REGULAR):
+                cql = parse_type(c.type, user_types, table.keyspace)
+                self.cells.append(_Cell(c.name, json_of(c.name, c.type), not cql.multi_cell and cql.cql != "counter"))
+        key = ", ".join(maybe_quote(c.name) for c in table.partition_key)
+        selected = [f"token({key})", *(maybe_quote(n) for n, _ in self.partition_key),
+                    *(maybe_quote(n) for n, _ in self.clustering)]
+        for cell in self.cells:
+            name = maybe_quote(cell.name)
+            selected += [name, f"maxwritetime({name})"] + ([f"ttl({name})"] if cell.ttl else [])
+        self.where = f"token({key}) > ? AND token({key}) <= ?"
+        self.select = (f"SELECT {', '.join(selected)} FROM {maybe_quote(table.keyspace)}.{maybe_quote(table.name)}"
+                       f" WHERE {self.where}")
+        # The probe finds where a step of N partitions ends: the first row of each partition.
+        self.probe = (f"SELECT token({key}) FROM {maybe_quote(table.keyspace)}.{maybe_quote(table.name)}"
+                      f" WHERE {self.where} PER PARTITION LIMIT 1 LIMIT ?")
+
+    def log_rows(self, rows: list[tuple], generation: Generation, version_us: int) -> list[dict]:
+        """`DECODED` rows of raw result rows (in `select`'s column order), with stream ids of `generation`."""
+        if not rows:
+            return []
+        t = self.table
+        tokens = np.frombuffer(b"".join(r[0] for r in rows), dtype=_BIGINT).astype(np.int64)
+        stream_ids = generation.streams_for_tokens(tokens)
+        generation_us = generation.timestamp
+        now_us = time.time_ns() // 1000
+        n_pk, n_ck = len(self.partition_key), len(self.clustering)
+        out = []
+        for i, row in enumerate(rows):
+            pk_raw = row[1:1 + n_pk]
+            key = {name: read(raw) for (name, read), raw in zip(self.partition_key, pk_raw)}
+            for (name, read), raw in zip(self.clustering, row[1 + n_pk:1 + n_pk + n_ck]):
+                if raw is not None:  # a partition of static cells only has no clustering
+                    key[name] = read(raw)
+            columns, newest, ttls = [], None, []
+            p = 1 + n_pk + n_ck
+            for cell in self.cells:
+                raw, written = row[p], row[p + 1]
+                ttl = row[p + 2] if cell.ttl else None
+                p += 3 if cell.ttl else 2
+                if raw is None:
+                    continue
+                columns.append((cell.name, _dumps(cell.json(raw))))
+                if written is not None:
+                    w = int.from_bytes(written, "big", signed=True)
+                    newest = w if newest is None else max(newest, w)
+                if ttl is not None:
+                    ttls.append(int.from_bytes(ttl, "big", signed=True))
+            partition_key = pk_raw[0] if n_pk == 1 else compose(pk_raw)
+            written_us = version_us if newest is None else newest
+            key_json = _dumps(key)
+            digest = hashlib.blake2b(partition_key + _dumps(["read", t.keyspace, t.name, key_json, columns,
+                                                             written_us]).encode(), digest_size=16).digest()
+            out.append({
+                "keyspace": t.keyspace, "table": t.name, "cdc$stream_id": stream_ids[i].tobytes(),
+                "cdc$time": log_time(written_us, digest), "cdc$batch_seq_no": 0, "cdc$operation": R.ROW_READ,
+                "cdc$ttl": max(ttls, default=None), "cdc$end_of_batch": True, "key": key_json, "columns": columns,
+                "deleted_columns": [], "deleted_elements": [], "write_time": written_us,
+                "write_time_us": written_us, "partition_key": partition_key, "token": int(tokens[i]),
+                "generation": generation_us, "change_id": digest.hex(), "kafka_time": now_us,
+                "source": {"node": "snapshot"}})
+        return out
+
+
+def paged(session: Any, statement: Any, values: tuple, fetch_size: int) -> Iterator[list[tuple]]:
+    """The pages of a statement's result, one list of rows at a time."""
+    statement.fetch_size = fetch_size
+    result = session.execute(statement, values)
+    while True:
+        page = list(result.current_rows)
+        if page:
+            yield page
+        if not result.has_more_pages:
+            return
+        result.fetch_next_page()

@@ -1,0 +1,87 @@
+"""A snapshot's result rows (the serialized values Cassandra returns) → log rows with operation `read`."""
+from __future__ import annotations
+
+import datetime as dt
+import json
+import uuid
+
+import numpy as np
+
+from connector.cql import parse_type
+from connector.cql.composite import compose
+from connector.schema.model import Column, ColumnKind, Table
+from spark.job import rows as R
+from spark.snapshot.rows import TableRows
+from spark.streams.generations import Generation
+from spark.streams.tokens import tokens_of_keys
+from spark.streams.topology import build_topology_description
+
+GENERATION = Generation(1_700_000_000_000_000, build_topology_description({"n1": (-100, 100)}, shards=2, rand=3))
+VERSION_US = 1_800_000_000_000_000
+P, K, S, R_ = ColumnKind.PARTITION_KEY, ColumnKind.CLUSTERING, ColumnKind.STATIC, ColumnKind.REGULAR
+
+
+def table(*columns: Column) -> Table:
+    return Table("shop", "orders", uuid.uuid4(), columns)
+
+
+def enc(type_text: str, value) -> bytes:
+    return parse_type(type_text).encode(value)
+
+
+def big(n: int) -> bytes:
+    return n.to_bytes(8, "big", signed=True)
+
+
+def test_a_row_of_every_kind_of_column_reads_as_the_log_writes_it():
+    t = table(Column("id", "int", P, 0), Column("day", "text", P, 1), Column("line", "int", K, 0),
+              Column("owner", "text", S), Column("at", "timestamp", R_), Column("tags", "set<text>", R_),
+              Column("qty", "map<text, int>", R_), Column("prices", "list<decimal>", R_),
+              Column("pair", "frozen<tuple<int, blob>>", R_))
+    rows = TableRows(t, {})
+    key = [enc("int", 7), enc("text", "mon")]
+    partition_key = compose(key)
+    token = int(tokens_of_keys([partition_key])[0])
+    at = dt.datetime(2026, 11, 1, 9, 30, 0, 123000, tzinfo=dt.timezone.utc)
+    raw = (big(token), *key, enc("int", 1),
+           enc("text", "ann"), big(10), (3600).to_bytes(4, "big"),  # owner, with a TTL
+           enc("timestamp", at), big(30), None,  # at
+           enc("set<text>", ["a", "b"]), big(20),  # tags: a collection has no TTL selected
+           enc("map<text, int>", {"x": 1}), big(25),
+           enc("list<decimal>", ["1.50", "-2"]), big(40),
+           None, None, None)  # pair: null
+    [row] = rows.log_rows([raw], GENERATION, VERSION_US)
+    assert row["cdc$operation"] == R.ROW_READ
+    assert json.loads(row["key"]) == {"id": 7, "day": "mon", "line": 1}
+    assert {k: json.loads(v) for k, v in row["columns"]} == {
+        "owner": "ann", "at": int(at.timestamp() * 1000), "tags": ["a", "b"], "qty": [["x", 1]],
+        "prices": ["1.50", "-2"]}
+    assert row["write_time_us"] == row["write_time"] == 40  # the newest cell's
+    assert row["cdc$ttl"] == 3600
+    assert (row["partition_key"], row["token"]) == (partition_key, token)
+    assert row["cdc$stream_id"] == GENERATION.streams_for_tokens(np.array([token]))[0].tobytes()
+    assert row["generation"] == GENERATION.timestamp
+    assert row["cdc$time"].startswith(str(uuid.UUID(row["cdc$time"])))  # a valid timeuuid
+    assert uuid.UUID(row["cdc$time"]).version == 1
+
+
+def test_a_row_of_key_only_takes_the_version_time_and_a_static_only_partition_has_no_clustering():
+    t = table(Column("id", "bigint", P, 0), Column("line", "int", K, 0), Column("owner", "text", S))
+    rows = TableRows(t, {})
+    key = enc("bigint", 5)
+    token = big(int(tokens_of_keys([key])[0]))
+    key_only, static_only = rows.log_rows([(token, key, enc("int", 2), None, None, None),
+                                           (token, key, None, enc("text", "bo"), big(9), None)],
+                                          GENERATION, VERSION_US)
+    assert (json.loads(key_only["key"]), key_only["columns"], key_only["write_time_us"]) == (
+        {"id": 5, "line": 2}, [], VERSION_US)
+    assert (json.loads(static_only["key"]), static_only["write_time_us"]) == ({"id": 5}, 9)
+    assert key_only["change_id"] != static_only["change_id"]
+
+
+def test_the_statement_selects_each_cells_write_time_and_the_ttl_of_single_cell_columns_only():
+    t = table(Column("Id", "int", P, 0), Column("tags", "set<text>", R_), Column("n", "int", R_))
+    rows = TableRows(t, {})
+    assert rows.select == ('SELECT token("Id"), "Id", tags, maxwritetime(tags), n, maxwritetime(n), ttl(n)'
+                           ' FROM shop.orders WHERE token("Id") > ? AND token("Id") <= ?')
+    assert rows.probe.endswith('WHERE token("Id") > ? AND token("Id") <= ? PER PARTITION LIMIT 1 LIMIT ?')
