@@ -150,10 +150,11 @@ class BatchWriter:
 
     def __init__(self, settings: StreamSettings, sink: Sink, keeper: GenerationKeeper | None,
                  selection: Selection = Selection(), after_write: AfterWrite | None = None,
-                 published: MutableMapping[str, int] | None = None, target: str = "") -> None:
+                 published: MutableMapping[str, int] | None = None, target: str = "", assign: bool = True) -> None:
         self.settings = settings
         self.sink = sink
         self.keeper = keeper
+        self.assign = assign  # False: the rows come with their streams (a snapshot's)
         self.selection = selection
         self.after_write = after_write
         # The generation version each sink target holds, shared by the writers of one process that
@@ -190,7 +191,7 @@ class BatchWriter:
     def write(self, batch: DataFrame, batch_id: int) -> None:
         self.publish_generations()
         s = self.settings
-        if self.keeper is not None:
+        if self.keeper is not None and self.assign:
             batch = batch.mapInArrow(
                 assign_partition(self.keeper.generations, int(s.leeway * MICROS_PER_SECOND),
                                  None if s.max_age is None else int(s.max_age * MICROS_PER_SECOND)),
@@ -251,19 +252,20 @@ class Job:
 
 
 def start(spark: SparkSession, settings: StreamSettings, sink: Sink, *, available_now: bool = False,
-          source: Source | None = None, writer: BatchWriter | None = None, name: str | None = None,
-          checkpoint: Path | None = None) -> Job:
+          source: Source | None = None, changes: DataFrame | None = None, writer: BatchWriter | None = None,
+          name: str | None = None, checkpoint: Path | None = None) -> Job:
     """Start the query; the caller runs (or awaits, or stops) it and closes the job. With
     `available_now` it processes what the topics hold and stops. The job reads every table and
-    delivers everything; a subscription brings its `source`, its `writer` (with its selection and
-    keeper), its query `name` and its `checkpoint`."""
+    delivers everything; a subscription brings its `source` (or, for a snapshot, its `changes`: a
+    stream of `DECODED` rows), its `writer` (with its selection and keeper), its query `name` and
+    its `checkpoint`."""
     sink.prepare()
     keeper = None
     if writer is None:
         keeper = GenerationKeeper(settings) if settings.assign_streams else None
         writer = BatchWriter(settings, sink, keeper)
     writer.publish_generations()
-    stream = (read_changes(spark, settings, source).writeStream
+    stream = ((changes if changes is not None else read_changes(spark, settings, source)).writeStream
               .queryName(name or settings.app_id)
               .foreachBatch(writer)
               .option("checkpointLocation", str(checkpoint or settings.checkpoint_dir)))

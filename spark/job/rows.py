@@ -40,6 +40,8 @@ RANGE_DELETE_START_INCLUSIVE = 5
 RANGE_DELETE_START_EXCLUSIVE = 6
 RANGE_DELETE_END_INCLUSIVE = 7
 RANGE_DELETE_END_EXCLUSIVE = 8
+# ringtail's own: a row as a subscription's snapshot read it (Debezium's `r`), before the log follows.
+ROW_READ = 10
 
 SOURCE = StructType([
     StructField("node", StringType()),

@@ -5,7 +5,9 @@ The filter is a Spark SQL boolean expression over the log row (`cdc$operation`, 
 and over each column of the table as a column of its own — numbers, booleans and text typed, other
 types as their JSON text — so `qty > 5 AND note LIKE 'a%'` reads as written. A column whose name is
 also a log-row column (`key`, `columns`…) is reached as `columns['name']`. A deletion carries no
-values, so `qty > 5` is false for it: add `OR cdc$operation >= 3` to keep deletions.
+values, so `qty > 5` is false for it: add `OR cdc$operation BETWEEN 3 AND 8` to keep deletions. The rows of a
+snapshot (operation `read`) go through the filter and the columns like any other; the operations
+choose among changes only.
 
 Applied inside the micro-batch, after the replica copies are removed, so a changed filter or column
 list never changes the streaming query's state and the checkpoint stays valid across alters.
@@ -57,7 +59,8 @@ class Selection:
         if self.everything:
             return rows
         if set(self.operations) != set(OPERATION_CODES):
-            codes = [c for op in self.operations for c in OPERATION_CODES[op]]
+            # A snapshot's rows are the table as it was, not changes: the operations leave them be.
+            codes = [R.ROW_READ, *(c for op in self.operations for c in OPERATION_CODES[op])]
             rows = rows.where(F.col("`cdc$operation`").isin(codes))
         if self.start_us is not None:
             grace = F.timestamp_micros(F.lit(self.start_us + self.start_grace_us))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import socket
+from typing import Literal
 
 from pydantic import Field, model_validator
 from pydantic_settings import SettingsConfigDict
@@ -28,6 +29,14 @@ class ServerSettings(StreamSettings):
     # A failing subscription is retried after this, doubling up to `retry_max`.
     retry_initial: float = Field(5.0, gt=0)
     retry_max: float = Field(120.0, gt=0)
+    # A snapshot (`--start snapshot`) reads the table at this consistency, this many rows a page,
+    # about this many partitions a micro-batch (over all its ranges), and at most this many rows/s
+    # per range being read (0: as fast as Cassandra answers; Spark reads as many ranges at once as it
+    # has cores).
+    snapshot_consistency: Literal["ONE", "LOCAL_ONE", "QUORUM", "LOCAL_QUORUM", "ALL"] = "LOCAL_QUORUM"
+    snapshot_fetch_size: int = Field(1000, ge=1)
+    snapshot_step_partitions: int = Field(20_000, ge=1)
+    snapshot_rate_limit: float = Field(0.0, ge=0)
     metrics_host: str = "0.0.0.0"
     metrics_port: int = Field(9465, ge=0)  # 0: any free port
 

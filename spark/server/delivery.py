@@ -1,5 +1,8 @@
 """One claimed subscription's delivery: a streaming query from its table's topic through its selection
 to its sink, with a checkpoint of its own, and its progress per range committed after each batch.
+A subscription starting with a snapshot first runs a query over the table's rows (`spark.snapshot`),
+with a checkpoint and sink bookkeeping of its own; once its last range is in the sink, the log query
+starts from the snapshot version's offsets.
 
 The order is the job's, written once in `spark.job.pipeline`: the sink write, then Spark's checkpoint;
 the progress rows follow the sink write (sink write → progress committed). A replayed batch is a no-op
@@ -8,14 +11,18 @@ in the sink and counts nothing twice: each range remembers the batch that last c
 from __future__ import annotations
 
 import datetime as dt
+import json
 import logging
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from connector.avro.serializer import topic_name
+from connector.kafka import end_offsets
 from connector.schema.loader import read_table
 from spark.job.generations import GenerationKeeper
 from spark.job.pipeline import BatchCounts, BatchWriter, Job, Source, start
@@ -23,7 +30,11 @@ from spark.job.selection import Selection
 from spark.job.sinks import open_sink
 from spark.streams.generations import MICROS_PER_SECOND
 from spark.subscriptions.model import Subscription, start_time
-from spark.subscriptions.registry import RangeProgress, SubscriptionRegistry
+from spark.snapshot.checkpoint import planned_offset
+from spark.snapshot.ranges import from_offset
+from spark.snapshot.source import NAME as SNAPSHOT
+from spark.snapshot.source import SnapshotPlan, SnapshotSource
+from spark.subscriptions.registry import RangeProgress, SnapshotVersion, SubscriptionRegistry
 
 from .config import ServerSettings
 
@@ -33,17 +44,32 @@ log = logging.getLogger(__name__)
 START_SLACK = dt.timedelta(minutes=1)
 
 
+def snapshot_version(settings: ServerSettings, subscription: Subscription) -> SnapshotVersion:
+    """Now, and the end offsets of the table's topic now: read before the first range is, so every
+    change the snapshot may miss comes after them in the log."""
+    topic = topic_name(settings.topic_prefix, subscription.keyspace, subscription.table)
+    now = dt.datetime.now(dt.timezone.utc)
+    started = now.replace(microsecond=now.microsecond // 1000 * 1000)
+    return SnapshotVersion(started, topic, end_offsets(settings.kafka_bootstrap_servers, topic))
+
+
 class SubscriptionGone(Exception):
     """The subscription's table no longer exists."""
 
 
-def checkpoint_of(settings: ServerSettings, subscription: Subscription) -> Path:
-    return Path(settings.checkpoint_dir) / subscription.name / f"epoch-{subscription.epoch}"
+def checkpoint_of(settings: ServerSettings, subscription: Subscription, snapshot: bool = False) -> Path:
+    """The log query's checkpoint, or the snapshot's (beside it)."""
+    return Path(settings.checkpoint_dir) / subscription.name / (
+        f"epoch-{subscription.epoch}" + (".snapshot" if snapshot else ""))
 
 
-def source_of(settings: ServerSettings, subscription: Subscription) -> Source:
+def source_of(settings: ServerSettings, subscription: Subscription, version: SnapshotVersion | None = None) -> Source:
+    """Where the log is read from: its start, a time, or (after a snapshot) the snapshot version's offsets."""
     pattern = settings.table_topic_pattern(subscription.keyspace, subscription.table)
-    if subscription.start == "earliest":
+    if version is not None and version.offsets:
+        offsets = {version.topic: {str(p): o for p, o in version.offsets.items()}}
+        return Source(pattern, {"startingOffsets": json.dumps(offsets)})
+    if subscription.start in ("earliest", "snapshot"):  # a snapshot before its table's topic: all of it
         return Source(pattern, {"startingOffsets": "earliest"})
     at = start_time(subscription.start) - START_SLACK
     # A partition with nothing that recent starts at its end, not with an error.
@@ -56,7 +82,7 @@ def selection_of(subscription: Subscription, session: Any) -> Selection:
     if table is None:
         raise SubscriptionGone(f"table {subscription.keyspace}.{subscription.table} does not exist")
     start_us = None
-    if subscription.start != "earliest":
+    if subscription.start not in ("earliest", "snapshot"):
         start_us = int(start_time(subscription.start).timestamp() * MICROS_PER_SECOND)
     return Selection(operations=subscription.operations, filter=subscription.filter, columns=subscription.columns,
                      key_columns=tuple(c.name for c in table.partition_key + table.clustering),
@@ -98,8 +124,48 @@ class RangeProgressRecorder:
             self.ranges.update({p.range_end: p for p in changed})
 
 
+class SnapshotProgressRecorder:
+    """After each snapshot batch is in the sink: each range's position (from the batch's planned
+    offset) and rows delivered; when every range is done, the snapshot is finished."""
+
+    def __init__(self, registry: SubscriptionRegistry, subscription: Subscription, checkpoint: Path) -> None:
+        self.registry, self.name, self.epoch = registry, subscription.name, subscription.epoch
+        self.checkpoint = checkpoint
+        self.ranges = {p.range_end: p for p in registry.progress(self.name, self.epoch)}
+        self.finished = False
+
+    def __call__(self, counts: BatchCounts, delivered: DataFrame) -> None:
+        offset = planned_offset(self.checkpoint, counts.batch_id)
+        if offset is None:
+            raise RuntimeError(f"{self.checkpoint}: no offsets for snapshot batch {counts.batch_id}")
+        _, ranges = from_offset(offset)
+        per_range: dict[int, int] = {}
+        if counts.delivered:
+            ends = F.array(*(F.lit(r.end) for r in ranges))
+            bucket = F.element_at(F.filter(ends, lambda e: e >= F.col("token")), 1)
+            per_range = {r.end: r.n for r in delivered.groupBy(bucket.alias("end")).agg(
+                F.count(F.lit(1)).alias("n")).collect()}
+        now = dt.datetime.now(dt.timezone.utc)
+        changed = []
+        for r in ranges:
+            known = self.ranges.get(r.end)
+            replayed = known is not None and known.batch_id is not None and known.batch_id >= counts.batch_id
+            if known is not None and known.snapshot_token == r.position and (replayed or not per_range.get(r.end)):
+                continue
+            rows = (known.rows_delivered if known else 0) + (0 if replayed else per_range.get(r.end, 0))
+            changed.append(RangeProgress(r.end, "snapshot", rows, None, now, self.epoch, counts.batch_id, r.position))
+        if changed:
+            self.registry.record_progress(self.name, changed)
+            self.ranges.update({p.range_end: p for p in changed})
+        if all(r.done for r in ranges):
+            self.registry.finish_snapshot(self.name, self.epoch)
+            self.finished = True
+            log.info("snapshot of subscription %s finished: %d ranges read; the log follows", self.name, len(ranges))
+
+
 class Delivery:
-    """A subscription's running query and the figures its runner reports."""
+    """A subscription's running query and the figures its runner reports: its snapshot, while one
+    is due (`start` snapshot, not finished), then its log."""
 
     def __init__(self, spark: SparkSession, settings: ServerSettings, subscription: Subscription,
                  keeper: GenerationKeeper, registry: SubscriptionRegistry, session: Any,
@@ -112,18 +178,47 @@ class Delivery:
         self.started = dt.datetime.now(dt.timezone.utc)
         self._lock = threading.Lock()
         s = subscription
-        sink = open_sink(spark, s.sink, s.sink_config, app_id=f"{s.name}.{s.epoch}",
+        version = None
+        if s.start == "snapshot":
+            version = registry.snapshot_version(s.name, s.epoch) or registry.begin_snapshot(
+                s.name, s.epoch, snapshot_version(settings, s))
+        self.snapshot = version is not None and version.finished is None
+        # The snapshot's micro-batches are numbered apart from the log's: their own bookkeeping in the sink.
+        app_id = f"{s.name}.{s.epoch}" + (".snapshot" if self.snapshot else "")
+        sink = open_sink(spark, s.sink, s.sink_config, app_id=app_id,
                          cluster=(settings.cassandra_hosts, settings.cassandra_port),
                          keyspace=settings.generations_keyspace, kafka=settings.kafka_bootstrap_servers)
-        self._recorder = RangeProgressRecorder(registry, s, keeper)
         target = f"{s.sink}:{sorted(s.sink_config.items())}"
+        checkpoint = checkpoint_of(settings, s, snapshot=self.snapshot)
+        self._recorder: Callable[[BatchCounts, DataFrame], None]
+        if self.snapshot:
+            self._recorder = self._snapshot = SnapshotProgressRecorder(registry, s, checkpoint)
+            spark.dataSource.register(SnapshotSource)
+            plan = SnapshotPlan(
+                settings.cassandra_hosts, settings.cassandra_port, s.keyspace, s.table, settings.generations_keyspace,
+                settings.ignore_msb, str(checkpoint), int(version.started.timestamp() * MICROS_PER_SECOND),
+                consistency=settings.snapshot_consistency, fetch_size=settings.snapshot_fetch_size,
+                step_partitions=settings.snapshot_step_partitions, rate_limit=settings.snapshot_rate_limit,
+                tasks=spark.sparkContext.defaultParallelism)
+            changes = spark.readStream.format(SNAPSHOT).option("plan", plan.option()).load()
+            log.info("subscription %s: snapshot of %s.%s (version of %s) running", s.name, s.keyspace, s.table,
+                     version.started.isoformat())
+        else:
+            self._recorder = RangeProgressRecorder(registry, s, keeper)
+            changes = None
         writer = BatchWriter(settings, sink, keeper, selection_of(s, session), after_write=self._after_write,
-                             published=published, target=target)
-        self.job: Job = start(spark, settings, sink, source=source_of(settings, s), writer=writer,
-                              name=f"subscription-{s.name}", checkpoint=checkpoint_of(settings, s))
+                             published=published, target=target, assign=not self.snapshot)
+        self.job: Job = start(spark, settings, sink, source=source_of(settings, s, version), changes=changes,
+                              writer=writer, name=f"subscription-{s.name}" + ("-snapshot" if self.snapshot else ""),
+                              checkpoint=checkpoint)
+
+    @property
+    def snapshot_finished(self) -> bool:
+        """The snapshot's last range is in the sink: the log query takes over."""
+        return self.snapshot and self._snapshot.finished
 
     def _after_write(self, counts: BatchCounts, delivered: DataFrame) -> None:
-        if counts.delivered:
+        if counts.delivered or self.snapshot:
             self._recorder(counts, delivered)
         with self._lock:
             self.delivered += counts.delivered

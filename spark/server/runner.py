@@ -146,6 +146,10 @@ class Runner:
         error = delivery.failure()
         if error is not None:
             self._failed(held, error)
+        elif delivery.snapshot_finished:
+            log.info("subscription %s: snapshot delivered; following the log from its version", name)
+            self._stop_delivery(held)
+            self._attempt(name)
         elif delivery.batches_written and (held.attempts or current.state == "failing"):
             held.attempts = 0
             if current.state == "failing" and self.registry.report(current, None):

@@ -46,7 +46,8 @@ def build_parser() -> argparse.ArgumentParser:
         command.add_argument("--columns", metavar="C1,C2", help="deliver the key and these columns only")
         command.add_argument("--ops", metavar="OPS", help=f"operations to deliver, of {','.join(OPERATIONS)}")
         if creating:
-            command.add_argument("--start", default="now", help="now (the default), earliest or an ISO 8601 timestamp")
+            command.add_argument("--start", default="now", help="now (the default), earliest, snapshot (the table's"
+                                 " rows first, then the log) or an ISO 8601 timestamp")
 
     changes(verbs.add_parser("create", help="create a subscription"), creating=True)
     changes(verbs.add_parser("alter", help="change a subscription's sink settings, filter, columns or ops"),
@@ -59,7 +60,7 @@ def build_parser() -> argparse.ArgumentParser:
         verbs.add_parser(verb, help=what).add_argument("name")
     reset = verbs.add_parser("reset", help="start over from a point")
     reset.add_argument("name")
-    reset.add_argument("--to", required=True, help="now (the default), earliest or an ISO 8601 timestamp")
+    reset.add_argument("--to", required=True, help="now, earliest, snapshot or an ISO 8601 timestamp")
     verbs.add_parser("sql", help="a statement: CREATE/ALTER/PAUSE/RESUME/DROP SUBSCRIPTION, SHOW SUBSCRIPTIONS"
                      ).add_argument("statement")
     return parser
@@ -110,6 +111,11 @@ def _text(result: Any) -> str:
     if "ranges" in result:
         line += f"\n  {result['ranges']} ranges ({', '.join(result['stages']) or 'not started'}),"
         line += f" {result['rows_delivered']} rows delivered, {result['rows_filtered']} filtered"
+        snapshot = result.get("snapshot")
+        if snapshot:
+            line += f"\n  snapshot of {snapshot['started']}: " + (
+                f"finished {snapshot['finished']}, the log follows" if snapshot["finished"]
+                else f"{snapshot['ranges_read']} of {result['ranges']} ranges read")
         if result.get("runner"):
             lag = result.get("lag_seconds")
             line += f"\n  run by {result['runner']}, lag {'unknown' if lag is None else f'{lag:.1f} s'}"

@@ -70,7 +70,15 @@ class Control:
         subscription = self.registry.get(name)
         progress = self.registry.progress(name, subscription.epoch)
         status = self.registry.status(name)
-        return {**as_json(subscription), "ranges": len(progress),
+        version = self.registry.snapshot_version(name, subscription.epoch)
+        snapshot = None
+        if version is not None:
+            reading = [p for p in progress if p.stage == "snapshot"]
+            snapshot = {"started": version.started.isoformat(),
+                        "finished": version.finished.isoformat() if version.finished else None,
+                        "log_offsets": {str(p): o for p, o in version.offsets.items()},
+                        "ranges_read": sum(p.snapshot_token == p.range_end for p in reading)}
+        return {**as_json(subscription), "ranges": len(progress), "snapshot": snapshot,
                 "stages": sorted({p.stage for p in progress}),
                 "rows_delivered": sum(p.rows_delivered for p in progress),
                 "runner": status.runner if status else None,
@@ -78,7 +86,8 @@ class Control:
                 "rows_filtered": status.rows_filtered if status else 0,
                 "retries": status.retries if status else 0,
                 "progress": [{"range_end": p.range_end, "stage": p.stage, "rows_delivered": p.rows_delivered,
-                              "log_position": p.log_position} for p in progress]}
+                              "log_position": p.log_position, "snapshot_token": p.snapshot_token}
+                             for p in progress]}
 
     def _check(self, subscription: Subscription) -> None:
         table, _ = read_table(self.session, subscription.keyspace, subscription.table)

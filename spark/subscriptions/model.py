@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 
 STATES = ("active", "paused", "cancelled", "failing")
 OPERATIONS = ("insert", "update", "delete")
-STARTS = ("now", "earliest")
+STARTS = ("now", "earliest", "snapshot")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]{0,99}\Z")
 
 
@@ -161,12 +161,9 @@ def check_name(name: str) -> None:
 
 
 def check_start(start: str) -> None:
-    """now, earliest, or an ISO 8601 timestamp."""
+    """now, earliest, snapshot (the table's rows, then the log), or an ISO 8601 timestamp."""
     if start in STARTS:
         return
-    if start == "snapshot":
-        raise InvalidSubscription("start 'snapshot' (the table's rows first, then the log) is not available in this"
-                                  " version: use now, earliest or a timestamp")
     start_time(start)
 
 
@@ -175,5 +172,5 @@ def start_time(start: str) -> dt.datetime:
     try:
         at = dt.datetime.fromisoformat(start)
     except ValueError:
-        raise InvalidSubscription(f"start {start!r}: now, earliest or an ISO 8601 timestamp") from None
+        raise InvalidSubscription(f"start {start!r}: now, earliest, snapshot or an ISO 8601 timestamp") from None
     return at if at.tzinfo else at.replace(tzinfo=dt.timezone.utc)

@@ -8,6 +8,7 @@ other silently. Progress is kept per token range of the current CDC generation, 
 from __future__ import annotations
 
 import datetime as dt
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
@@ -24,6 +25,10 @@ _SCHEMA = (
     " snapshot_version int, snapshot_token bigint, log_position text, rows_delivered bigint, epoch int,"
     " batch_id bigint, updated timestamp,"
     " PRIMARY KEY (subscription, range_end))",
+    # A snapshot's version, per reset (epoch): when it started, where the log follows it (the end
+    # offsets of the table's topic then, JSON {partition: offset}) and when its last range was read.
+    "CREATE TABLE IF NOT EXISTS {ks}.subscription_snapshots (subscription text, epoch int, started timestamp,"
+    " topic text, offsets text, finished timestamp, PRIMARY KEY (subscription, epoch))",
     # What the runner holding a subscription reports about it, every few seconds.
     "CREATE TABLE IF NOT EXISTS {ks}.subscription_status (subscription text PRIMARY KEY, runner text,"
     " lag_seconds double, rows_filtered bigint, retries int, updated timestamp)",
@@ -53,6 +58,17 @@ class RangeProgress:
     updated: dt.datetime | None
     epoch: int = 1
     batch_id: int | None = None  # the micro-batch of `epoch` that last counted rows here (a replay counts none)
+    snapshot_token: int | None = None  # stage snapshot: the last token delivered (the range's end: done)
+
+
+@dataclass(frozen=True)
+class SnapshotVersion:
+    """Where a snapshot starts: its time, and the log's offsets then (the log follows from them)."""
+
+    started: dt.datetime
+    topic: str
+    offsets: dict[int, int]  # partition → offset; empty: the topic did not exist, the log starts at its start
+    finished: dt.datetime | None = None
 
 
 @dataclass(frozen=True)
@@ -99,10 +115,17 @@ class SubscriptionRegistry:
     def progress(self, name: str, epoch: int) -> list[RangeProgress]:
         """The progress per range since the subscription's last reset (its `epoch`)."""
         rows = self.session.execute(
-            f"SELECT range_end, stage, rows_delivered, log_position, updated, epoch, batch_id"
+            f"SELECT range_end, stage, rows_delivered, log_position, updated, epoch, batch_id, snapshot_token"
             f" FROM {self.keyspace}.subscription_progress WHERE subscription = %s", (name,))
         return [RangeProgress(r.range_end, r.stage, r.rows_delivered or 0, r.log_position, r.updated, r.epoch or 1,
-                              r.batch_id) for r in rows if (r.epoch or 1) == epoch]
+                              r.batch_id, r.snapshot_token) for r in rows if (r.epoch or 1) == epoch]
+
+    def snapshot_version(self, name: str, epoch: int) -> SnapshotVersion | None:
+        r = self.session.execute(f"SELECT started, topic, offsets, finished FROM {self.keyspace}.subscription_snapshots"
+                                 " WHERE subscription = %s AND epoch = %s", (name, epoch)).one()
+        if r is None:
+            return None
+        return SnapshotVersion(r.started, r.topic, {int(p): o for p, o in json.loads(r.offsets).items()}, r.finished)
 
     def status(self, name: str) -> Status | None:
         r = self.session.execute(f"SELECT runner, lag_seconds, rows_filtered, retries, updated"
@@ -139,7 +162,7 @@ class SubscriptionRegistry:
             raise InvalidSubscription(f"subscription {name!r} is cancelled")
         restarted = replace(current.altered(Change(start=_resolved(start))), epoch=current.epoch + 1)
         updated = self._write(current, restarted, bump=True)
-        for table in ("subscription_progress", "subscription_status"):
+        for table in ("subscription_progress", "subscription_status", "subscription_snapshots"):
             self.session.execute(f"DELETE FROM {self.keyspace}.{table} WHERE subscription = %s", (name,))
         return updated
 
@@ -168,10 +191,23 @@ class SubscriptionRegistry:
         """The ranges' progress after a micro-batch is in the sink (sink write → progress committed)."""
         statement = self.session.prepare(
             f"UPDATE {self.keyspace}.subscription_progress SET stage = ?, rows_delivered = ?, log_position = ?,"
-            " epoch = ?, batch_id = ?, updated = ? WHERE subscription = ? AND range_end = ?")
+            " epoch = ?, batch_id = ?, snapshot_token = ?, updated = ? WHERE subscription = ? AND range_end = ?")
         for p in ranges:
             self.session.execute(statement, (p.stage, p.rows_delivered, p.log_position, p.epoch, p.batch_id,
-                                             p.updated, name, p.range_end))
+                                             p.snapshot_token, p.updated, name, p.range_end))
+
+    def begin_snapshot(self, name: str, epoch: int, version: SnapshotVersion) -> SnapshotVersion:
+        """Record `version` as the snapshot of `epoch`, unless one is recorded already: that one stands."""
+        applied = self.session.execute(
+            f"INSERT INTO {self.keyspace}.subscription_snapshots (subscription, epoch, started, topic, offsets)"
+            " VALUES (%s, %s, %s, %s, %s) IF NOT EXISTS",
+            (name, epoch, version.started, version.topic, json.dumps(version.offsets))).was_applied
+        return version if applied else self.snapshot_version(name, epoch)
+
+    def finish_snapshot(self, name: str, epoch: int) -> None:
+        """Every range is read and in the sink: the log follows."""
+        self.session.execute(f"UPDATE {self.keyspace}.subscription_snapshots SET finished = %s"
+                             " WHERE subscription = %s AND epoch = %s", (_now(), name, epoch))
 
     def record_status(self, name: str, status: Status) -> None:
         self.session.execute(

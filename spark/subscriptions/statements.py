@@ -1,7 +1,7 @@
 """The statement form of the control verbs ("operate CDC with SQL"):
 
     CREATE SUBSCRIPTION name ON ks.table TO sink [WITH key = 'value', ...] [COLUMNS (c, ...)]
-        [OPERATIONS (insert, update, delete)] [START 'now'|'earliest'|'<timestamp>'] [WHERE <filter>]
+        [OPERATIONS (insert, update, delete)] [START 'now'|'earliest'|'snapshot'|'<timestamp>'] [WHERE <filter>]
     ALTER SUBSCRIPTION name [WITH key = 'value', ...] [WHERE <filter>] | ALTER SUBSCRIPTION name RESET TO '<start>'
     PAUSE SUBSCRIPTION name    RESUME SUBSCRIPTION name    DROP SUBSCRIPTION name
     SHOW SUBSCRIPTIONS [ON ks.table]

@@ -1,11 +1,16 @@
 """Fixtures of the integration tests that run the connector."""
 from __future__ import annotations
 
+import threading
 import uuid
 
 import pytest
 
 from deploy.local.processes import ConnectorProcess
+from spark.server.config import ServerSettings
+from spark.server.runner import Runner
+from spark.subscriptions.control import Control, spark_filter_check
+from spark.subscriptions.registry import SubscriptionRegistry
 from tests.integration.pipeline import EventConsumer
 
 
@@ -27,3 +32,37 @@ def pipeline(stack, tmp_path):
     for connector, consumer in made:
         connector.stop()
         consumer.close()
+
+
+@pytest.fixture
+def served(stack, cql, keyspace, tmp_path, pipeline, spark):
+    """A running connector, a table `orders` to subscribe to, the registry and its control, and
+    `run_runner(**settings)`: a runner in this process (stopped at the end)."""
+    connector, _ = pipeline()
+    connector.start_from_now()
+    connector.start()
+    cql.execute(f"CREATE TABLE {keyspace}.orders (id int PRIMARY KEY, qty int, note text) WITH cdc = true")
+    base = dict(kafka_bootstrap_servers=stack.kafka_bootstrap, registry_url=stack.registry_url,
+                topic_prefix=connector.prefix, cassandra_hosts=(stack.cassandra_host,),
+                cassandra_port=stack.cassandra_port, generations_keyspace=f"{keyspace}_reg",
+                checkpoint_dir=tmp_path / "checkpoints", trigger_interval="500 milliseconds",
+                generation_check_interval=0.5, generation_delay=8.0, lease_ttl=6, poll_interval=1.0,
+                retry_initial=2.0, retry_max=8.0, metrics_port=0, log_format="text")
+    registry = SubscriptionRegistry(cql, base["generations_keyspace"])
+    registry.create_schema()
+    control = Control(registry, cql, spark_filter_check(spark))
+    started = []
+
+    def run_runner(**settings) -> Runner:
+        runner = Runner(spark, ServerSettings(**{**base, **settings}), cql)
+        stop = threading.Event()
+        thread = threading.Thread(target=runner.run, args=(stop,), daemon=True)
+        thread.start()
+        started.append((stop, thread))
+        return runner
+
+    yield control, registry, run_runner, base
+    for stop, thread in started:
+        stop.set()
+        thread.join(120)
+    cql.execute(f"DROP KEYSPACE IF EXISTS {base['generations_keyspace']}")

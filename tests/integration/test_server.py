@@ -6,9 +6,6 @@ import datetime as dt
 import json
 import re
 import signal
-import subprocess
-import sys
-import threading
 import time
 from collections import Counter
 from pathlib import Path
@@ -19,52 +16,15 @@ import psycopg
 import pytest
 from pyspark.errors import AnalysisException
 
-from deploy.local.endpoints import ROOT
-from spark.server.config import ServerSettings
 from spark.server.runner import Runner
-from spark.subscriptions.control import Control, spark_filter_check
 from spark.subscriptions.leases import Leases
 from spark.subscriptions.model import Change
-from spark.subscriptions.registry import SubscriptionRegistry
 from spark.subscriptions.statements import Statement
 from tests.integration.proxy import Relay
+from tests.integration.serving import runner_process
 from tests.support import wait_for
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture
-def served(stack, cql, keyspace, tmp_path, pipeline, spark):
-    """A running connector, a table `orders` to subscribe to, the registry and its control, and
-    `run_runner(**settings)`: a runner in this process (stopped at the end)."""
-    connector, _ = pipeline()
-    connector.start_from_now()
-    connector.start()
-    cql.execute(f"CREATE TABLE {keyspace}.orders (id int PRIMARY KEY, qty int, note text) WITH cdc = true")
-    base = dict(kafka_bootstrap_servers=stack.kafka_bootstrap, registry_url=stack.registry_url,
-                topic_prefix=connector.prefix, cassandra_hosts=(stack.cassandra_host,),
-                cassandra_port=stack.cassandra_port, generations_keyspace=f"{keyspace}_reg",
-                checkpoint_dir=tmp_path / "checkpoints", trigger_interval="500 milliseconds",
-                generation_check_interval=0.5, generation_delay=8.0, lease_ttl=6, poll_interval=1.0,
-                retry_initial=2.0, retry_max=8.0, metrics_port=0, log_format="text")
-    registry = SubscriptionRegistry(cql, base["generations_keyspace"])
-    registry.create_schema()
-    control = Control(registry, cql, spark_filter_check(spark))
-    started = []
-
-    def run_runner(**settings) -> Runner:
-        runner = Runner(spark, ServerSettings(**{**base, **settings}), cql)
-        stop = threading.Event()
-        thread = threading.Thread(target=runner.run, args=(stop,), daemon=True)
-        thread.start()
-        started.append((stop, thread))
-        return runner
-
-    yield control, registry, run_runner, base
-    for stop, thread in started:
-        stop.set()
-        thread.join(120)
-    cql.execute(f"DROP KEYSPACE IF EXISTS {base['generations_keyspace']}")
 
 
 def insert(cql, keyspace: str, ids, qty=lambda i: i * 100) -> None:
@@ -203,19 +163,7 @@ def test_two_runners_split_subscriptions_and_take_over_after_kill_9(spark, cql, 
     paths = {name: tmp_path / name for name in ("s1", "s2")}
     for name, path in paths.items():
         control.create(name, Change(table=table, sink="delta", sink_config={"path": str(path)}))
-    runners = {}
-    for runner_id in ("a", "b"):
-        config = tmp_path / f"runner-{runner_id}.yaml"
-        config.write_text(json.dumps({**{k: v for k, v in base.items()
-                                         if k not in ("cassandra_hosts", "checkpoint_dir")},
-                                      "cassandra_hosts": list(base["cassandra_hosts"]),
-                                      "checkpoint_dir": str(base["checkpoint_dir"]), "runner_id": runner_id,
-                                      "lease_ttl": 8, "spark_master": "local[1]", "spark_jars": list(stack.spark_jars),
-                                      "spark_conf": {"spark.ui.enabled": "false",
-                                                     "spark.sql.shuffle.partitions": "1"}}))
-        log = open(tmp_path / f"runner-{runner_id}.log", "w")
-        runners[runner_id] = subprocess.Popen([sys.executable, "-m", "spark.server", "--config", str(config)],
-                                              cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
+    runners = {runner_id: runner_process(stack, base, tmp_path, runner_id, lease_ttl=8) for runner_id in ("a", "b")}
     leases = Leases(cql, registry.keyspace, "probe", 5)
     try:
         split = wait_for(lambda: (h := leases.holders()) and len(h) == 2 and len(set(h.values())) == 2 and h, 180,

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import json
 import re
 
 import pytest
@@ -10,6 +11,7 @@ from pydantic import ValidationError
 from spark.server.config import ServerSettings
 from spark.server.delivery import START_SLACK, checkpoint_of, source_of
 from spark.subscriptions.model import Change, InvalidSubscription, Subscription, start_time
+from spark.subscriptions.registry import SnapshotVersion
 
 
 def subscription(**change) -> Subscription:
@@ -41,9 +43,21 @@ def test_each_reset_has_a_checkpoint_of_its_own(tmp_path):
     assert checkpoint_of(settings, Subscription(**{**first.__dict__, "epoch": 2})) == tmp_path / "audit" / "epoch-2"
 
 
-def test_snapshot_start_is_refused_with_the_reason():
-    with pytest.raises(InvalidSubscription, match="snapshot.*not available"):
-        subscription(start="snapshot")
+def test_after_a_snapshot_the_log_starts_at_the_snapshot_versions_offsets(tmp_path):
+    settings = ServerSettings(checkpoint_dir=tmp_path)
+    snap = subscription(start="snapshot")
+    version = SnapshotVersion(dt.datetime.now(dt.timezone.utc), "ringtail.shop.orders", {0: 12, 1: 0})
+    assert json.loads(source_of(settings, snap, version).starting["startingOffsets"]) == {
+        "ringtail.shop.orders": {"0": 12, "1": 0}}
+    # The topic did not exist when the snapshot started: every change in it came later.
+    assert source_of(settings, snap, SnapshotVersion(version.started, version.topic, {})).starting == {
+        "startingOffsets": "earliest"}
+    assert checkpoint_of(settings, snap, snapshot=True) == tmp_path / "audit" / "epoch-1.snapshot"
+
+
+def test_a_bad_start_names_the_starts_there_are():
+    with pytest.raises(InvalidSubscription, match="now, earliest, snapshot or an ISO 8601 timestamp"):
+        subscription(start="yesterday")
 
 
 def test_leases_are_renewed_well_within_their_life():
