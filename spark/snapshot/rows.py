@@ -46,8 +46,8 @@ def column_json(cql: CqlType, namespace: str) -> Callable[[bytes], Any]:
     return lambda raw: read(convert(decode(raw)))
 
 
-def _dumps(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False)
+# One encoder for every value: `json.dumps` with options builds a new one per call.
+_dumps = json.JSONEncoder(ensure_ascii=False).encode
 
 
 @dataclass(frozen=True)
@@ -121,8 +121,9 @@ class TableRows:
             partition_key = pk_raw[0] if n_pk == 1 else compose(pk_raw)
             written_us = version_us if newest is None else newest
             key_json = _dumps(key)
-            digest = hashlib.blake2b(partition_key + _dumps(["read", t.keyspace, t.name, key_json, columns,
-                                                             written_us]).encode(), digest_size=16).digest()
+            content = "\x1f".join(("read", t.keyspace, t.name, key_json, str(written_us),
+                                     *(f"{name}={value}" for name, value in columns)))
+            digest = hashlib.blake2b(partition_key + content.encode(), digest_size=16).digest()
             out.append({
                 "keyspace": t.keyspace, "table": t.name, "cdc$stream_id": stream_ids[i].tobytes(),
                 "cdc$time": log_time(written_us, digest), "cdc$batch_seq_no": 0, "cdc$operation": R.ROW_READ,
