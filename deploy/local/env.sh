@@ -19,7 +19,9 @@ need() {
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
 }
 
-need java:openjdk-17-jdk-headless mvn:maven
+[ -d "$HOME/.cargo/bin" ] && PATH="$HOME/.cargo/bin:$PATH"  # rustup's toolchain, where installed
+# The native core (connector/native) is Rust: Debian's cargo-web is a recent enough toolchain.
+need java:openjdk-17-jdk-headless mvn:maven cargo:cargo-web cc:gcc
 
 PYTHON="${RINGTAIL_STACK_PYTHON:-python3}"
 if ! "$PYTHON" -c 'import sys; sys.exit(sys.version_info < (3, 11))'; then
@@ -33,6 +35,10 @@ if [ ! -x "$VENV/bin/python" ] || [ "$ROOT/pyproject.toml" -nt "$stamp" ]; then
   "$PYTHON" -m venv "$VENV"
   "$VENV/bin/pip" install -q --disable-pip-version-check --upgrade pip
   "$VENV/bin/pip" install -q --disable-pip-version-check -e "$ROOT[dev]"
+  touch "$stamp"
+elif [ -n "$(find "$ROOT/connector/native" -path "$ROOT/connector/native/target" -prune -o -newer "$stamp" -type f -print -quit)" ]; then
+  echo "[env] rebuilding the native core"
+  "$VENV/bin/pip" install -q --disable-pip-version-check --no-deps -e "$ROOT"
   touch "$stamp"
 fi
 PY="$VENV/bin/python"
