@@ -1,4 +1,6 @@
-"""Decode throughput of the commit log reader next to a plain sequential read of the same bytes.
+"""Decode throughput of the commit log reader next to a plain sequential read of the same bytes, and
+of the native core's decoder (framing and structure, values left serialized, changes handed to
+Python as tuples) on the same segments.
 
     python bench/decode.py [SEGMENT ...] [--schema FILE.cql] [--seconds S]
 
@@ -18,7 +20,9 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
 
-from connector.commitlog import SegmentReader, skip_unknown_tables  # noqa: E402
+from connector import _native  # noqa: E402
+from connector.commitlog import SegmentReader, UnknownTable, skip_unknown_tables  # noqa: E402
+from connector.commitlog.layout import TableLayout  # noqa: E402
 from connector.schema import SchemaSnapshot, parse_ddl, parse_ddl_file  # noqa: E402
 
 LEGACY_SEGMENT = REPO_ROOT / "tests" / "unit" / "commitlog" / "data" / "legacy" / "CommitLog-7-1699285478684.log"
@@ -33,6 +37,23 @@ def decode(path: Path, schema: SchemaSnapshot) -> tuple[int, int]:
     with SegmentReader(path, schema, on_schema_miss=skip_unknown_tables) as reader:
         rows = sum(1 for _ in reader.changes())
         return rows, reader.end - reader.descriptor.header_length
+
+
+def native_decode(path: Path, schema: SchemaSnapshot) -> int:
+    """Changes of one full pass of the native core; entries of unknown tables skipped, as above."""
+    segment = _native.Segment(path)
+    layouts = [TableLayout(table, schema) for table in schema.tables.values()]
+    reader = _native.MutationReader([
+        (layout.table.id.bytes, [c.fixed_length for c in layout.clustering],
+         [(name, c.fixed_length, c.complex) for name, c in layout.columns.items()]) for layout in layouts],
+        segment.messaging_version)
+    rows = 0
+    for offset, mutation in segment.entries()[0]:
+        try:
+            rows += len(reader.decode(mutation, str(path), offset))
+        except UnknownTable:
+            pass
+    return rows
 
 
 def sequential_read(path: Path) -> int:
@@ -57,12 +78,16 @@ def timed(function, seconds: float) -> tuple[float, int, object]:
 def measure(path: Path, schema: SchemaSnapshot, seconds: float) -> None:
     per_decode, runs, (rows, logical) = timed(lambda: decode(path, schema), seconds)
     per_read, _, size = timed(lambda: sequential_read(path), seconds / 2)
+    per_native, _, native_rows = timed(lambda: native_decode(path, schema), seconds)
+    assert native_rows == rows, (native_rows, rows)
     tracemalloc.start()
     decode(path, schema)
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
     print(f"{path.name}: {size / MB:.1f} MiB file, {logical / MB:.2f} MiB of sections, {rows} changes, {runs} runs")
     print(f"  decode          {rows / per_decode:12,.0f} rows/s  {logical / MB / per_decode:8.1f} MB/s")
+    print(f"  native core     {rows / per_native:12,.0f} rows/s  {logical / MB / per_native:8.1f} MB/s"
+          f"  ({per_decode / per_native:.1f}x; framing and structure, values left serialized)")
     print(f"  sequential read {'':12}         {size / MB / per_read:8.1f} MB/s (I/O floor, whole file)")
     print(f"  decode time / read time of the same bytes: {per_decode / (per_read * logical / size):.1f}x")
     print(f"  peak traced Python memory during a decode: {peak / MB:.2f} MiB")

@@ -4,11 +4,20 @@
 //! the tests hold this one to; `python` is the binding.
 
 pub mod bytes;
+pub mod cell;
+pub mod change;
 pub mod compression;
 pub mod descriptor;
 pub mod entry;
 pub mod error;
+pub mod header;
+pub mod layout;
+pub mod mutation;
+pub mod partial;
+pub mod partition;
 pub mod segment;
 pub mod sync;
+pub mod unfiltered;
+pub mod vint;
 
 mod python;

@@ -5,9 +5,17 @@ use std::path::PathBuf;
 
 use pyo3::exceptions::PyOSError;
 use pyo3::prelude::*;
-use pyo3::types::PyBytes;
+use pyo3::types::{IntoPyDict, PyBytes};
 
+use std::collections::HashMap;
+
+use pyo3::types::PyTuple;
+
+use crate::change::{Bound as RowBound, Cell, Change, ColumnCells, Value};
 use crate::error::{Error, Kind};
+use crate::header::DeletionTime;
+use crate::layout::{ColumnLayout, TableLayout};
+use crate::mutation::{MutationDecoder, MutationError};
 use crate::segment;
 
 fn raise(py: Python<'_>, path: &str, error: Error) -> PyErr {
@@ -104,8 +112,102 @@ impl Segment {
     }
 }
 
+/// (table id, fixed length of each clustering column, (UTF-8 name, fixed length, multi-cell) of
+/// each static, regular and dropped column) of one table; fixed lengths are -1 for
+/// length-prefixed values. Tables and columns are numbered by their place in these lists.
+type TableDescription = ([u8; 16], Vec<i32>, Vec<(Vec<u8>, i32, bool)>);
+
+/// Decodes mutations into changes whose values stay serialized bytes.
+#[pyclass(module = "connector._native", frozen)]
+struct MutationReader {
+    decoder: MutationDecoder,
+}
+
+#[pymethods]
+impl MutationReader {
+    #[new]
+    fn new(tables: Vec<TableDescription>, messaging_version: u32) -> Self {
+        let mut layouts = HashMap::new();
+        for (table, (id, clustering, columns)) in tables.into_iter().enumerate() {
+            let columns = columns.into_iter().enumerate().map(|(index, (name, fixed_length, complex))| {
+                (name, ColumnLayout { index, fixed_length, complex })
+            }).collect();
+            layouts.insert(id, (table, TableLayout { clustering, columns }));
+        }
+        MutationReader { decoder: MutationDecoder::new(layouts, messaging_version) }
+    }
+
+    /// The changes of the mutation in the entry at `entry_offset` of `segment`, as tuples:
+    /// (table, update index, row index, op, partition key, clustering, liveness, deletion,
+    /// (shadowable, static), (range start, range end), columns); each column (index, multi-cell,
+    /// column deletion, cells), each cell (timestamp, ttl, local deletion time, tombstone, path,
+    /// value). Raises UnknownTable or
+    /// SchemaMismatch with the entry's position.
+    fn decode<'py>(&self, py: Python<'py>, mutation: &[u8], segment: &str, entry_offset: usize)
+                   -> PyResult<Vec<Bound<'py, PyTuple>>> {
+        let mut changes = Vec::new();
+        if let Err(error) = self.decoder.decode(mutation, &mut changes) {
+            let errors = py.import("connector.commitlog.errors")?;
+            let exception = match error {
+                MutationError::UnknownTable(id) => {
+                    let table_id = py.import("uuid")?.getattr("UUID")?
+                        .call((), Some(&[("bytes", PyBytes::new(py, &id))].into_py_dict(py)?))?;
+                    errors.getattr("UnknownTable")?.call1((segment, entry_offset, table_id))?
+                }
+                MutationError::SchemaMismatch { update_index, misfit, .. } => {
+                    let message = format!("partition update {update_index} does not fit the schema: {} (byte {})",
+                                          misfit.message, misfit.position);
+                    errors.getattr("SchemaMismatch")?.call1((segment, entry_offset, message))?
+                }
+            };
+            return Err(PyErr::from_value(exception));
+        }
+        changes.iter().map(|c| change_tuple(py, c)).collect()
+    }
+}
+
+fn value<'py>(py: Python<'py>, value: &Value<'_>) -> PyResult<Bound<'py, PyAny>> {
+    Ok(match value {
+        Value::Null => py.None().into_bound(py),
+        Value::Empty => PyBytes::new(py, b"").into_any(),
+        Value::Bytes(b) => PyBytes::new(py, b).into_any(),
+    })
+}
+
+fn clustering<'py>(py: Python<'py>, values: &[Value<'_>]) -> PyResult<Bound<'py, PyTuple>> {
+    PyTuple::new(py, values.iter().map(|v| value(py, v)).collect::<PyResult<Vec<_>>>()?)
+}
+
+fn deletion(d: &Option<DeletionTime>) -> Option<(i64, i64)> {
+    d.map(|d| (d.marked_for_delete_at, d.local_deletion_time))
+}
+
+fn bound<'py>(py: Python<'py>, b: &Option<RowBound<'_>>) -> PyResult<Option<(Bound<'py, PyTuple>, bool)>> {
+    b.as_ref().map(|b| Ok((clustering(py, &b.clustering)?, b.inclusive))).transpose()
+}
+
+type CellTuple<'py> = (i64, i64, Option<i64>, bool, Option<Bound<'py, PyBytes>>, Bound<'py, PyBytes>);
+
+fn cell<'py>(py: Python<'py>, c: &Cell<'_>) -> CellTuple<'py> {
+    (c.timestamp, c.ttl, c.local_deletion_time, c.tombstone, c.path.map(|p| PyBytes::new(py, p)),
+     PyBytes::new(py, c.value))
+}
+
+fn change_tuple<'py>(py: Python<'py>, c: &Change<'_>) -> PyResult<Bound<'py, PyTuple>> {
+    let columns = c.columns.iter().map(|column| match column {
+        ColumnCells::Simple { column, cell: one } => (*column, false, None::<(i64, i64)>, vec![cell(py, one)]).into_pyobject(py),
+        ColumnCells::Complex { column, deletion: d, cells } => {
+            (*column, true, deletion(d), cells.iter().map(|one| cell(py, one)).collect::<Vec<_>>()).into_pyobject(py)
+        }
+    }).collect::<PyResult<Vec<_>>>()?;
+    (c.table, c.update_index, c.row_index, c.op.name(), PyBytes::new(py, c.partition_key), clustering(py, &c.clustering)?,
+     c.liveness.map(|l| (l.timestamp, l.ttl, l.expires_at)), deletion(&c.deletion), (c.shadowable, c.is_static),
+     (bound(py, &c.range_start)?, bound(py, &c.range_end)?), columns).into_pyobject(py)
+}
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Segment>()?;
+    m.add_class::<MutationReader>()?;
     Ok(())
 }

@@ -1,4 +1,5 @@
-"""Rows, cells, deletions and markers of hand-built mutations, read through a real segment file."""
+"""Rows, cells, deletions and markers of hand-built mutations, read through a real segment file;
+every read is also made by the native core, which must give the same changes."""
 import struct
 import uuid
 
@@ -7,6 +8,7 @@ import pytest
 from connector.commitlog import Op, SegmentReader
 from connector.commitlog.render import ChangeRenderer
 from connector.schema import parse_ddl
+from tests.unit.commitlog.native_oracle import native_changes
 from tests.unit.commitlog.segment_builder import (
     cell, clustering, complex_cells, deletion, descriptor, entry, marker, mutation, partition_update, range_marker,
     row, segment, uvint)
@@ -48,10 +50,12 @@ def update(body: bytes, **options) -> bytes:
     return partition_update(TABLE_ID, KEY, body, **options)
 
 
-def read(write_segment, *mutations, version=7):
+def read(write_segment, *mutations, version=7, schema=SCHEMA):
     path = write_segment(segment(SEGMENT_ID, [list(mutations)], version=version), SEGMENT_ID, version)
-    with SegmentReader(path, SCHEMA) as reader:
-        return list(reader.changes())
+    with SegmentReader(path, schema) as reader:
+        changes = list(reader.changes())
+    assert native_changes(path, schema) == changes
+    return changes
 
 
 def only(changes):
@@ -266,9 +270,7 @@ def test_large_header_column_subsets(write_segment):
                        if i not in missing))
     rows = b"".join(b"\x00" + subset for subset in (few, many))  # flags 0: no HAS_ALL_COLUMNS
     up = partition_update(SAMPLES_ID, i32(1), rows, regulars=header, min_timestamp=TS)
-    path = write_segment(segment(SEGMENT_ID, [[mutation(up)]]), SEGMENT_ID)
-    with SegmentReader(path, wide) as reader:
-        first, second = reader.changes()
+    first, second = read(write_segment, mutation(up), schema=wide)
     assert {k: c.value for k, c in first.cells.items()} == {"x2": 2, "x40": 40, "x69": 69}
     assert list(second.cells) == [f"x{i}" for i in range(70) if i not in missing]
 

@@ -1,0 +1,101 @@
+"""The native core's changes of a segment, made into the reference decoder's Change objects, so
+tests can hold the two decoders to each other: same changes, same positions, same values."""
+from __future__ import annotations
+
+import struct
+from pathlib import Path
+
+from connector import _native
+from connector.commitlog import Bound, Cell, Change, CommitLogError, ComplexColumn, DeletionTime, Liveness, Op, \
+    Position, SchemaMismatch, UnknownTable
+from connector.commitlog.layout import ColumnLayout, TableLayout
+from connector.cql import CqlTypeError
+from connector.schema import SchemaSnapshot
+
+# What the reference decoder's value decoding raises for bytes that do not fit a type.
+_MISFIT = (IndexError, KeyError, ValueError, ArithmeticError, struct.error, CqlTypeError)
+
+
+def _layouts(schema: SchemaSnapshot) -> list[tuple[TableLayout, list[ColumnLayout]]]:
+    layouts = []
+    for table in schema.tables.values():
+        layout = TableLayout(table, schema)
+        layouts.append((layout, list(layout.columns.values())))
+    return layouts
+
+
+def _reader(layouts, messaging_version: int):
+    return _native.MutationReader([
+        (layout.table.id.bytes, [c.fixed_length for c in layout.clustering],
+         [(name, c.fixed_length, c.complex) for name, c in layout.columns.items()])
+        for layout, _ in layouts], messaging_version)
+
+
+def _value(column: ColumnLayout, raw):
+    if raw is None:
+        return None
+    return column.decode(raw) if raw else column.empty
+
+
+def _clustering(layout: TableLayout, values) -> tuple:
+    return tuple(_value(column, raw) for column, raw in zip(layout.clustering, values))
+
+
+def _cell(column: ColumnLayout, complex_: bool, cell) -> Cell:
+    timestamp, ttl, ldt, tombstone, path, raw = cell
+    if complex_:
+        if tombstone:
+            return Cell(None, timestamp, ttl, ldt, True, column.type.decode_path(path))
+        key, value = column.type.decode_cell(path, raw)
+        return Cell(value, timestamp, ttl, ldt, False, key)
+    return Cell(None if tombstone else _value(column, raw), timestamp, ttl, ldt, tombstone)
+
+
+def _change(layouts, segment_id: int, offset: int, found) -> Change:
+    table, update, row, op, key, clustering, liveness, deletion, flags, (start, end), columns = found
+    layout, by_index = layouts[table]
+    cells = {}
+    for index, complex_, column_deletion, column_cells in columns:
+        column = by_index[index]
+        if complex_:
+            cells[column.name] = ComplexColumn(
+                None if column_deletion is None else DeletionTime(*column_deletion),
+                [_cell(column, True, c) for c in column_cells])
+        else:
+            cells[column.name] = _cell(column, False, column_cells[0])
+    return Change(
+        Position(segment_id, offset, update, row), layout.table, Op(op), layout.decode_partition_key(key),
+        _clustering(layout, clustering), cells, None if liveness is None else Liveness(*liveness),
+        None if deletion is None else DeletionTime(*deletion), flags[0], flags[1],
+        None if start is None else Bound(_clustering(layout, start[0]), start[1]),
+        None if end is None else Bound(_clustering(layout, end[0]), end[1]), partition_key_bytes=key)
+
+
+def native_changes(path: Path, schema: SchemaSnapshot, limit: int | None = None,
+                   skip_unknown: bool = False) -> list[Change]:
+    """Every change of the segment read by the native core; entries of tables the schema lacks are
+    skipped with `skip_unknown`, else raise as the reference reader's do."""
+    segment = _native.Segment(path)
+    layouts = _layouts(schema)
+    reader = _reader(layouts, segment.messaging_version)
+    changes = []
+    for offset, mutation in segment.entries(limit)[0]:
+        try:
+            found = reader.decode(mutation, str(path), offset)
+        except UnknownTable:
+            if skip_unknown:
+                continue
+            raise
+        try:  # the reference decodes values as it reads an entry: a value that does not fit is a mismatch
+            changes += [_change(layouts, segment.segment_id, offset, f) for f in found]
+        except _MISFIT as exc:
+            raise SchemaMismatch(str(path), offset, f"a value does not fit the schema: {exc}") from None
+    return changes
+
+
+def outcome(read, *args, **options):
+    """A read's changes, or its error's class and position."""
+    try:
+        return read(*args, **options)
+    except CommitLogError as error:
+        return type(error).__name__, error.position
