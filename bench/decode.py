@@ -20,9 +20,9 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
 
-from connector import _native  # noqa: E402
+from connector import _native, native_core  # noqa: E402
+from connector.avro.table import SourceInfo  # noqa: E402
 from connector.commitlog import SegmentReader, UnknownTable, skip_unknown_tables  # noqa: E402
-from connector.commitlog.layout import TableLayout  # noqa: E402
 from connector.schema import SchemaSnapshot, parse_ddl, parse_ddl_file  # noqa: E402
 
 LEGACY_SEGMENT = REPO_ROOT / "tests" / "unit" / "commitlog" / "data" / "legacy" / "CommitLog-7-1699285478684.log"
@@ -42,15 +42,11 @@ def decode(path: Path, schema: SchemaSnapshot) -> tuple[int, int]:
 def native_decode(path: Path, schema: SchemaSnapshot) -> int:
     """Changes of one full pass of the native core; entries of unknown tables skipped, as above."""
     segment = _native.Segment(path)
-    layouts = [TableLayout(table, schema) for table in schema.tables.values()]
-    reader = _native.MutationReader([
-        (layout.table.id.bytes, [c.fixed_length for c in layout.clustering],
-         [(name, c.fixed_length, c.complex) for name, c in layout.columns.items()]) for layout in layouts],
-        segment.messaging_version)
+    decoder, _ = native_core.decoder(schema, segment.messaging_version, SourceInfo("bench", "bench", "bench"))
     rows = 0
     for offset, mutation in segment.entries()[0]:
         try:
-            rows += len(reader.decode(mutation, str(path), offset))
+            rows += len(decoder.changes(mutation, str(path), offset))
         except UnknownTable:
             pass
     return rows

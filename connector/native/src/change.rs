@@ -38,13 +38,7 @@ pub struct Liveness {
 /// LivenessInfo.EMPTY: what cells of a row without a row marker inherit.
 pub const NO_LIVENESS: Liveness = Liveness { timestamp: i64::MIN, ttl: 0, expires_at: None };
 
-/// A clustering value: absent (null), Cassandra's empty value, or serialized bytes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Value<'a> {
-    Null,
-    Empty,
-    Bytes(&'a [u8]),
-}
+pub use crate::value::Value;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Cell<'a> {

@@ -3,13 +3,16 @@
 //! One module per on-disk structure, as in the reference decoder (`connector.commitlog`), which
 //! the tests hold this one to; `python` is the binding.
 
+pub mod avro;
 pub mod bytes;
 pub mod cell;
 pub mod change;
 pub mod compression;
+pub mod cql;
 pub mod descriptor;
 pub mod entry;
 pub mod error;
+pub mod event;
 pub mod header;
 pub mod layout;
 pub mod mutation;
@@ -17,7 +20,9 @@ pub mod partial;
 pub mod partition;
 pub mod segment;
 pub mod sync;
+pub mod text;
 pub mod unfiltered;
+pub mod value;
 pub mod vint;
 
 mod python;

@@ -12,10 +12,13 @@ use std::collections::HashMap;
 use pyo3::types::PyTuple;
 
 use crate::change::{Bound as RowBound, Cell, Change, ColumnCells, Value};
+use crate::cql::CqlType;
+use crate::event::{write_time, Place, SourceInfo, TablePlan};
 use crate::error::{Error, Kind};
 use crate::header::DeletionTime;
 use crate::layout::{ColumnLayout, TableLayout};
 use crate::mutation::{MutationDecoder, MutationError};
+use pyo3::exceptions::PyValueError;
 use crate::segment;
 
 fn raise(py: Python<'_>, path: &str, error: Error) -> PyErr {
@@ -112,57 +115,150 @@ impl Segment {
     }
 }
 
-/// (table id, fixed length of each clustering column, (UTF-8 name, fixed length, multi-cell) of
-/// each static, regular and dropped column) of one table; fixed lengths are -1 for
-/// length-prefixed values. Tables and columns are numbered by their place in these lists.
-type TableDescription = ([u8; 16], Vec<i32>, Vec<(Vec<u8>, i32, bool)>);
+/// A column as the Python side describes it: its UTF-8 name, its type, and whether it is live
+/// (live columns come first, in the order of the event's `after` record; dropped ones follow).
+type ColumnSpec = (Vec<u8>, CqlType, bool);
 
-/// Decodes mutations into changes whose values stay serialized bytes.
+/// One table: (id, keyspace, name, key schema id, value schema id, partition key types,
+/// clustering types, columns, emit events). Tables are numbered by their place in the list.
+type TableSpec = ([u8; 16], String, String, u32, u32, Vec<CqlType>, Vec<CqlType>, Vec<ColumnSpec>, bool);
+
+impl<'py> FromPyObject<'_, 'py> for CqlType {
+    type Error = PyErr;
+
+    /// ("native", name) | ("list" | "set", element, multi-cell) | ("map", key, value, multi-cell)
+    /// | ("tuple", [types]) | ("udt", [field names], [types], multi-cell) | ("vector", element, dimension)
+    fn extract(tree: Borrowed<'_, 'py, PyAny>) -> PyResult<Self> {
+        let kind: String = tree.get_item(0)?.extract()?;
+        let item = |i: usize| tree.get_item(i);
+        Ok(match kind.as_str() {
+            "native" => {
+                let name: String = item(1)?.extract()?;
+                CqlType::native(&name).ok_or_else(|| PyValueError::new_err(format!("unknown CQL type {name}")))?
+            }
+            "list" => CqlType::List { element: Box::new(item(1)?.extract()?), multi_cell: item(2)?.extract()? },
+            "set" => CqlType::Set { element: Box::new(item(1)?.extract()?), multi_cell: item(2)?.extract()? },
+            "map" => CqlType::Map { key: Box::new(item(1)?.extract()?), value: Box::new(item(2)?.extract()?),
+                                    multi_cell: item(3)?.extract()? },
+            "tuple" => CqlType::Tuple(item(1)?.extract()?),
+            "udt" => CqlType::Udt { field_names: item(1)?.extract()?, fields: item(2)?.extract()?,
+                                    multi_cell: item(3)?.extract()? },
+            "vector" => CqlType::Vector { element: Box::new(item(1)?.extract()?), dimension: item(2)?.extract()? },
+            other => return Err(PyValueError::new_err(format!("unknown kind of CQL type {other}"))),
+        })
+    }
+}
+
+fn column_layout(index: usize, cql: &CqlType) -> ColumnLayout {
+    // Complex cell values are always length-prefixed, whatever the element type.
+    let fixed_length = if cql.multi_cell() { -1 } else { cql.fixed_length().map_or(-1, |n| n as i32) };
+    ColumnLayout { index, fixed_length, complex: cql.multi_cell() }
+}
+
+/// Decodes the mutations of one schema version into changes, or straight into framed events.
 #[pyclass(module = "connector._native", frozen)]
-struct MutationReader {
+struct Decoder {
     decoder: MutationDecoder,
+    /// The plan of each table whose changes become events.
+    plans: Vec<Option<TablePlan>>,
+    source: SourceInfo,
 }
 
 #[pymethods]
-impl MutationReader {
+impl Decoder {
+    /// `source`: (version, connector name, cluster, node) of the events' `source` record.
     #[new]
-    fn new(tables: Vec<TableDescription>, messaging_version: u32) -> Self {
+    fn new(tables: Vec<TableSpec>, messaging_version: u32, source: (String, String, String, String)) -> Self {
         let mut layouts = HashMap::new();
-        for (table, (id, clustering, columns)) in tables.into_iter().enumerate() {
-            let columns = columns.into_iter().enumerate().map(|(index, (name, fixed_length, complex))| {
-                (name, ColumnLayout { index, fixed_length, complex })
-            }).collect();
-            layouts.insert(id, (table, TableLayout { clustering, columns }));
+        let mut plans = Vec::with_capacity(tables.len());
+        for (number, spec) in tables.into_iter().enumerate() {
+            let (id, keyspace, table, key_schema_id, value_schema_id, partition_key, clustering, columns, emit) = spec;
+            let mut by_name = HashMap::new();
+            let mut live = Vec::new();
+            for (index, (name, cql, is_live)) in columns.into_iter().enumerate() {
+                by_name.insert(name, column_layout(index, &cql));
+                if is_live {
+                    live.push(cql);
+                }
+            }
+            let fixed = clustering.iter().map(|c| c.fixed_length().map_or(-1, |n| n as i32)).collect();
+            layouts.insert(id, (number, TableLayout { clustering: fixed, columns: by_name }));
+            let plan = TablePlan { key_schema_id, value_schema_id, keyspace, table, partition_key, clustering,
+                                   columns: live };
+            plans.push(if emit { Some(plan) } else { None });
         }
-        MutationReader { decoder: MutationDecoder::new(layouts, messaging_version) }
+        let (version, name, cluster, node) = source;
+        Decoder { decoder: MutationDecoder::new(layouts, messaging_version), plans,
+                  source: SourceInfo { version, name, cluster, node } }
     }
 
     /// The changes of the mutation in the entry at `entry_offset` of `segment`, as tuples:
     /// (table, update index, row index, op, partition key, clustering, liveness, deletion,
     /// (shadowable, static), (range start, range end), columns); each column (index, multi-cell,
     /// column deletion, cells), each cell (timestamp, ttl, local deletion time, tombstone, path,
-    /// value). Raises UnknownTable or
-    /// SchemaMismatch with the entry's position.
-    fn decode<'py>(&self, py: Python<'py>, mutation: &[u8], segment: &str, entry_offset: usize)
-                   -> PyResult<Vec<Bound<'py, PyTuple>>> {
-        let mut changes = Vec::new();
-        if let Err(error) = self.decoder.decode(mutation, &mut changes) {
-            let errors = py.import("connector.commitlog.errors")?;
-            let exception = match error {
-                MutationError::UnknownTable(id) => {
-                    let table_id = py.import("uuid")?.getattr("UUID")?
-                        .call((), Some(&[("bytes", PyBytes::new(py, &id))].into_py_dict(py)?))?;
-                    errors.getattr("UnknownTable")?.call1((segment, entry_offset, table_id))?
-                }
-                MutationError::SchemaMismatch { update_index, misfit, .. } => {
-                    let message = format!("partition update {update_index} does not fit the schema: {} (byte {})",
-                                          misfit.message, misfit.position);
-                    errors.getattr("SchemaMismatch")?.call1((segment, entry_offset, message))?
-                }
-            };
-            return Err(PyErr::from_value(exception));
-        }
+    /// value). Raises UnknownTable or SchemaMismatch with the entry's position.
+    fn changes<'py>(&self, py: Python<'py>, mutation: &[u8], segment: &str, entry_offset: usize)
+                    -> PyResult<Vec<Bound<'py, PyTuple>>> {
+        let changes = self.decode(py, mutation, segment, entry_offset)?;
         changes.iter().map(|c| change_tuple(py, c)).collect()
+    }
+
+    /// The events of the mutation's changes to the tables that emit them: (table, update index,
+    /// row index, write time µs, key, value), key and value framed. `file` is the segment's file
+    /// name, `ts_ms` the processing time. A value that does not fit its type is a SchemaMismatch.
+    #[allow(clippy::too_many_arguments)]
+    fn events<'py>(&self, py: Python<'py>, mutation: &[u8], segment: &str, segment_id: i64, entry_offset: usize,
+                   file: &str, ts_ms: i64) -> PyResult<Vec<EventTuple<'py>>> {
+        let changes = self.decode(py, mutation, segment, entry_offset)?;
+        let place = Place { segment_id, entry_offset: entry_offset as i64, file, ts_ms };
+        let mut events = Vec::with_capacity(changes.len());
+        for change in &changes {
+            let Some(plan) = &self.plans[change.table] else { continue };
+            let (key, value) = plan.encode(change, &self.source, place).map_err(|why| {
+                mismatch(py, segment, entry_offset, &format!(
+                    "partition update {} of {}.{}: a value does not fit the schema: {why}",
+                    change.update_index, plan.keyspace, plan.table))
+            })?;
+            events.push((change.table, change.update_index, change.row_index, write_time(change),
+                         PyBytes::new(py, &key), PyBytes::new(py, &value)));
+        }
+        Ok(events)
+    }
+}
+
+type EventTuple<'py> = (usize, u32, u32, i64, Bound<'py, PyBytes>, Bound<'py, PyBytes>);
+
+fn mismatch(py: Python<'_>, segment: &str, entry_offset: usize, message: &str) -> PyErr {
+    let made = py.import("connector.commitlog.errors")
+        .and_then(|errors| errors.getattr("SchemaMismatch"))
+        .and_then(|class| class.call1((segment, entry_offset, message)));
+    match made {
+        Ok(exception) => PyErr::from_value(exception),
+        Err(failed) => failed,
+    }
+}
+
+impl Decoder {
+    fn decode<'m>(&self, py: Python<'_>, mutation: &'m [u8], segment: &str, entry_offset: usize)
+                  -> PyResult<Vec<Change<'m>>> {
+        let mut changes = Vec::new();
+        match self.decoder.decode(mutation, &mut changes) {
+            Ok(()) => Ok(changes),
+            Err(MutationError::UnknownTable(id)) => {
+                let table_id = py.import("uuid")?.getattr("UUID")?
+                    .call((), Some(&[("bytes", PyBytes::new(py, &id))].into_py_dict(py)?))?;
+                let exception = py.import("connector.commitlog.errors")?.getattr("UnknownTable")?
+                    .call1((segment, entry_offset, table_id))?;
+                Err(PyErr::from_value(exception))
+            }
+            Err(MutationError::SchemaMismatch { update_index, table, misfit }) => {
+                let name = table.and_then(|t| self.plans[t].as_ref())
+                    .map_or(String::new(), |p| format!(" of {}.{}", p.keyspace, p.table));
+                Err(mismatch(py, segment, entry_offset, &format!(
+                    "partition update {update_index}{name} does not fit the schema: {} (byte {} of the mutation)",
+                    misfit.message, misfit.position)))
+            }
+        }
     }
 }
 
@@ -208,6 +304,6 @@ fn change_tuple<'py>(py: Python<'py>, c: &Change<'_>) -> PyResult<Bound<'py, PyT
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Segment>()?;
-    m.add_class::<MutationReader>()?;
+    m.add_class::<Decoder>()?;
     Ok(())
 }

@@ -5,30 +5,28 @@ from __future__ import annotations
 import struct
 from pathlib import Path
 
-from connector import _native
+from connector import _native, native_core
+from connector.avro.table import SourceInfo
 from connector.commitlog import Bound, Cell, Change, CommitLogError, ComplexColumn, DeletionTime, Liveness, Op, \
     Position, SchemaMismatch, UnknownTable
 from connector.commitlog.layout import ColumnLayout, TableLayout
 from connector.cql import CqlTypeError
 from connector.schema import SchemaSnapshot
 
+SOURCE = SourceInfo("ringtail", "test-cluster", "node-1", version="1.2.3")
 # What the reference decoder's value decoding raises for bytes that do not fit a type.
 _MISFIT = (IndexError, KeyError, ValueError, ArithmeticError, struct.error, CqlTypeError)
 
 
-def _layouts(schema: SchemaSnapshot) -> list[tuple[TableLayout, list[ColumnLayout]]]:
+def _decoder(schema: SchemaSnapshot, messaging_version: int):
+    """The native decoder of `schema`, and per table number its layout and columns by number."""
+    decoder, tables = native_core.decoder(schema, messaging_version, SOURCE)
     layouts = []
-    for table in schema.tables.values():
+    for table in tables:
         layout = TableLayout(table, schema)
-        layouts.append((layout, list(layout.columns.values())))
-    return layouts
-
-
-def _reader(layouts, messaging_version: int):
-    return _native.MutationReader([
-        (layout.table.id.bytes, [c.fixed_length for c in layout.clustering],
-         [(name, c.fixed_length, c.complex) for name, c in layout.columns.items()])
-        for layout, _ in layouts], messaging_version)
+        names = [name for name, _, _ in native_core.table_spec(table, schema)[7]]
+        layouts.append((layout, [layout.columns[name] for name in names]))
+    return decoder, layouts
 
 
 def _value(column: ColumnLayout, raw):
@@ -76,12 +74,11 @@ def native_changes(path: Path, schema: SchemaSnapshot, limit: int | None = None,
     """Every change of the segment read by the native core; entries of tables the schema lacks are
     skipped with `skip_unknown`, else raise as the reference reader's do."""
     segment = _native.Segment(path)
-    layouts = _layouts(schema)
-    reader = _reader(layouts, segment.messaging_version)
+    decoder, layouts = _decoder(schema, segment.messaging_version)
     changes = []
     for offset, mutation in segment.entries(limit)[0]:
         try:
-            found = reader.decode(mutation, str(path), offset)
+            found = decoder.changes(mutation, str(path), offset)
         except UnknownTable:
             if skip_unknown:
                 continue

@@ -1,0 +1,56 @@
+"""The schema as the native core (`connector._native`, the Rust crate in `connector/native`) takes
+it: each table's types as trees the Python type layer parsed (types are parsed in one place), its
+columns in the order of the event's `after` record, and the schema ids its events are framed with."""
+from __future__ import annotations
+
+from typing import Mapping
+
+from connector import _native
+from connector.avro.table import SourceInfo
+from connector.cql import CqlType, ListType, MapType, SetType, TupleType, UserType, VectorType, parse_type
+from connector.schema.model import SchemaSnapshot, Table
+
+
+def type_tree(cql: CqlType) -> tuple:
+    """A parsed CQL type as nested tuples (see `CqlType` in the crate's python.rs)."""
+    if isinstance(cql, ListType):
+        return ("list", type_tree(cql.element), cql.multi_cell)
+    if isinstance(cql, SetType):
+        return ("set", type_tree(cql.element), cql.multi_cell)
+    if isinstance(cql, MapType):
+        return ("map", type_tree(cql.key), type_tree(cql.value), cql.multi_cell)
+    if isinstance(cql, TupleType):
+        return ("tuple", [type_tree(e) for e in cql.elements])
+    if isinstance(cql, UserType):
+        return ("udt", list(cql.field_names), [type_tree(t) for t in cql.field_types], cql.multi_cell)
+    if isinstance(cql, VectorType):
+        return ("vector", type_tree(cql.element), cql.dimension)
+    return ("native", cql.cql)
+
+
+def table_spec(table: Table, schema: SchemaSnapshot, schema_ids: tuple[int, int] | None = None) -> tuple:
+    """One table for `Decoder`; `schema_ids` (key, value) for a table whose changes become events."""
+    types = schema.types_of(table.keyspace)
+
+    def tree(text: str) -> tuple:
+        return type_tree(parse_type(text, types, table.keyspace))
+
+    live = [(c.name.encode(), tree(c.type), True) for c in (*table.static_columns, *table.regular_columns)]
+    names = {name for name, _, _ in live}
+    # Header column lists name dropped columns too; their cells are read and left out.
+    dropped = [(name.encode(), tree(d.type), False) for name, d in table.dropped_columns.items()
+               if name.encode() not in names]
+    key_id, value_id = schema_ids or (0, 0)
+    return (table.id.bytes, table.keyspace, table.name, key_id, value_id,
+            [tree(c.type) for c in table.partition_key], [tree(c.type) for c in table.clustering],
+            live + dropped, schema_ids is not None)
+
+
+def decoder(schema: SchemaSnapshot, messaging_version: int, source: SourceInfo,
+            schema_ids: Mapping | None = None) -> tuple[_native.Decoder, list[Table]]:
+    """A decoder of every table of `schema`, and the tables in its numbering; the tables in
+    `schema_ids` (table id → (key id, value id)) become events."""
+    ids = schema_ids or {}
+    tables = list(schema.tables.values())
+    specs = [table_spec(t, schema, ids.get(t.id)) for t in tables]
+    return _native.Decoder(specs, messaging_version, (source.version, source.name, source.cluster, source.node)), tables
