@@ -16,13 +16,20 @@ const USE_ROW_TTL: u8 = 0x10;
 
 #[inline]
 pub fn slice(buf: &[u8], p: usize, size: u64) -> Partial<(&[u8], usize)> {
-    let end = p.checked_add(size as usize).filter(|&e| e <= buf.len())
+    let end = p
+        .checked_add(size as usize)
+        .filter(|&e| e <= buf.len())
         .ok_or_else(|| Misfit::at(p, format!("a {size}-byte value runs past the end of the mutation")))?;
     Ok((&buf[p..end], end))
 }
 
-pub fn read_cell<'a>(buf: &'a [u8], p: usize, column: &ColumnLayout, header: &SerializationHeader,
-                     row: &Liveness) -> Partial<(Cell<'a>, usize)> {
+pub fn read_cell<'a>(
+    buf: &'a [u8],
+    p: usize,
+    column: &ColumnLayout,
+    header: &SerializationHeader,
+    row: &Liveness,
+) -> Partial<(Cell<'a>, usize)> {
     let flags = byte(buf, p)?;
     let mut p = p + 1;
     let timestamp = if flags & USE_ROW_TIMESTAMP != 0 {
@@ -71,8 +78,14 @@ pub fn read_cell<'a>(buf: &'a [u8], p: usize, column: &ColumnLayout, header: &Se
 }
 
 /// Cells of a row's present columns, in header order.
-pub fn read_cells<'a>(buf: &'a [u8], mut p: usize, columns: &[ColumnLayout], header: &SerializationHeader,
-                      row: &Liveness, has_complex_deletion: bool) -> Partial<(Vec<ColumnCells<'a>>, usize)> {
+pub fn read_cells<'a>(
+    buf: &'a [u8],
+    mut p: usize,
+    columns: &[ColumnLayout],
+    header: &SerializationHeader,
+    row: &Liveness,
+    has_complex_deletion: bool,
+) -> Partial<(Vec<ColumnCells<'a>>, usize)> {
     let mut found = Vec::with_capacity(columns.len());
     for column in columns {
         if !column.complex {

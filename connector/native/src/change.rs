@@ -55,10 +55,17 @@ pub struct Cell<'a> {
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ColumnCells<'a> {
-    Simple { column: usize, cell: Cell<'a> },
+    Simple {
+        column: usize,
+        cell: Cell<'a>,
+    },
     /// A non-frozen collection or UDT: a deletion written before the elements (an overwrite or
     /// `DELETE col`) and the element cells.
-    Complex { column: usize, deletion: Option<DeletionTime>, cells: Vec<Cell<'a>> },
+    Complex {
+        column: usize,
+        deletion: Option<DeletionTime>,
+        cells: Vec<Cell<'a>>,
+    },
 }
 
 /// One end of a range deletion: a clustering prefix and whether it is included.
@@ -93,8 +100,20 @@ pub struct Change<'a> {
 
 impl<'a> Change<'a> {
     pub fn new(table: usize, update_index: u32, row_index: u32, op: Op, partition_key: &'a [u8]) -> Self {
-        Change { table, update_index, row_index, op, partition_key, clustering: Vec::new(), columns: Vec::new(),
-                 liveness: None, deletion: None, shadowable: false, is_static: false, range_start: None,
-                 range_end: None }
+        Change {
+            table,
+            update_index,
+            row_index,
+            op,
+            partition_key,
+            clustering: Vec::new(),
+            columns: Vec::new(),
+            liveness: None,
+            deletion: None,
+            shadowable: false,
+            is_static: false,
+            range_start: None,
+            range_end: None,
+        }
     }
 }

@@ -29,8 +29,8 @@ impl Codec {
         match self {
             Codec::Lz4 => {
                 // lz4-java's block format: the uncompressed length (4 bytes, little-endian), the raw block.
-                let head: [u8; 4] = block.get(..4).ok_or("LZ4 block shorter than its length")?
-                    .try_into().expect("4 bytes");
+                let head: [u8; 4] =
+                    block.get(..4).ok_or("LZ4 block shorter than its length")?.try_into().expect("4 bytes");
                 let stated = u32::from_le_bytes(head) as usize;
                 lz4_flex::block::decompress(&block[4..], stated).map_err(|e| e.to_string())
             }

@@ -82,7 +82,9 @@ impl CqlType {
     /// Stored as one cell per element: a non-frozen collection or UDT.
     pub fn multi_cell(&self) -> bool {
         match self {
-            CqlType::List { multi_cell, .. } | CqlType::Set { multi_cell, .. } | CqlType::Map { multi_cell, .. }
+            CqlType::List { multi_cell, .. }
+            | CqlType::Set { multi_cell, .. }
+            | CqlType::Map { multi_cell, .. }
             | CqlType::Udt { multi_cell, .. } => *multi_cell,
             _ => false,
         }

@@ -58,21 +58,29 @@ pub fn read_descriptor(buf: &[u8], named_id: Option<i64>) -> Result<Descriptor> 
     crc.update(params);
     let expected = crc.finalize();
     if stored != expected {
-        return Err(Error::new(Kind::Crc, end as u64,
-                              format!("header CRC {stored:#010x} != computed {expected:#010x}")));
+        return Err(Error::new(
+            Kind::Crc,
+            end as u64,
+            format!("header CRC {stored:#010x} != computed {expected:#010x}"),
+        ));
     }
     if messaging_version(version).is_none() {
         return Err(Error::new(Kind::UnsupportedVersion, 0, format!("unsupported descriptor version {version}")));
     }
-    let not_json = |why: String| Error::new(Kind::Corrupt, FIXED as u64, format!("header parameters are not JSON: {why}"));
+    let not_json =
+        |why: String| Error::new(Kind::Corrupt, FIXED as u64, format!("header parameters are not JSON: {why}"));
     let text = std::str::from_utf8(params).map_err(|e| not_json(e.to_string()))?;
     let parsed: serde_json::Value = serde_json::from_str(text).map_err(|e| not_json(e.to_string()))?;
-    let object = parsed.as_object()
+    let object = parsed
+        .as_object()
         .ok_or_else(|| Error::new(Kind::Corrupt, FIXED as u64, "header parameters are not a JSON object"))?;
     if let Some(named) = named_id {
         if named != segment_id {
-            return Err(Error::new(Kind::Corrupt, 4,
-                                  format!("header id {segment_id} differs from the file name id {named}")));
+            return Err(Error::new(
+                Kind::Corrupt,
+                4,
+                format!("header id {segment_id} differs from the file name id {named}"),
+            ));
         }
     }
     if object.contains_key("encKeyAlias") && object.contains_key("encCipher") {

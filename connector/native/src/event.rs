@@ -115,8 +115,12 @@ fn field_index(path: &[u8], count: usize) -> Result<usize, ValueError> {
 }
 
 /// The record of a non-frozen collection or UDT column: {deletion, added, removed}.
-fn complex(w: &mut Writer, cql: &CqlType, column_deletion: &Option<DeletionTime>,
-           cells: &[Cell<'_>]) -> Result<(), ValueError> {
+fn complex(
+    w: &mut Writer,
+    cql: &CqlType,
+    column_deletion: &Option<DeletionTime>,
+    cells: &[Cell<'_>],
+) -> Result<(), ValueError> {
     deletion(w, column_deletion);
     fn path<'a>(c: &Cell<'a>) -> &'a [u8] {
         c.path.unwrap_or(&[])
@@ -158,7 +162,7 @@ fn complex(w: &mut Writer, cql: &CqlType, column_deletion: &Option<DeletionTime>
         match cql {
             CqlType::List { element: e, .. } => element(w, e, Value::of(cell.value))?,
             CqlType::Map { value: v, .. } => element(w, v, Value::of(cell.value))?,
-            _ => {}  // a set's element is its key
+            _ => {} // a set's element is its key
         }
         live(w, cell);
     }
@@ -198,8 +202,12 @@ pub fn write_time(change: &Change<'_>) -> i64 {
 
 impl TablePlan {
     /// (key, value) of a change, framed.
-    pub fn encode(&self, change: &Change<'_>, source: &SourceInfo, place: Place<'_>)
-                  -> Result<(Vec<u8>, Vec<u8>), ValueError> {
+    pub fn encode(
+        &self,
+        change: &Change<'_>,
+        source: &SourceInfo,
+        place: Place<'_>,
+    ) -> Result<(Vec<u8>, Vec<u8>), ValueError> {
         let components = key_components(change.partition_key, self.partition_key.len())?;
         let mut key = frame(self.key_schema_id);
         for (cql, component) in self.partition_key.iter().zip(&components) {
@@ -215,8 +223,16 @@ impl TablePlan {
         w.string(kind);
         w.long(place.ts_ms);
         // source
-        for text in [&source.version, "cassandra", &source.name, &source.cluster, &source.node, &self.keyspace,
-                     &self.table, place.file] {
+        for text in [
+            &source.version,
+            "cassandra",
+            &source.name,
+            &source.cluster,
+            &source.node,
+            &self.keyspace,
+            &self.table,
+            place.file,
+        ] {
             w.string(text);
         }
         w.long(place.segment_id);
@@ -237,7 +253,8 @@ impl TablePlan {
             let index = match column {
                 ColumnCells::Simple { column, .. } | ColumnCells::Complex { column, .. } => *column,
             };
-            if index < cells.len() {  // cells of dropped columns are dead data
+            if index < cells.len() {
+                // cells of dropped columns are dead data
                 cells[index] = Some(column);
             }
         }

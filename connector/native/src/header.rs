@@ -52,7 +52,11 @@ impl SerializationHeader {
     #[inline]
     pub fn ldt(&self, delta: u64) -> i64 {
         let v = (delta as u32).wrapping_add(self.min_ldt);
-        if self.signed_ldt { v as i32 as i64 } else { v as i64 }
+        if self.signed_ldt {
+            v as i32 as i64
+        } else {
+            v as i64
+        }
     }
 
     #[inline]
@@ -77,23 +81,35 @@ fn read_columns(buf: &[u8], p: usize, layout: &TableLayout) -> Partial<(Vec<Colu
     let mut columns = Vec::with_capacity(count.min(1024) as usize);
     for _ in 0..count {
         let (size, q) = uvint(buf, p)?;
-        let end = q.checked_add(size as usize).filter(|&e| e <= buf.len())
+        let end = q
+            .checked_add(size as usize)
+            .filter(|&e| e <= buf.len())
             .ok_or_else(|| Misfit::at(q, "column name runs past the end of the mutation"))?;
         let name = &buf[q..end];
-        let column = layout.columns.get(name).ok_or_else(|| Misfit::at(q, format!(
-            "column {:?} is not in the table nor among its dropped columns", String::from_utf8_lossy(name))))?;
+        let column = layout.columns.get(name).ok_or_else(|| {
+            Misfit::at(
+                q,
+                format!("column {:?} is not in the table nor among its dropped columns", String::from_utf8_lossy(name)),
+            )
+        })?;
         columns.push(*column);
         p = end;
     }
     Ok((columns, p))
 }
 
-pub fn read_serialization_header(buf: &[u8], p: usize, layout: &TableLayout, has_static: bool, signed_ldt: bool)
-                                 -> Partial<(SerializationHeader, usize)> {
+pub fn read_serialization_header(
+    buf: &[u8],
+    p: usize,
+    layout: &TableLayout,
+    has_static: bool,
+    signed_ldt: bool,
+) -> Partial<(SerializationHeader, usize)> {
     let (u, mut p) = uvint(buf, p)?;
     let min_timestamp = (u as i64).wrapping_add(TIMESTAMP_EPOCH);
     let (min_ldt, min_ttl);
-    if byte(buf, p)? == 0 && byte(buf, p + 1)? == 0 {  // the usual case: nothing deleted or expiring
+    if byte(buf, p)? == 0 && byte(buf, p + 1)? == 0 {
+        // the usual case: nothing deleted or expiring
         (min_ldt, min_ttl) = (DELETION_TIME_EPOCH, 0);
         p += 2;
     } else {

@@ -41,20 +41,20 @@ impl MutationDecoder {
     }
 
     fn decode_updates<'a>(&self, mutation: &'a [u8], out: &mut Vec<Change<'a>>) -> Result<(), MutationError> {
-        let mismatch = |update_index, table, misfit| {
-            MutationError::SchemaMismatch { update_index, table, misfit }
-        };
+        let mismatch = |update_index, table, misfit| MutationError::SchemaMismatch { update_index, table, misfit };
         let (count, mut p) = uvint(mutation, 0).map_err(|m| mismatch(0, None, m))?;
         for update_index in 0..count as u32 {
-            let id: [u8; 16] = mutation.get(p..p + 16).and_then(|id| id.try_into().ok())
+            let id: [u8; 16] = mutation
+                .get(p..p + 16)
+                .and_then(|id| id.try_into().ok())
                 .ok_or_else(|| mismatch(update_index, None, Misfit::at(p, "mutation ends inside a table id")))?;
             let (table, layout) = self.tables.get(&id).ok_or(MutationError::UnknownTable(id))?;
             p = read_partition_update(mutation, p + 16, *table, layout, self.signed_ldt, update_index, out)
                 .map_err(|m| mismatch(update_index, Some(*table), m))?;
         }
         if p != mutation.len() || count == 0 {
-            let misfit = Misfit::at(p, format!("mutation has {} bytes after its {count} partition updates",
-                                               mutation.len() - p));
+            let misfit =
+                Misfit::at(p, format!("mutation has {} bytes after its {count} partition updates", mutation.len() - p));
             return Err(mismatch(count.saturating_sub(1) as u32, None, misfit));
         }
         Ok(())

@@ -17,8 +17,15 @@ const HAS_ROW_ESTIMATE: u8 = 0x10;
 
 /// Append the update's changes to `out`; the position after the update. `p` is just after the
 /// table id, which chose `layout` (the caller's table number `table`).
-pub fn read_partition_update<'a>(buf: &'a [u8], p: usize, table: usize, layout: &TableLayout, signed_ldt: bool,
-                                 update_index: u32, out: &mut Vec<Change<'a>>) -> Partial<usize> {
+pub fn read_partition_update<'a>(
+    buf: &'a [u8],
+    p: usize,
+    table: usize,
+    layout: &TableLayout,
+    signed_ldt: bool,
+    update_index: u32,
+    out: &mut Vec<Change<'a>>,
+) -> Partial<usize> {
     let (size, p) = uvint(buf, p)?;
     let (key, p) = slice(buf, p, size)?;
     let flags = byte(buf, p)?;
@@ -51,7 +58,7 @@ pub fn read_partition_update<'a>(buf: &'a [u8], p: usize, table: usize, layout: 
     if flags & HAS_ROW_ESTIMATE != 0 {
         (_, p) = uvint(buf, p)?;
     }
-    let mut opened: Option<Marker<'a>> = None;  // the marker that opened the current range deletion
+    let mut opened: Option<Marker<'a>> = None; // the marker that opened the current range deletion
     loop {
         let row_flags = byte(buf, p)?;
         p += 1;

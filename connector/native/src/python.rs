@@ -13,13 +13,13 @@ use pyo3::types::PyTuple;
 
 use crate::change::{Bound as RowBound, Cell, Change, ColumnCells, Value};
 use crate::cql::CqlType;
-use crate::event::{write_time, Place, SourceInfo, TablePlan};
 use crate::error::{Error, Kind};
+use crate::event::{write_time, Place, SourceInfo, TablePlan};
 use crate::header::DeletionTime;
 use crate::layout::{ColumnLayout, TableLayout};
 use crate::mutation::{MutationDecoder, MutationError};
-use pyo3::exceptions::PyValueError;
 use crate::segment;
+use pyo3::exceptions::PyValueError;
 
 fn raise(py: Python<'_>, path: &str, error: Error) -> PyErr {
     let class = match error.kind {
@@ -30,7 +30,8 @@ fn raise(py: Python<'_>, path: &str, error: Error) -> PyErr {
         Kind::UnsupportedVersion => "UnsupportedVersion",
         Kind::Encrypted => "EncryptedSegment",
     };
-    let made = py.import("connector.commitlog.errors")
+    let made = py
+        .import("connector.commitlog.errors")
         .and_then(|errors| errors.getattr(class))
         .and_then(|class| class.call1((path, error.position, error.message)));
     match made {
@@ -54,8 +55,8 @@ impl Segment {
     #[new]
     fn new(py: Python<'_>, path: PathBuf) -> PyResult<Self> {
         let name = path.to_string_lossy().into_owned();
-        let opened = py.detach(|| segment::Segment::open(&path))
-            .map_err(|e| PyOSError::new_err(format!("{name}: {e}")))?;
+        let opened =
+            py.detach(|| segment::Segment::open(&path)).map_err(|e| PyOSError::new_err(format!("{name}: {e}")))?;
         let inner = opened.map_err(|e| raise(py, &name, e))?;
         Ok(Segment { path: name, inner })
     }
@@ -107,8 +108,7 @@ impl Segment {
     /// the sections up to `limit` from logical position `start`; the logical end of the last
     /// section read; whether a zero entry size ended the segment.
     #[pyo3(signature = (limit=None, start=None))]
-    fn entries<'py>(&self, py: Python<'py>, limit: Option<usize>, start: Option<usize>)
-                    -> PyResult<EntriesRead<'py>> {
+    fn entries<'py>(&self, py: Python<'py>, limit: Option<usize>, start: Option<usize>) -> PyResult<EntriesRead<'py>> {
         let read = py.detach(|| self.inner.read(limit, start)).map_err(|e| raise(py, &self.path, e))?;
         let entries = read.entries.iter().map(|(offset, m)| (*offset, PyBytes::new(py, m))).collect();
         Ok((entries, read.end, read.end_of_segment))
@@ -138,11 +138,17 @@ impl<'py> FromPyObject<'_, 'py> for CqlType {
             }
             "list" => CqlType::List { element: Box::new(item(1)?.extract()?), multi_cell: item(2)?.extract()? },
             "set" => CqlType::Set { element: Box::new(item(1)?.extract()?), multi_cell: item(2)?.extract()? },
-            "map" => CqlType::Map { key: Box::new(item(1)?.extract()?), value: Box::new(item(2)?.extract()?),
-                                    multi_cell: item(3)?.extract()? },
+            "map" => CqlType::Map {
+                key: Box::new(item(1)?.extract()?),
+                value: Box::new(item(2)?.extract()?),
+                multi_cell: item(3)?.extract()?,
+            },
             "tuple" => CqlType::Tuple(item(1)?.extract()?),
-            "udt" => CqlType::Udt { field_names: item(1)?.extract()?, fields: item(2)?.extract()?,
-                                    multi_cell: item(3)?.extract()? },
+            "udt" => CqlType::Udt {
+                field_names: item(1)?.extract()?,
+                fields: item(2)?.extract()?,
+                multi_cell: item(3)?.extract()?,
+            },
             "vector" => CqlType::Vector { element: Box::new(item(1)?.extract()?), dimension: item(2)?.extract()? },
             other => return Err(PyValueError::new_err(format!("unknown kind of CQL type {other}"))),
         })
@@ -183,13 +189,16 @@ impl Decoder {
             }
             let fixed = clustering.iter().map(|c| c.fixed_length().map_or(-1, |n| n as i32)).collect();
             layouts.insert(id, (number, TableLayout { clustering: fixed, columns: by_name }));
-            let plan = TablePlan { key_schema_id, value_schema_id, keyspace, table, partition_key, clustering,
-                                   columns: live };
+            let plan =
+                TablePlan { key_schema_id, value_schema_id, keyspace, table, partition_key, clustering, columns: live };
             plans.push(if emit { Some(plan) } else { None });
         }
         let (version, name, cluster, node) = source;
-        Decoder { decoder: MutationDecoder::new(layouts, messaging_version), plans,
-                  source: SourceInfo { version, name, cluster, node } }
+        Decoder {
+            decoder: MutationDecoder::new(layouts, messaging_version),
+            plans,
+            source: SourceInfo { version, name, cluster, node },
+        }
     }
 
     /// The changes of the mutation in the entry at `entry_offset` of `segment`, as tuples:
@@ -197,8 +206,13 @@ impl Decoder {
     /// (shadowable, static), (range start, range end), columns); each column (index, multi-cell,
     /// column deletion, cells), each cell (timestamp, ttl, local deletion time, tombstone, path,
     /// value). Raises UnknownTable or SchemaMismatch with the entry's position.
-    fn changes<'py>(&self, py: Python<'py>, mutation: &[u8], segment: &str, entry_offset: usize)
-                    -> PyResult<Vec<Bound<'py, PyTuple>>> {
+    fn changes<'py>(
+        &self,
+        py: Python<'py>,
+        mutation: &[u8],
+        segment: &str,
+        entry_offset: usize,
+    ) -> PyResult<Vec<Bound<'py, PyTuple>>> {
         let changes = self.decode(py, mutation, segment, entry_offset)?;
         changes.iter().map(|c| change_tuple(py, c)).collect()
     }
@@ -207,20 +221,40 @@ impl Decoder {
     /// row index, write time µs, key, value), key and value framed. `file` is the segment's file
     /// name, `ts_ms` the processing time. A value that does not fit its type is a SchemaMismatch.
     #[allow(clippy::too_many_arguments)]
-    fn events<'py>(&self, py: Python<'py>, mutation: &[u8], segment: &str, segment_id: i64, entry_offset: usize,
-                   file: &str, ts_ms: i64) -> PyResult<Vec<EventTuple<'py>>> {
+    fn events<'py>(
+        &self,
+        py: Python<'py>,
+        mutation: &[u8],
+        segment: &str,
+        segment_id: i64,
+        entry_offset: usize,
+        file: &str,
+        ts_ms: i64,
+    ) -> PyResult<Vec<EventTuple<'py>>> {
         let changes = self.decode(py, mutation, segment, entry_offset)?;
         let place = Place { segment_id, entry_offset: entry_offset as i64, file, ts_ms };
         let mut events = Vec::with_capacity(changes.len());
         for change in &changes {
             let Some(plan) = &self.plans[change.table] else { continue };
             let (key, value) = plan.encode(change, &self.source, place).map_err(|why| {
-                mismatch(py, segment, entry_offset, &format!(
-                    "partition update {} of {}.{}: a value does not fit the schema: {why}",
-                    change.update_index, plan.keyspace, plan.table))
+                mismatch(
+                    py,
+                    segment,
+                    entry_offset,
+                    &format!(
+                        "partition update {} of {}.{}: a value does not fit the schema: {why}",
+                        change.update_index, plan.keyspace, plan.table
+                    ),
+                )
             })?;
-            events.push((change.table, change.update_index, change.row_index, write_time(change),
-                         PyBytes::new(py, &key), PyBytes::new(py, &value)));
+            events.push((
+                change.table,
+                change.update_index,
+                change.row_index,
+                write_time(change),
+                PyBytes::new(py, &key),
+                PyBytes::new(py, &value),
+            ));
         }
         Ok(events)
     }
@@ -229,7 +263,8 @@ impl Decoder {
 type EventTuple<'py> = (usize, u32, u32, i64, Bound<'py, PyBytes>, Bound<'py, PyBytes>);
 
 fn mismatch(py: Python<'_>, segment: &str, entry_offset: usize, message: &str) -> PyErr {
-    let made = py.import("connector.commitlog.errors")
+    let made = py
+        .import("connector.commitlog.errors")
         .and_then(|errors| errors.getattr("SchemaMismatch"))
         .and_then(|class| class.call1((segment, entry_offset, message)));
     match made {
@@ -239,24 +274,41 @@ fn mismatch(py: Python<'_>, segment: &str, entry_offset: usize, message: &str) -
 }
 
 impl Decoder {
-    fn decode<'m>(&self, py: Python<'_>, mutation: &'m [u8], segment: &str, entry_offset: usize)
-                  -> PyResult<Vec<Change<'m>>> {
+    fn decode<'m>(
+        &self,
+        py: Python<'_>,
+        mutation: &'m [u8],
+        segment: &str,
+        entry_offset: usize,
+    ) -> PyResult<Vec<Change<'m>>> {
         let mut changes = Vec::new();
         match self.decoder.decode(mutation, &mut changes) {
             Ok(()) => Ok(changes),
             Err(MutationError::UnknownTable(id)) => {
-                let table_id = py.import("uuid")?.getattr("UUID")?
+                let table_id = py
+                    .import("uuid")?
+                    .getattr("UUID")?
                     .call((), Some(&[("bytes", PyBytes::new(py, &id))].into_py_dict(py)?))?;
-                let exception = py.import("connector.commitlog.errors")?.getattr("UnknownTable")?
-                    .call1((segment, entry_offset, table_id))?;
+                let exception = py.import("connector.commitlog.errors")?.getattr("UnknownTable")?.call1((
+                    segment,
+                    entry_offset,
+                    table_id,
+                ))?;
                 Err(PyErr::from_value(exception))
             }
             Err(MutationError::SchemaMismatch { update_index, table, misfit }) => {
-                let name = table.and_then(|t| self.plans[t].as_ref())
+                let name = table
+                    .and_then(|t| self.plans[t].as_ref())
                     .map_or(String::new(), |p| format!(" of {}.{}", p.keyspace, p.table));
-                Err(mismatch(py, segment, entry_offset, &format!(
-                    "partition update {update_index}{name} does not fit the schema: {} (byte {} of the mutation)",
-                    misfit.message, misfit.position)))
+                Err(mismatch(
+                    py,
+                    segment,
+                    entry_offset,
+                    &format!(
+                        "partition update {update_index}{name} does not fit the schema: {} (byte {} of the mutation)",
+                        misfit.message, misfit.position
+                    ),
+                ))
             }
         }
     }
@@ -285,20 +337,44 @@ fn bound<'py>(py: Python<'py>, b: &Option<RowBound<'_>>) -> PyResult<Option<(Bou
 type CellTuple<'py> = (i64, i64, Option<i64>, bool, Option<Bound<'py, PyBytes>>, Bound<'py, PyBytes>);
 
 fn cell<'py>(py: Python<'py>, c: &Cell<'_>) -> CellTuple<'py> {
-    (c.timestamp, c.ttl, c.local_deletion_time, c.tombstone, c.path.map(|p| PyBytes::new(py, p)),
-     PyBytes::new(py, c.value))
+    (
+        c.timestamp,
+        c.ttl,
+        c.local_deletion_time,
+        c.tombstone,
+        c.path.map(|p| PyBytes::new(py, p)),
+        PyBytes::new(py, c.value),
+    )
 }
 
 fn change_tuple<'py>(py: Python<'py>, c: &Change<'_>) -> PyResult<Bound<'py, PyTuple>> {
-    let columns = c.columns.iter().map(|column| match column {
-        ColumnCells::Simple { column, cell: one } => (*column, false, None::<(i64, i64)>, vec![cell(py, one)]).into_pyobject(py),
-        ColumnCells::Complex { column, deletion: d, cells } => {
-            (*column, true, deletion(d), cells.iter().map(|one| cell(py, one)).collect::<Vec<_>>()).into_pyobject(py)
-        }
-    }).collect::<PyResult<Vec<_>>>()?;
-    (c.table, c.update_index, c.row_index, c.op.name(), PyBytes::new(py, c.partition_key), clustering(py, &c.clustering)?,
-     c.liveness.map(|l| (l.timestamp, l.ttl, l.expires_at)), deletion(&c.deletion), (c.shadowable, c.is_static),
-     (bound(py, &c.range_start)?, bound(py, &c.range_end)?), columns).into_pyobject(py)
+    let columns = c
+        .columns
+        .iter()
+        .map(|column| match column {
+            ColumnCells::Simple { column, cell: one } => {
+                (*column, false, None::<(i64, i64)>, vec![cell(py, one)]).into_pyobject(py)
+            }
+            ColumnCells::Complex { column, deletion: d, cells } => {
+                (*column, true, deletion(d), cells.iter().map(|one| cell(py, one)).collect::<Vec<_>>())
+                    .into_pyobject(py)
+            }
+        })
+        .collect::<PyResult<Vec<_>>>()?;
+    (
+        c.table,
+        c.update_index,
+        c.row_index,
+        c.op.name(),
+        PyBytes::new(py, c.partition_key),
+        clustering(py, &c.clustering)?,
+        c.liveness.map(|l| (l.timestamp, l.ttl, l.expires_at)),
+        deletion(&c.deletion),
+        (c.shadowable, c.is_static),
+        (bound(py, &c.range_start)?, bound(py, &c.range_end)?),
+        columns,
+    )
+        .into_pyobject(py)
 }
 
 #[pymodule]

@@ -40,11 +40,15 @@ impl Section {
         let Some((begin, end)) = self.compressed else { return Ok((Cow::Borrowed(buf), 0)) };
         let codec = codec.expect("a compressed section has a codec");
         let length = self.end - self.start;
-        let data = codec.decompress(&buf[begin..end], length)
+        let data = codec
+            .decompress(&buf[begin..end], length)
             .map_err(|why| Error::new(Kind::Corrupt, begin as u64, format!("cannot decompress section: {why}")))?;
         if data.len() != length {
-            return Err(Error::new(Kind::Corrupt, begin as u64,
-                                  format!("section decompresses to {} bytes, expected {length}", data.len())));
+            return Err(Error::new(
+                Kind::Corrupt,
+                begin as u64,
+                format!("section decompresses to {} bytes, expected {length}", data.len()),
+            ));
         }
         Ok((Cow::Owned(data), self.start))
     }
@@ -54,7 +58,8 @@ impl Section {
 pub fn codec_of(descriptor: &Descriptor) -> Result<Option<Codec>> {
     match &descriptor.compression {
         None => Ok(None),
-        Some(name) => Codec::named(name).map(Some)
+        Some(name) => Codec::named(name)
+            .map(Some)
             .ok_or_else(|| Error::new(Kind::Unsupported, 14, format!("unsupported compressor {name}"))),
     }
 }
@@ -71,8 +76,11 @@ pub fn sections(buf: &[u8], descriptor: &Descriptor, limit: Option<usize>) -> Re
         let durable = matches!(limit, Some(l) if logical < l);
         if pos + MARKER_SIZE > file_length {
             if durable {
-                return Err(Error::new(Kind::Truncated, pos as u64,
-                                      format!("file ends before the durable limit {}", limit.unwrap())));
+                return Err(Error::new(
+                    Kind::Truncated,
+                    pos as u64,
+                    format!("file ends before the durable limit {}", limit.unwrap()),
+                ));
             }
             return Ok(found);
         }
@@ -91,8 +99,11 @@ pub fn sections(buf: &[u8], descriptor: &Descriptor, limit: Option<usize>) -> Re
         let header = if compressed { MARKER_SIZE + 4 } else { MARKER_SIZE };
         if next as i64 > file_length as i64 {
             if durable || limit.is_none() {
-                return Err(Error::new(Kind::Truncated, pos as u64,
-                                      format!("sync section ends at {next}, past EOF {file_length}")));
+                return Err(Error::new(
+                    Kind::Truncated,
+                    pos as u64,
+                    format!("sync section ends at {next}, past EOF {file_length}"),
+                ));
             }
             return Ok(found);
         }
@@ -107,8 +118,11 @@ pub fn sections(buf: &[u8], descriptor: &Descriptor, limit: Option<usize>) -> Re
         let end = if compressed {
             let length = be_i32(buf, pos + MARKER_SIZE).expect("in bounds");
             if length < 0 {
-                return Err(Error::new(Kind::Corrupt, (pos + MARKER_SIZE) as u64,
-                                      format!("negative section length {length}")));
+                return Err(Error::new(
+                    Kind::Corrupt,
+                    (pos + MARKER_SIZE) as u64,
+                    format!("negative section length {length}"),
+                ));
             }
             start + length as usize
         } else {

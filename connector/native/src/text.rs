@@ -9,7 +9,8 @@ fn digits(raw: &[u8]) -> (String, bool) {
     let negative = raw.first().is_some_and(|b| b & 0x80 != 0);
     // The magnitude, as 32-bit limbs, most significant first.
     let mut bytes: Vec<u8> = raw.to_vec();
-    if negative {  // two's complement: invert and add one
+    if negative {
+        // two's complement: invert and add one
         for b in bytes.iter_mut() {
             *b = !*b;
         }
@@ -22,9 +23,13 @@ fn digits(raw: &[u8]) -> (String, bool) {
         }
     }
     let pad = (4 - bytes.len() % 4) % 4;
-    let mut limbs: Vec<u32> = std::iter::repeat_n(0u8, pad).chain(bytes).collect::<Vec<u8>>()
-        .chunks(4).map(|c| u32::from_be_bytes([c[0], c[1], c[2], c[3]])).collect();
-    let mut chunks = Vec::new();  // base 10^9, least significant first
+    let mut limbs: Vec<u32> = std::iter::repeat_n(0u8, pad)
+        .chain(bytes)
+        .collect::<Vec<u8>>()
+        .chunks(4)
+        .map(|c| u32::from_be_bytes([c[0], c[1], c[2], c[3]]))
+        .collect();
+    let mut chunks = Vec::new(); // base 10^9, least significant first
     while limbs.iter().any(|&l| l != 0) {
         let mut remainder = 0u64;
         for limb in limbs.iter_mut() {
@@ -50,7 +55,11 @@ fn digits(raw: &[u8]) -> (String, bool) {
 
 pub fn varint(raw: &[u8]) -> String {
     let (text, negative) = digits(raw);
-    if negative { format!("-{text}") } else { text }
+    if negative {
+        format!("-{text}")
+    } else {
+        text
+    }
 }
 
 /// int32 scale, then the unscaled varint (Python's Decimal string: plain while the exponent is at

@@ -91,8 +91,15 @@ fn read_subset(buf: &[u8], p: usize, superset: &[ColumnLayout]) -> Partial<(Vec<
 }
 
 /// A row after its flags; `change` has its place and partition key set.
-pub fn read_row<'a>(buf: &'a [u8], mut p: usize, flags: u8, ext_flags: u8, header: &SerializationHeader,
-                    clustering: &[i32], mut change: Change<'a>) -> Partial<(Change<'a>, usize)> {
+pub fn read_row<'a>(
+    buf: &'a [u8],
+    mut p: usize,
+    flags: u8,
+    ext_flags: u8,
+    header: &SerializationHeader,
+    clustering: &[i32],
+    mut change: Change<'a>,
+) -> Partial<(Change<'a>, usize)> {
     let is_static = ext_flags & IS_STATIC != 0;
     if !is_static {
         (change.clustering, p) = read_clustering(buf, p, clustering)?;
@@ -101,7 +108,8 @@ pub fn read_row<'a>(buf: &'a [u8], mut p: usize, flags: u8, ext_flags: u8, heade
         let (u, q) = uvint(buf, p)?;
         p = q;
         let mut liveness = Liveness { timestamp: header.timestamp(u), ttl: 0, expires_at: None };
-        if flags & HAS_TTL != 0 {  // TTL first, then the expiration time (cells use the other order)
+        if flags & HAS_TTL != 0 {
+            // TTL first, then the expiration time (cells use the other order)
             let (u, q) = uvint(buf, p)?;
             liveness.ttl = header.ttl(u);
             let (u, q) = uvint(buf, q)?;
@@ -167,14 +175,18 @@ fn bound_kind(kind: u8) -> Option<(Option<bool>, Option<bool>)> {
     }
 }
 
-pub fn read_marker<'a>(buf: &'a [u8], p: usize, header: &SerializationHeader, clustering: &[i32])
-                       -> Partial<(Marker<'a>, usize)> {
+pub fn read_marker<'a>(
+    buf: &'a [u8],
+    p: usize,
+    header: &SerializationHeader,
+    clustering: &[i32],
+) -> Partial<(Marker<'a>, usize)> {
     let kind = byte(buf, p)?;
-    let size = be_u16(buf, p + 1).ok_or_else(|| Misfit::at(p, "mutation ends inside a range tombstone marker"))?
-        as usize;
-    let (closes, opens) = bound_kind(kind).filter(|_| size <= clustering.len()).ok_or_else(|| {
-        Misfit::at(p, format!("invalid range tombstone marker (kind {kind}, {size} values)"))
-    })?;
+    let size =
+        be_u16(buf, p + 1).ok_or_else(|| Misfit::at(p, "mutation ends inside a range tombstone marker"))? as usize;
+    let (closes, opens) = bound_kind(kind)
+        .filter(|_| size <= clustering.len())
+        .ok_or_else(|| Misfit::at(p, format!("invalid range tombstone marker (kind {kind}, {size} values)")))?;
     let (values, mut p) = read_clustering(buf, p + 3, &clustering[..size])?;
     let mut closing_deletion = None;
     if closes.is_some() {

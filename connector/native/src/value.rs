@@ -32,7 +32,11 @@ pub enum Value<'a> {
 impl<'a> Value<'a> {
     /// Serialized bytes as a value: no bytes are the empty value.
     pub fn of(raw: &'a [u8]) -> Value<'a> {
-        if raw.is_empty() { Value::Empty } else { Value::Bytes(raw) }
+        if raw.is_empty() {
+            Value::Empty
+        } else {
+            Value::Bytes(raw)
+        }
     }
 
     /// The Python layer reads it as None.
@@ -69,7 +73,7 @@ fn present(w: &mut Writer, cql: &CqlType, value: Value<'_>) -> Result<(), ValueE
     match value {
         Value::Bytes(raw) => datum(w, cql, raw),
         _ => {
-            w.bytes(b"");  // '' or b''
+            w.bytes(b""); // '' or b''
             Ok(())
         }
     }
@@ -148,7 +152,8 @@ fn frozen_elements(raw: &[u8], per_item: usize) -> Result<Vec<Value<'_>>, ValueE
 pub fn distinct_entries<'a>(pairs: impl Iterator<Item = (Value<'a>, Value<'a>)>) -> Vec<(Value<'a>, Value<'a>)> {
     let mut entries: Vec<(Value<'a>, Value<'a>)> = Vec::new();
     for (key, value) in pairs {
-        let same = |k: &Value<'a>| k == &key || matches!((k, &key), (Value::Null | Value::Empty, Value::Null | Value::Empty));
+        let same =
+            |k: &Value<'a>| k == &key || matches!((k, &key), (Value::Null | Value::Empty, Value::Null | Value::Empty));
         match entries.iter_mut().find(|(k, _)| same(k)) {
             Some(entry) => entry.1 = value,
             None => entries.push((key, value)),
@@ -158,8 +163,12 @@ pub fn distinct_entries<'a>(pairs: impl Iterator<Item = (Value<'a>, Value<'a>)>)
 }
 
 /// A map's entries: an Avro map for text keys, else an array of {key, value} records.
-pub fn map_entries(w: &mut Writer, key: &CqlType, value: &CqlType, entries: &[(Value<'_>, Value<'_>)])
-                   -> Result<(), ValueError> {
+pub fn map_entries(
+    w: &mut Writer,
+    key: &CqlType,
+    value: &CqlType,
+    entries: &[(Value<'_>, Value<'_>)],
+) -> Result<(), ValueError> {
     w.block(entries.len());
     for (k, v) in entries {
         if CqlType::text_keys(key) {
