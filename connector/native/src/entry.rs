@@ -10,45 +10,68 @@ use crate::error::{Error, Kind, Result};
 /// Cassandra rejects anything smaller as garbage.
 pub const MIN_MUTATION_SIZE: i32 = 10;
 
-/// What reading a section's entries found.
+/// The entries of the section `content[start - base .. end - base]` (logical positions), from
+/// `start`, lazily: (logical offset, mutation bytes), an error ending them.
 pub struct Entries<'a> {
-    /// (logical offset, mutation bytes) of each entry.
-    pub entries: Vec<(usize, &'a [u8])>,
+    content: &'a [u8],
+    base: usize,
+    i: usize,
+    length: usize,
     /// A zero size marked the end of the segment: nothing after it is data.
     pub end_of_segment: bool,
+    done: bool,
 }
 
-/// Entries of the section `content[start - base .. end - base]` (logical positions), from `start`.
-pub fn entries(content: &[u8], base: usize, start: usize, end: usize) -> Result<Entries<'_>> {
-    let mut found = Vec::new();
-    let mut i = start - base;
-    let length = end - base;
-    while i + 4 <= length {
-        let offset = (base + i) as u64;
+pub fn entries(content: &[u8], base: usize, start: usize, end: usize) -> Entries<'_> {
+    Entries { content, base, i: start - base, length: end - base, end_of_segment: false, done: false }
+}
+
+impl<'a> Iterator for Entries<'a> {
+    type Item = Result<(usize, &'a [u8])>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.done {
+            return None;
+        }
+        let found = self.step();
+        if !matches!(found, Some(Ok(_))) {
+            self.done = true;
+        }
+        found
+    }
+}
+
+impl<'a> Entries<'a> {
+    fn step(&mut self) -> Option<Result<(usize, &'a [u8])>> {
+        let (content, i, length) = (self.content, self.i, self.length);
+        if i + 4 > length {
+            return None;
+        }
+        let offset = (self.base + i) as u64;
         if i + 8 > length {
-            return Err(Error::new(Kind::Corrupt, offset, "entry header overruns its sync section"));
+            return Some(Err(Error::new(Kind::Corrupt, offset, "entry header overruns its sync section")));
         }
         let size = be_i32(content, i).expect("in bounds");
         let size_crc = be_u32(content, i + 4).expect("in bounds");
         if size == 0 {
-            return Ok(Entries { entries: found, end_of_segment: true });
+            self.end_of_segment = true;
+            return None;
         }
         let mut hasher = crc32fast::Hasher::new();
         hasher.update(&content[i..i + 4]);
         if hasher.clone().finalize() != size_crc {
-            return Err(Error::new(Kind::Crc, offset, "entry size CRC mismatch"));
+            return Some(Err(Error::new(Kind::Crc, offset, "entry size CRC mismatch")));
         }
         if size < MIN_MUTATION_SIZE || i + 8 + size as usize + 4 > length {
-            return Err(Error::new(Kind::Corrupt, offset, format!("invalid entry size {size}")));
+            return Some(Err(Error::new(Kind::Corrupt, offset, format!("invalid entry size {size}"))));
         }
         let mutation_end = i + 8 + size as usize;
         let mutation = &content[i + 8..mutation_end];
         hasher.update(mutation);
         if hasher.finalize() != be_u32(content, mutation_end).expect("in bounds") {
-            return Err(Error::new(Kind::Crc, offset, "mutation CRC mismatch"));
+            return Some(Err(Error::new(Kind::Crc, offset, "mutation CRC mismatch")));
         }
-        found.push((base + i, mutation));
-        i = mutation_end + 4;
+        self.i = mutation_end + 4;
+        Some(Ok((self.base + i, mutation)))
     }
-    Ok(Entries { entries: found, end_of_segment: false })
 }

@@ -18,7 +18,7 @@ use crate::event::{write_time, Place, SourceInfo, TablePlan};
 use crate::header::DeletionTime;
 use crate::layout::{ColumnLayout, TableLayout};
 use crate::mutation::{MutationDecoder, MutationError};
-use crate::segment;
+use crate::segment::{self, Flow};
 use pyo3::exceptions::PyValueError;
 
 fn raise(py: Python<'_>, path: &str, error: Error) -> PyErr {
@@ -100,8 +100,11 @@ impl Segment {
     /// (marker, start, end) of each section up to `limit`, the `_cdc.idx` offset.
     #[pyo3(signature = (limit=None))]
     fn sections(&self, py: Python<'_>, limit: Option<usize>) -> PyResult<Vec<(usize, usize, usize)>> {
-        let found = py.detach(|| self.inner.sections(limit)).map_err(|e| raise(py, &self.path, e))?;
-        Ok(found.iter().map(|s| (s.marker, s.start, s.end)).collect())
+        let (found, error) = py.detach(|| self.inner.sections(limit));
+        match error {
+            Some(e) => Err(raise(py, &self.path, e)),
+            None => Ok(found.iter().map(|s| (s.marker, s.start, s.end)).collect()),
+        }
     }
 
     /// (entries, end, end_of_segment): the (logical offset, mutation bytes) of the entries of
@@ -109,9 +112,84 @@ impl Segment {
     /// section read; whether a zero entry size ended the segment.
     #[pyo3(signature = (limit=None, start=None))]
     fn entries<'py>(&self, py: Python<'py>, limit: Option<usize>, start: Option<usize>) -> PyResult<EntriesRead<'py>> {
-        let read = py.detach(|| self.inner.read(limit, start)).map_err(|e| raise(py, &self.path, e))?;
-        let entries = read.entries.iter().map(|(offset, m)| (*offset, PyBytes::new(py, m))).collect();
-        Ok((entries, read.end, read.end_of_segment))
+        let mut found = Vec::new();
+        let visit = py.detach(|| {
+            self.inner.visit(limit, start, |offset, mutation| {
+                found.push((offset, mutation.to_vec()));
+                Flow::Continue
+            })
+        });
+        if let Some(e) = visit.error {
+            return Err(raise(py, &self.path, e));
+        }
+        let entries = found.iter().map(|(offset, m)| (*offset, PyBytes::new(py, m))).collect();
+        Ok((entries, visit.end, visit.end_of_segment))
+    }
+
+    /// One pass over the entries of the sections up to `limit` from logical position `start` (an
+    /// entry's offset), decoded by `decoder` into the events of its emitting tables, the GIL
+    /// released meanwhile. Returns (events, end, end_of_segment, resume, error): each event
+    /// (entry offset, table, update index, row index, write time µs, key, value); the logical end
+    /// of the last section read completely; whether a zero entry size ended the segment; the
+    /// offset of the first entry not read when `max_events` stopped the pass early (else None);
+    /// the error that ended the pass (damage, an unknown table, a schema that does not fit, as
+    /// the reference reader's exception), returned after the events before it, not raised.
+    /// `skip`: the offset of an entry to pass over unread (one a schema miss made the caller give up).
+    #[pyo3(signature = (decoder, file, ts_ms, limit=None, start=None, max_events=None, skip=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn events<'py>(
+        &self,
+        py: Python<'py>,
+        decoder: &Decoder,
+        file: &str,
+        ts_ms: i64,
+        limit: Option<usize>,
+        start: Option<usize>,
+        max_events: Option<usize>,
+        skip: Option<usize>,
+    ) -> PyResult<Bound<'py, PyTuple>> {
+        let mut events = Vec::new();
+        let mut failure = None;
+        let mut resume = None;
+        let segment_id = self.inner.descriptor.segment_id;
+        let visit = py.detach(|| {
+            self.inner.visit(limit, start, |offset, mutation| {
+                if skip == Some(offset) {
+                    return Flow::Continue;
+                }
+                if max_events.is_some_and(|m| events.len() >= m) {
+                    resume = Some(offset);
+                    return Flow::Stop;
+                }
+                match decoder.encode(mutation, segment_id, offset, file, ts_ms, &mut events) {
+                    Ok(()) => Flow::Continue,
+                    Err(f) => {
+                        failure = Some((offset, f));
+                        Flow::Stop
+                    }
+                }
+            })
+        });
+        let error = match (visit.error, failure) {
+            (Some(e), _) => Some(raise(py, &self.path, e).into_value(py).into_bound(py).into_any()),
+            (None, Some((offset, f))) => Some(decoder.exception(py, &self.path, offset, f)?.into_any()),
+            (None, None) => None,
+        };
+        let events = events
+            .into_iter()
+            .map(|e| {
+                (
+                    e.offset,
+                    e.table,
+                    e.update_index,
+                    e.row_index,
+                    e.write_time,
+                    PyBytes::new(py, &e.key),
+                    PyBytes::new(py, &e.value),
+                )
+            })
+            .collect::<Vec<_>>();
+        (events, visit.end, visit.end_of_segment, resume, error).into_pyobject(py)
     }
 }
 
@@ -219,7 +297,8 @@ impl Decoder {
 
     /// The events of the mutation's changes to the tables that emit them: (table, update index,
     /// row index, write time µs, key, value), key and value framed. `file` is the segment's file
-    /// name, `ts_ms` the processing time. A value that does not fit its type is a SchemaMismatch.
+    /// name, `ts_ms` the processing time. Raises UnknownTable or SchemaMismatch (a value that does
+    /// not fit its type too) with the entry's position.
     #[allow(clippy::too_many_arguments)]
     fn events<'py>(
         &self,
@@ -231,49 +310,122 @@ impl Decoder {
         file: &str,
         ts_ms: i64,
     ) -> PyResult<Vec<EventTuple<'py>>> {
-        let changes = self.decode(py, mutation, segment, entry_offset)?;
-        let place = Place { segment_id, entry_offset: entry_offset as i64, file, ts_ms };
-        let mut events = Vec::with_capacity(changes.len());
-        for change in &changes {
-            let Some(plan) = &self.plans[change.table] else { continue };
-            let (key, value) = plan.encode(change, &self.source, place).map_err(|why| {
-                mismatch(
-                    py,
-                    segment,
-                    entry_offset,
-                    &format!(
-                        "partition update {} of {}.{}: a value does not fit the schema: {why}",
-                        change.update_index, plan.keyspace, plan.table
-                    ),
-                )
-            })?;
-            events.push((
-                change.table,
-                change.update_index,
-                change.row_index,
-                write_time(change),
-                PyBytes::new(py, &key),
-                PyBytes::new(py, &value),
-            ));
+        let mut events = Vec::new();
+        if let Err(f) = self.encode(mutation, segment_id, entry_offset, file, ts_ms, &mut events) {
+            return Err(PyErr::from_value(self.exception(py, segment, entry_offset, f)?));
         }
-        Ok(events)
+        Ok(events
+            .into_iter()
+            .map(|e| {
+                (
+                    e.table,
+                    e.update_index,
+                    e.row_index,
+                    e.write_time,
+                    PyBytes::new(py, &e.key),
+                    PyBytes::new(py, &e.value),
+                )
+            })
+            .collect())
     }
 }
 
 type EventTuple<'py> = (usize, u32, u32, i64, Bound<'py, PyBytes>, Bound<'py, PyBytes>);
 
-fn mismatch(py: Python<'_>, segment: &str, entry_offset: usize, message: &str) -> PyErr {
-    let made = py
-        .import("connector.commitlog.errors")
-        .and_then(|errors| errors.getattr("SchemaMismatch"))
-        .and_then(|class| class.call1((segment, entry_offset, message)));
-    match made {
-        Ok(exception) => PyErr::from_value(exception),
-        Err(failed) => failed,
-    }
+/// One change's event, made without the GIL.
+struct Event {
+    offset: usize,
+    table: usize,
+    update_index: u32,
+    row_index: u32,
+    write_time: i64,
+    key: Vec<u8>,
+    value: Vec<u8>,
+}
+
+/// Why an entry could not become events.
+enum Failure {
+    Mutation(MutationError),
+    /// A value that does not fit its type: (update index, table number, why).
+    Value(u32, usize, String),
 }
 
 impl Decoder {
+    /// Append the events of one mutation; on a failure, none of them.
+    fn encode(
+        &self,
+        mutation: &[u8],
+        segment_id: i64,
+        offset: usize,
+        file: &str,
+        ts_ms: i64,
+        out: &mut Vec<Event>,
+    ) -> Result<(), Failure> {
+        let mut changes = Vec::new();
+        self.decoder.decode(mutation, &mut changes).map_err(Failure::Mutation)?;
+        let place = Place { segment_id, entry_offset: offset as i64, file, ts_ms };
+        let first = out.len();
+        for change in &changes {
+            let Some(plan) = &self.plans[change.table] else { continue };
+            match plan.encode(change, &self.source, place) {
+                Ok((key, value)) => out.push(Event {
+                    offset,
+                    table: change.table,
+                    update_index: change.update_index,
+                    row_index: change.row_index,
+                    write_time: write_time(change),
+                    key,
+                    value,
+                }),
+                Err(why) => {
+                    out.truncate(first);
+                    return Err(Failure::Value(change.update_index, change.table, why));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn table_name(&self, table: Option<usize>) -> String {
+        table.and_then(|t| self.plans[t].as_ref()).map_or(String::new(), |p| format!(" of {}.{}", p.keyspace, p.table))
+    }
+
+    /// The reference reader's exception for a failure at the entry at `entry_offset`.
+    fn exception<'py>(
+        &self,
+        py: Python<'py>,
+        segment: &str,
+        entry_offset: usize,
+        failure: Failure,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let errors = py.import("connector.commitlog.errors")?;
+        match failure {
+            Failure::Mutation(MutationError::UnknownTable(id)) => {
+                let table_id = py
+                    .import("uuid")?
+                    .getattr("UUID")?
+                    .call((), Some(&[("bytes", PyBytes::new(py, &id))].into_py_dict(py)?))?;
+                errors.getattr("UnknownTable")?.call1((segment, entry_offset, table_id))
+            }
+            Failure::Mutation(MutationError::SchemaMismatch { update_index, table, misfit }) => {
+                let message = format!(
+                    "partition update {update_index}{} does not fit the schema: {} (byte {} of the mutation)",
+                    self.table_name(table),
+                    misfit.message,
+                    misfit.position
+                );
+                errors.getattr("SchemaMismatch")?.call1((segment, entry_offset, message))
+            }
+            Failure::Value(update_index, table, why) => {
+                let message = format!(
+                    "partition update {update_index}{}: a value does not fit the schema: {why}",
+                    self.table_name(Some(table))
+                );
+                errors.getattr("SchemaMismatch")?.call1((segment, entry_offset, message))
+            }
+        }
+    }
+
     fn decode<'m>(
         &self,
         py: Python<'_>,
@@ -284,32 +436,7 @@ impl Decoder {
         let mut changes = Vec::new();
         match self.decoder.decode(mutation, &mut changes) {
             Ok(()) => Ok(changes),
-            Err(MutationError::UnknownTable(id)) => {
-                let table_id = py
-                    .import("uuid")?
-                    .getattr("UUID")?
-                    .call((), Some(&[("bytes", PyBytes::new(py, &id))].into_py_dict(py)?))?;
-                let exception = py.import("connector.commitlog.errors")?.getattr("UnknownTable")?.call1((
-                    segment,
-                    entry_offset,
-                    table_id,
-                ))?;
-                Err(PyErr::from_value(exception))
-            }
-            Err(MutationError::SchemaMismatch { update_index, table, misfit }) => {
-                let name = table
-                    .and_then(|t| self.plans[t].as_ref())
-                    .map_or(String::new(), |p| format!(" of {}.{}", p.keyspace, p.table));
-                Err(mismatch(
-                    py,
-                    segment,
-                    entry_offset,
-                    &format!(
-                        "partition update {update_index}{name} does not fit the schema: {} (byte {} of the mutation)",
-                        misfit.message, misfit.position
-                    ),
-                ))
-            }
+            Err(e) => Err(PyErr::from_value(self.exception(py, segment, entry_offset, Failure::Mutation(e))?)),
         }
     }
 }

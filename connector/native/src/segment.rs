@@ -17,14 +17,24 @@ pub struct Segment {
     codec: Option<Codec>,
 }
 
-/// The entries read by one pass over a segment.
-pub struct Read {
-    /// (logical offset, mutation bytes).
-    pub entries: Vec<(usize, Vec<u8>)>,
+/// Whether a visit goes on after an entry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Flow {
+    Continue,
+    Stop,
+}
+
+/// Where a pass over a segment ended.
+#[derive(Debug, Default)]
+pub struct Visit {
     /// Logical end of the last section read completely (a marker slot, where no entry starts).
     pub end: usize,
     /// A zero entry size ended the segment.
     pub end_of_segment: bool,
+    /// The visitor stopped the pass after an entry.
+    pub stopped: bool,
+    /// Damage that ended the pass, after everything before it was visited.
+    pub error: Option<Error>,
 }
 
 impl Segment {
@@ -48,29 +58,67 @@ impl Segment {
         self.map.len()
     }
 
-    pub fn sections(&self, limit: Option<usize>) -> Result<Vec<Section>> {
-        sections(&self.map, &self.descriptor, limit)
+    /// The sections up to `limit`; an error in the chain is returned after the sections before it.
+    pub fn sections(&self, limit: Option<usize>) -> (Vec<Section>, Option<Error>) {
+        let mut found = Vec::new();
+        let chain = match sections(&self.map, &self.descriptor, limit) {
+            Ok(chain) => chain,
+            Err(error) => return (found, Some(error)),
+        };
+        for section in chain {
+            match section {
+                Ok(section) => found.push(section),
+                Err(error) => return (found, Some(error)),
+            }
+        }
+        (found, None)
     }
 
-    /// Entries of the sections up to `limit`, those at or after logical position `start`.
-    pub fn read(&self, limit: Option<usize>, start: Option<usize>) -> Result<Read> {
-        let mut read = Read { entries: Vec::new(), end: self.descriptor.header_length, end_of_segment: false };
-        for section in self.sections(limit)? {
+    /// Visit each entry of the sections up to `limit` at or after logical position `start`, in
+    /// order, with its logical offset and mutation bytes.
+    pub fn visit(
+        &self,
+        limit: Option<usize>,
+        start: Option<usize>,
+        mut visitor: impl FnMut(usize, &[u8]) -> Flow,
+    ) -> Visit {
+        let mut visit = Visit { end: self.descriptor.header_length, ..Visit::default() };
+        let chain = match sections(&self.map, &self.descriptor, limit) {
+            Ok(chain) => chain,
+            Err(error) => return Visit { error: Some(error), ..visit },
+        };
+        for section in chain {
+            let section = match section {
+                Ok(section) => section,
+                Err(error) => return Visit { error: Some(error), ..visit },
+            };
             if start.is_none_or(|s| section.end > s) {
                 let from = match start {
                     Some(s) if section.start <= s => s,
                     _ => section.start,
                 };
-                let (content, base) = section.load(&self.map, self.codec)?;
-                let found = entries(&content, base, from, section.end)?;
-                read.entries.extend(found.entries.into_iter().map(|(offset, m)| (offset, m.to_vec())));
-                read.end_of_segment = found.end_of_segment;
+                let (content, base) = match section.load(&self.map, self.codec) {
+                    Ok(loaded) => loaded,
+                    Err(error) => return Visit { error: Some(error), ..visit },
+                };
+                let mut found = entries(&content, base, from, section.end);
+                for entry in found.by_ref() {
+                    match entry {
+                        Ok((offset, mutation)) => {
+                            if visitor(offset, mutation) == Flow::Stop {
+                                return Visit { stopped: true, ..visit };
+                            }
+                        }
+                        Err(error) => return Visit { error: Some(error), ..visit },
+                    }
+                }
+                visit.end_of_segment = found.end_of_segment;
             }
-            read.end = read.end.max(section.end);
-            if read.end_of_segment {
+            visit.end = visit.end.max(section.end);
+            if visit.end_of_segment {
                 break;
             }
         }
-        Ok(read)
+        visit
     }
 }

@@ -64,76 +64,93 @@ pub fn codec_of(descriptor: &Descriptor) -> Result<Option<Codec>> {
     }
 }
 
-/// Sections of the segment in `buf`, in order, up to the end of the marker chain.
-pub fn sections(buf: &[u8], descriptor: &Descriptor, limit: Option<usize>) -> Result<Vec<Section>> {
+/// Sections of the segment in `buf`, in order, up to the end of the marker chain; lazily, so the
+/// sections before a damaged marker are read before its error.
+pub struct Chain<'a> {
+    buf: &'a [u8],
+    id: u64,
+    compressed: bool,
+    limit: Option<usize>,
+    pos: usize,
+    logical: usize,
+    done: bool,
+}
+
+pub fn sections<'a>(buf: &'a [u8], descriptor: &Descriptor, limit: Option<usize>) -> Result<Chain<'a>> {
     let compressed = codec_of(descriptor)?.is_some();
-    let id = descriptor.segment_id as u64;
-    let file_length = buf.len();
-    let mut found = Vec::new();
-    let mut pos = descriptor.header_length;
-    let mut logical = pos;
-    loop {
-        let durable = matches!(limit, Some(l) if logical < l);
+    let pos = descriptor.header_length;
+    Ok(Chain { buf, id: descriptor.segment_id as u64, compressed, limit, pos, logical: pos, done: false })
+}
+
+impl Iterator for Chain<'_> {
+    type Item = Result<Section>;
+
+    fn next(&mut self) -> Option<Result<Section>> {
+        if self.done {
+            return None;
+        }
+        let found = self.step();
+        if !matches!(found, Some(Ok(_))) {
+            self.done = true;
+        }
+        found
+    }
+}
+
+impl Chain<'_> {
+    fn step(&mut self) -> Option<Result<Section>> {
+        let (buf, pos, limit) = (self.buf, self.pos, self.limit);
+        let file_length = buf.len();
+        let durable = matches!(limit, Some(l) if self.logical < l);
+        let fail = |kind, at: usize, message: String| Some(Err(Error::new(kind, at as u64, message)));
         if pos + MARKER_SIZE > file_length {
             if durable {
-                return Err(Error::new(
-                    Kind::Truncated,
-                    pos as u64,
-                    format!("file ends before the durable limit {}", limit.unwrap()),
-                ));
+                return fail(Kind::Truncated, pos, format!("file ends before the durable limit {}", limit.unwrap()));
             }
-            return Ok(found);
+            return None;
         }
         let next = be_i32(buf, pos).expect("in bounds");
         let crc = be_u32(buf, pos + 4).expect("in bounds");
         let mut hasher = crc32fast::Hasher::new();
-        hasher.update(&(id as u32).to_be_bytes());
-        hasher.update(&((id >> 32) as u32).to_be_bytes());
+        hasher.update(&(self.id as u32).to_be_bytes());
+        hasher.update(&((self.id >> 32) as u32).to_be_bytes());
         hasher.update(&(pos as u32).to_be_bytes());
         if crc != hasher.finalize() {
             if (next == 0 && crc == 0) || !durable {
-                return Ok(found);
+                return None;
             }
-            return Err(Error::new(Kind::Crc, pos as u64, "sync marker CRC mismatch"));
+            return fail(Kind::Crc, pos, "sync marker CRC mismatch".into());
         }
-        let header = if compressed { MARKER_SIZE + 4 } else { MARKER_SIZE };
+        let header = if self.compressed { MARKER_SIZE + 4 } else { MARKER_SIZE };
         if next as i64 > file_length as i64 {
             if durable || limit.is_none() {
-                return Err(Error::new(
-                    Kind::Truncated,
-                    pos as u64,
-                    format!("sync section ends at {next}, past EOF {file_length}"),
-                ));
+                return fail(Kind::Truncated, pos, format!("sync section ends at {next}, past EOF {file_length}"));
             }
-            return Ok(found);
+            return None;
         }
         if (next as i64) < (pos + header) as i64 {
             if durable || limit.is_none() {
-                return Err(Error::new(Kind::Corrupt, pos as u64, format!("sync marker points backwards to {next}")));
+                return fail(Kind::Corrupt, pos, format!("sync marker points backwards to {next}"));
             }
-            return Ok(found);
+            return None;
         }
         let next = next as usize;
-        let start = logical + MARKER_SIZE;
-        let end = if compressed {
+        let start = self.logical + MARKER_SIZE;
+        let end = if self.compressed {
             let length = be_i32(buf, pos + MARKER_SIZE).expect("in bounds");
             if length < 0 {
-                return Err(Error::new(
-                    Kind::Corrupt,
-                    (pos + MARKER_SIZE) as u64,
-                    format!("negative section length {length}"),
-                ));
+                return fail(Kind::Corrupt, pos + MARKER_SIZE, format!("negative section length {length}"));
             }
             start + length as usize
         } else {
             next
         };
         if matches!(limit, Some(l) if end > l) {
-            return Ok(found);
+            return None;
         }
-        let block = if compressed { Some((pos + header, next)) } else { None };
-        found.push(Section { marker: pos, start, end, compressed: block });
-        pos = next;
-        logical = end;
+        let block = if self.compressed { Some((pos + header, next)) } else { None };
+        self.pos = next;
+        self.logical = end;
+        Some(Ok(Section { marker: pos, start, end, compressed: block }))
     }
 }

@@ -105,3 +105,50 @@ def test_seeded_damage_inside_mutations(write_segment):
         kinds.add(expected[0] if isinstance(expected, tuple) else "events")
         assert outcome(native, path, ROWS) == expected, case
     assert {"SchemaMismatch", "events"} <= kinds
+
+
+def segment_events(path, schema, limit=None, max_events=None):
+    """Every event of a segment by `Segment.events` in passes of at most `max_events`, entries of
+    tables the schema lacks passed over; and the error that ended the last pass."""
+    segment = _native.Segment(path)
+    decoder, _ = native_core.decoder(schema, segment.messaging_version, SOURCE, schema_ids(schema))
+    found, start, skip = [], None, None
+    while True:
+        events, end, end_of_segment, resume, error = segment.events(
+            decoder, path.name, TS_MS, limit=limit, start=start, max_events=max_events, skip=skip)
+        found += [((segment.segment_id, offset, update, row), written, key, value)
+                  for offset, _, update, row, written, key, value in events]
+        if isinstance(error, UnknownTable):
+            start = skip = error.position
+            continue
+        if resume is None:
+            return found, end, end_of_segment, error
+        assert max_events is not None and len(events) >= max_events
+        start, skip = resume, None
+
+
+@pytest.mark.parametrize("max_events", [None, 1, 7, 100])
+@pytest.mark.parametrize("path, schema", REAL, ids=lambda v: getattr(v, "name", ""))
+def test_a_segment_in_passes(path, schema, max_events):
+    events, end, end_of_segment, error = segment_events(path, schema, max_events=max_events)
+    assert error is None
+    assert events == reference(path, schema, skip_unknown=True)
+    with SegmentReader(path, schema, on_schema_miss=skip_unknown_tables) as reader:
+        list(reader.changes())
+        assert end == reader.end
+
+
+@pytest.mark.parametrize("damage", [19646 + 30, 1576 + 5, 40000])
+def test_events_before_damage_are_returned_with_its_error(write_segment, damage):
+    """A damaged entry or marker inside the durable part: the events before it, then its error."""
+    data = bytearray(SEGMENT_40.read_bytes())
+    data[damage] ^= 0x40
+    path = write_segment(bytes(data), 1699285478684)
+    reached = []
+    with SegmentReader(path, SCHEMA_40, limit=75011, on_schema_miss=skip_unknown_tables) as reader:
+        with pytest.raises(CommitLogError) as expected:
+            reached += reader.changes()
+    events, _, _, error = segment_events(path, SCHEMA_40, limit=75011, max_events=50)
+    assert (type(error), error.position) == (type(expected.value), expected.value.position)
+    assert [e[0] for e in events] == [tuple(c.position) for c in reached]
+    assert damage != 19646 + 30 or len(events) > 50
