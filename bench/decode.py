@@ -69,7 +69,7 @@ def native_events(path: Path, schema: SchemaSnapshot) -> int:
     decoder, _ = native_core.decoder(schema, segment.messaging_version, SOURCE, ids)
     events, start, skip = 0, None, None
     while True:
-        found, _, _, _, error = segment.events(decoder, path.name, 0, start=start, skip=skip)
+        found, _, _, _, error, _, _ = segment.events(decoder, path.name, 0, start=start, skip=skip)
         events += len(found)
         if not isinstance(error, UnknownTable):  # system tables missing from the schema are passed over
             return events

@@ -40,6 +40,8 @@ class ConnectorSettings(FileSettings):
     schema_check_interval: float = Field(5.0, gt=0)
     # Events handed to the producer and not yet acknowledged: bounds memory whatever the backlog.
     max_in_flight: int = Field(20_000, ge=1)
+    # Segment bytes to events: the native core (Rust), or the pure-Python reference reader and writer.
+    decoder: Literal["native", "python"] = "native"
     # Where a connector with nothing committed starts (as Kafka's auto.offset.reset): every segment in
     # cdc_raw, or after what is durable now (older segments are then released unread).
     start_from: Literal["earliest", "latest"] = "earliest"

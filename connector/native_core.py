@@ -3,12 +3,15 @@ it: each table's types as trees the Python type layer parsed (types are parsed i
 columns in the order of the event's `after` record, and the schema ids its events are framed with."""
 from __future__ import annotations
 
-from typing import Mapping
+from typing import AbstractSet as Set, Mapping
 
 from connector import _native
 from connector.avro.table import SourceInfo
 from connector.cql import CqlType, ListType, MapType, SetType, TupleType, UserType, VectorType, parse_type
 from connector.schema.model import SchemaSnapshot, Table
+
+# What becomes of a table's changes in the native decoder.
+SKIP, EMIT, HAND_OFF = 0, 1, 2  # HAND_OFF: the entries holding them go back to the reference reader
 
 
 def type_tree(cql: CqlType) -> tuple:
@@ -28,7 +31,8 @@ def type_tree(cql: CqlType) -> tuple:
     return ("native", cql.cql)
 
 
-def table_spec(table: Table, schema: SchemaSnapshot, schema_ids: tuple[int, int] | None = None) -> tuple:
+def table_spec(table: Table, schema: SchemaSnapshot, schema_ids: tuple[int, int] | None = None,
+               hand_off: bool = False) -> tuple:
     """One table for `Decoder`; `schema_ids` (key, value) for a table whose changes become events."""
     types = schema.types_of(table.keyspace)
 
@@ -43,14 +47,15 @@ def table_spec(table: Table, schema: SchemaSnapshot, schema_ids: tuple[int, int]
     key_id, value_id = schema_ids or (0, 0)
     return (table.id.bytes, table.keyspace, table.name, key_id, value_id,
             [tree(c.type) for c in table.partition_key], [tree(c.type) for c in table.clustering],
-            live + dropped, schema_ids is not None)
+            live + dropped, HAND_OFF if hand_off else EMIT if schema_ids is not None else SKIP)
 
 
 def decoder(schema: SchemaSnapshot, messaging_version: int, source: SourceInfo,
-            schema_ids: Mapping | None = None) -> tuple[_native.Decoder, list[Table]]:
-    """A decoder of every table of `schema`, and the tables in its numbering; the tables in
-    `schema_ids` (table id → (key id, value id)) become events."""
+            schema_ids: Mapping | None = None, hand_off: Set = frozenset()) -> tuple[_native.Decoder, list[Table]]:
+    """A decoder of every table of `schema`, and the tables in its numbering; the changes of the
+    tables in `schema_ids` (table id → (key id, value id)) become events, the entries holding a
+    change of a table in `hand_off` are handed back, the other tables' changes are skipped."""
     ids = schema_ids or {}
     tables = list(schema.tables.values())
-    specs = [table_spec(t, schema, ids.get(t.id)) for t in tables]
+    specs = [table_spec(t, schema, ids.get(t.id), t.id in hand_off) for t in tables]
     return _native.Decoder(specs, messaging_version, (source.version, source.name, source.cluster, source.node)), tables

@@ -21,7 +21,7 @@ from watchdog.observers import Observer
 
 from connector.avro import ChangeEncoder, ChangeSerializer, RegistryError, SchemaRegistry, SchemaRejected, SourceInfo
 from connector.checkpoint import Checkpoint, DeliveryFailed, PositionStore
-from connector.commitlog import Change, CommitLogError
+from connector.commitlog import Change, CommitLogError, Position
 from connector.commitlog.cdc_index import SUFFIX
 from connector.commitlog.change import write_time
 from connector.config import ConnectorSettings
@@ -36,6 +36,13 @@ from connector.segments import leftovers, quarantine_segment, release_segment
 from connector.source import IndexProblem, Listing, SegmentFile, SegmentTail, durable_end, next_segment, scan
 
 log = logging.getLogger("ringtail.connector")
+
+try:  # the native core; without it the Python reader reads the segments, and the start says so
+    from connector.native_source import NativeDecoders, NativeSegmentTail
+    NATIVE_MISSING: ImportError | None = None
+except ImportError as missing:
+    NativeDecoders = NativeSegmentTail = None
+    NATIVE_MISSING = missing
 
 
 class _Wake(FileSystemEventHandler):
@@ -64,6 +71,7 @@ class Connector:
         self.events: ChangeSerializer | None = None
         self.checkpoint: Checkpoint | None = None
         self.tail: SegmentTail | None = None
+        self.decoders = None  # NativeDecoders, when segments are read by the native core
         self._wake = threading.Event()
         self.stopping = threading.Event()
         self._known: dict[int, SegmentFile] = {}  # indexed segments seen and not yet read to their end
@@ -100,6 +108,7 @@ class Connector:
             source = SourceInfo(s.topic_prefix, s.cluster_name, s.node_name)
             self.events = ChangeSerializer(ChangeEncoder(source, self.schema.snapshot),
                                            SchemaRegistry(SchemaRegistryClient({"url": s.registry_url})))
+            self.decoders = self._native_decoders()
             self._begin()
             started.set()
             log.info("reading %s from %s", s.cdc_raw, self.checkpoint.committed or "the oldest segment")
@@ -221,8 +230,9 @@ class Connector:
         if segment is None:
             return False
         if self.tail is None:
-            self.tail = SegmentTail(segment, self.schema, self.checkpoint.start_after(segment),
-                                    complete=segment.segment_id in self._returned)
+            after, complete = self.checkpoint.start_after(segment), segment.segment_id in self._returned
+            self.tail = (SegmentTail(segment, self.schema, after, complete) if self.decoders is None else
+                         NativeSegmentTail(segment, self.schema, self.decoders, after, complete))
         tail = self.tail
         try:
             read = self._read(tail)
@@ -241,22 +251,26 @@ class Connector:
             for change in tail.poll():
                 read = True
                 m.changes_read.inc()
-                if self.schema.captures(change):
-                    while checkpoint.in_flight >= self.settings.max_in_flight:
-                        if self.stopping.is_set():
-                            return read  # this change is not marked read: the next start reads it
-                        producer.poll(0.1)  # backpressure: reading waits for Kafka
-                        checkpoint.commit()
-                    topic, key, value = self._event(change, tail.segment.name)
-                    if not producer.ensure_topic(topic, self.stopping):
-                        return read  # stopping: this change is not marked read
-                    producer.send(topic, key, value, self._delivered(checkpoint.produced(change.position)))
+                if not isinstance(change, Change):  # an event of the native core
+                    if self.schema.history.captures(change.table.id, change.write_time):
+                        if not self._send(change.topic, change.key, change.value, change.position):
+                            return read
+                        m.lag.set(max(0.0, time.time() - change.write_time / 1e6))
+                    else:
+                        m.changes_filtered.inc()
+                elif self.schema.captures(change):
+                    if not self._send(*self._event(change, tail.segment.name), change.position):
+                        return read
                     m.lag.set(max(0.0, time.time() - write_time(change) / 1e6))
                 else:
                     m.changes_filtered.inc()
                 checkpoint.read_through(change.position)
                 if self.stopping.is_set():
                     return read
+            if tail.skipped:  # changes of tables without CDC data the native core read and left out
+                m.changes_read.inc(tail.skipped)
+                m.changes_filtered.inc(tail.skipped)
+                tail.skipped = 0
             if tail.position is not None:
                 checkpoint.read_through(tail.position)
         except CommitLogError as error:
@@ -267,6 +281,38 @@ class Connector:
             m.segment.set(tail.segment.segment_id)
             m.position.set(tail.position.entry_offset)
         return read
+
+    def _send(self, topic: str, key: bytes, value: bytes, position: Position) -> bool:
+        """Hand an event to the producer, waiting while too many are in flight; False when stopping
+        first (the event is not marked read: the next start reads it)."""
+        checkpoint, producer = self.checkpoint, self.producer
+        while checkpoint.in_flight >= self.settings.max_in_flight:
+            if self.stopping.is_set():
+                return False
+            producer.poll(0.1)  # backpressure: reading waits for Kafka
+            checkpoint.commit()
+        if not producer.ensure_topic(topic, self.stopping):
+            return False
+        producer.send(topic, key, value, self._delivered(checkpoint.produced(position)))
+        return True
+
+    def _native_decoders(self):
+        """The native core's decoders, unless the settings choose the Python reader or it is missing."""
+        if self.settings.decoder == "python":
+            log.info("segments are read by the Python reader (decoder: python)")
+            return None
+        if NATIVE_MISSING is not None:
+            log.error("THE NATIVE CORE IS MISSING (%s): segments are read by the Python reader, several times "
+                      "slower; reinstall ringtail (pip install .) with a Rust toolchain to build it", NATIVE_MISSING)
+            return None
+        history = lambda: self.schema.history  # noqa: E731 (the live schema replaces its history)
+
+        def rejected(table, error: SchemaRejected) -> None:
+            self.rejections.rejected(table.qualified_name, error, self.events.encoder.table(table).value_schema)
+
+        return NativeDecoders(self.events, lambda table: history().ever_captured(table.id),
+                              lambda table: self.schema.observes(table) or table.qualified_name in
+                              self.rejections.tables, rejected)
 
     def _event(self, change: Change, segment: str) -> tuple[str, bytes, bytes]:
         """The change's event for its table's topic, or its dead letter while the registry rejects the

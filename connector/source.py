@@ -149,6 +149,7 @@ class SegmentTail:
         self.index_changed = time.monotonic()  # when the index last said something new
         self._reader: SegmentReader | None = None
         self.finished = False  # COMPLETED and read to its end
+        self.skipped = 0  # changes read and left out unseen (by the native core: tables without CDC data)
 
     def poll(self) -> Iterator[Change]:
         """The changes made durable since the last poll, in order."""
@@ -161,18 +162,24 @@ class SegmentTail:
             self.index = index
         if self.index is None or self.finished:
             return
+        yield from self._read(self.index.offset)
+        # The index can say COMPLETED with the file length after a restart: the chain may end sooner.
+        self.finished = self.index.completed
+
+    def _read(self, limit: int) -> Iterator[Change]:
+        """The changes after `position` up to `limit`; `position` ends after the sections read."""
         reader = self._open()
-        reader.limit = self.index.offset
+        reader.limit = limit
         reader.schema = self.schema.snapshot
         for change in reader.changes(self.position):
             self.position = change.position
             self.schema.observe(change)
             yield change
-        checkpoint = reader.checkpoint
+        self._read_through(reader.checkpoint)
+
+    def _read_through(self, checkpoint: Position) -> None:
         if self.position is None or checkpoint > self.position:
             self.position = checkpoint
-        # The index can say COMPLETED with the file length after a restart: the chain may end sooner.
-        self.finished = self.index.completed
 
     def _open(self) -> SegmentReader:
         reader = self._reader

@@ -5,6 +5,7 @@ import uuid
 from typing import NamedTuple
 
 from connector.commitlog.change import Change
+from connector.schema.model import Table
 
 from .encoder import ChangeEncoder
 from .registry import SchemaRegistry
@@ -17,7 +18,7 @@ class Event(NamedTuple):
     value: bytes
 
 
-class _Subjects(NamedTuple):
+class Subjects(NamedTuple):
     encoder: TableEncoder
     topic: str
     key_id: int
@@ -36,21 +37,26 @@ class ChangeSerializer:
     def __init__(self, encoder: ChangeEncoder, registry: SchemaRegistry) -> None:
         self.encoder = encoder
         self.registry = registry
-        self._tables: dict[uuid.UUID, _Subjects] = {}
+        self._tables: dict[uuid.UUID, Subjects] = {}
 
     def serialize(self, change: Change, segment: str, ts_ms: int | None = None) -> Event:
         """The event of a change read from `segment`, processed at `ts_ms` (default: now)."""
-        encoder = self.encoder.table(change.table)
-        subjects = self._tables.get(change.table.id)
-        if subjects is None or subjects.encoder is not encoder:
-            subjects = self._tables[change.table.id] = self._register(encoder)
+        subjects = self.subjects(change.table)
         key, value = self.encoder.encode(change, segment, ts_ms)
         return Event(subjects.topic, self.registry.serialize(subjects.key_id, key),
                      self.registry.serialize(subjects.value_id, value))
 
-    def _register(self, encoder: TableEncoder) -> _Subjects:
+    def subjects(self, table: Table) -> Subjects:
+        """The table's topic and schema ids, its schemas registered on first use (and after they change)."""
+        encoder = self.encoder.table(table)
+        subjects = self._tables.get(table.id)
+        if subjects is None or subjects.encoder is not encoder:
+            subjects = self._tables[table.id] = self._register(encoder)
+        return subjects
+
+    def _register(self, encoder: TableEncoder) -> Subjects:
         table = encoder.table
         topic = topic_name(self.encoder.source.name, table.keyspace, table.name)
         key_id = self.registry.register(f"{topic}-key", encoder.key_schema, table.qualified_name)
         value_id = self.registry.register(f"{topic}-value", encoder.value_schema, table.qualified_name)
-        return _Subjects(encoder, topic, key_id, value_id)
+        return Subjects(encoder, topic, key_id, value_id)

@@ -34,6 +34,17 @@ def skip_unknown_tables(miss: UnknownTable | SchemaMismatch) -> None:
     return None
 
 
+def retry_schema(miss: UnknownTable | SchemaMismatch, policy: SchemaMissPolicy,
+                 current: SchemaSnapshot) -> SchemaSnapshot | None:
+    """The snapshot `policy` gives to decode a missed entry again, or None to skip the entry; the
+    miss itself when retrying cannot succeed (the same schema, or one still lacking the table)."""
+    schema = policy(miss)
+    if schema is not None and (schema is current or (
+            isinstance(miss, UnknownTable) and schema.table(miss.table_id) is None)):
+        raise miss
+    return schema
+
+
 class SegmentReader:
     """One segment, mapped read-only.
 
@@ -124,12 +135,9 @@ class SegmentReader:
             except (UnknownTable, SchemaMismatch) as miss:
                 if self.on_schema_miss is None:
                     raise
-                schema = self.on_schema_miss(miss)
+                schema = retry_schema(miss, self.on_schema_miss, self.schema)
                 if schema is None:
                     return []
-                # Retrying with the same schema, or one still lacking the table, cannot succeed.
-                if schema is self.schema or (isinstance(miss, UnknownTable) and schema.table(miss.table_id) is None):
-                    raise miss
                 self.schema = schema
 
     def close(self) -> None:

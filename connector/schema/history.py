@@ -92,6 +92,10 @@ class SchemaHistory:
         """Whether any known table has had cdc = true (an unknown table could then be a CDC one)."""
         return any(flag.cdc for flags in self.cdc_flags.values() for flag in flags)
 
+    def ever_captured(self, table_id: uuid.UUID) -> bool:
+        """Whether the table has had cdc = true at some time (a change of it may be CDC data)."""
+        return any(flag.cdc for flag in self.cdc_flags.get(table_id, ()))
+
     def captures(self, table_id: uuid.UUID, write_time: int) -> bool:
         """Whether a change of the table written at `write_time` (µs) is CDC data."""
         flags = self.cdc_flags.get(table_id, ())

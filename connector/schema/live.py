@@ -20,7 +20,7 @@ from connector.commitlog.change import write_time
 
 from .history import SchemaChange, SchemaHistory
 from .loader import read_snapshot
-from .model import SchemaSnapshot
+from .model import SchemaSnapshot, Table
 from .session import connect
 from .store import load_history, save_history
 
@@ -99,12 +99,16 @@ class LiveSchema:
         """Whether the change is CDC data: its table had cdc = true when it was written."""
         return self.history.captures(change.table.id, write_time(change))
 
+    @staticmethod
+    def observes(table: Table) -> bool:
+        """Whether `observe` learns from the table's changes (`system_schema.tables`)."""
+        return table.name == "tables" and table.keyspace == "system_schema"
+
     def observe(self, change: Change) -> None:
         """Learn from the commit log itself: every CREATE and ALTER writes the table's row of
         `system_schema.tables`, with its `cdc` flag and the statement's exact timestamp. Called for
         every change read, in log order, before the changes after it are judged."""
-        table = change.table
-        if table.name != "tables" or table.keyspace != "system_schema":
+        if not self.observes(change.table):
             return
         cdc, table_id = change.cells.get("cdc"), change.cells.get("id")
         if not (isinstance(cdc, Cell) and isinstance(table_id, Cell)) or cdc.value is None or table_id.value is None:

@@ -6,14 +6,17 @@ import random
 import threading
 import time
 
+import pytest
 
 from connector.commitlog import Position
 from deploy.local.processes import ConnectorProcess
 from tests.integration.pipeline import EventConsumer, has_marker, write_marker
 
 
-def test_workload_arrives_as_events(cql, keyspace, pipeline):
-    connector, consumer = pipeline()
+@pytest.mark.parametrize("decoder", ["native", "python"])
+def test_workload_arrives_as_events(cql, keyspace, pipeline, decoder):
+    """The same events whichever reads the segments: the native core, or the Python reference."""
+    connector, consumer = pipeline(decoder=decoder)
     connector.start_from_now()
     connector.start()
     ks = keyspace

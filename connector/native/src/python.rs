@@ -128,13 +128,15 @@ impl Segment {
 
     /// One pass over the entries of the sections up to `limit` from logical position `start` (an
     /// entry's offset), decoded by `decoder` into the events of its emitting tables, the GIL
-    /// released meanwhile. Returns (events, end, end_of_segment, resume, error): each event
+    /// released meanwhile. Returns (events, end, end_of_segment, resume, error, hand_off, skipped): each event
     /// (entry offset, table, update index, row index, write time µs, key, value); the logical end
     /// of the last section read completely; whether a zero entry size ended the segment; the
     /// offset of the first entry not read when `max_events` stopped the pass early (else None);
     /// the error that ended the pass (damage, an unknown table, a schema that does not fit, as
-    /// the reference reader's exception), returned after the events before it, not raised.
-    /// `skip`: the offset of an entry to pass over unread (one a schema miss made the caller give up).
+    /// the reference reader's exception), returned after the events before it, not raised; the
+    /// (offset, mutation bytes) of an entry holding a change of a table the decoder hands off (the
+    /// pass stops before it, for the caller to read it another way); the count of changes of
+    /// tables it skips. `skip`: the offset of an entry to pass over unread (one a schema miss made the caller give up).
     #[pyo3(signature = (decoder, file, ts_ms, limit=None, start=None, max_events=None, skip=None))]
     #[allow(clippy::too_many_arguments)]
     fn events<'py>(
@@ -151,6 +153,8 @@ impl Segment {
         let mut events = Vec::new();
         let mut failure = None;
         let mut resume = None;
+        let mut hand_off = None;
+        let mut skipped = 0usize;
         let segment_id = self.inner.descriptor.segment_id;
         let visit = py.detach(|| {
             self.inner.visit(limit, start, |offset, mutation| {
@@ -162,7 +166,14 @@ impl Segment {
                     return Flow::Stop;
                 }
                 match decoder.encode(mutation, segment_id, offset, file, ts_ms, &mut events) {
-                    Ok(()) => Flow::Continue,
+                    Ok(skips) => {
+                        skipped += skips;
+                        Flow::Continue
+                    }
+                    Err(Failure::HandOff) => {
+                        hand_off = Some((offset, mutation.to_vec()));
+                        Flow::Stop
+                    }
                     Err(f) => {
                         failure = Some((offset, f));
                         Flow::Stop
@@ -189,7 +200,8 @@ impl Segment {
                 )
             })
             .collect::<Vec<_>>();
-        (events, visit.end, visit.end_of_segment, resume, error).into_pyobject(py)
+        let hand_off = hand_off.map(|(offset, m)| (offset, PyBytes::new(py, &m)));
+        (events, visit.end, visit.end_of_segment, resume, error, hand_off, skipped).into_pyobject(py)
     }
 }
 
@@ -198,8 +210,9 @@ impl Segment {
 type ColumnSpec = (Vec<u8>, CqlType, bool);
 
 /// One table: (id, keyspace, name, key schema id, value schema id, partition key types,
-/// clustering types, columns, emit events). Tables are numbered by their place in the list.
-type TableSpec = ([u8; 16], String, String, u32, u32, Vec<CqlType>, Vec<CqlType>, Vec<ColumnSpec>, bool);
+/// clustering types, columns, mode: 0 skip its changes, 1 make them events, 2 hand off the
+/// entries holding them). Tables are numbered by their place in the list.
+type TableSpec = ([u8; 16], String, String, u32, u32, Vec<CqlType>, Vec<CqlType>, Vec<ColumnSpec>, u8);
 
 impl<'py> FromPyObject<'_, 'py> for CqlType {
     type Error = PyErr;
@@ -243,8 +256,8 @@ fn column_layout(index: usize, cql: &CqlType) -> ColumnLayout {
 #[pyclass(module = "connector._native", frozen)]
 struct Decoder {
     decoder: MutationDecoder,
-    /// The plan of each table whose changes become events.
-    plans: Vec<Option<TablePlan>>,
+    /// Each table's qualified name and what becomes of its changes.
+    tables: Vec<(String, Mode)>,
     source: SourceInfo,
 }
 
@@ -252,11 +265,11 @@ struct Decoder {
 impl Decoder {
     /// `source`: (version, connector name, cluster, node) of the events' `source` record.
     #[new]
-    fn new(tables: Vec<TableSpec>, messaging_version: u32, source: (String, String, String, String)) -> Self {
+    fn new(tables: Vec<TableSpec>, messaging_version: u32, source: (String, String, String, String)) -> PyResult<Self> {
         let mut layouts = HashMap::new();
-        let mut plans = Vec::with_capacity(tables.len());
+        let mut modes = Vec::with_capacity(tables.len());
         for (number, spec) in tables.into_iter().enumerate() {
-            let (id, keyspace, table, key_schema_id, value_schema_id, partition_key, clustering, columns, emit) = spec;
+            let (id, keyspace, table, key_schema_id, value_schema_id, partition_key, clustering, columns, mode) = spec;
             let mut by_name = HashMap::new();
             let mut live = Vec::new();
             for (index, (name, cql, is_live)) in columns.into_iter().enumerate() {
@@ -267,16 +280,23 @@ impl Decoder {
             }
             let fixed = clustering.iter().map(|c| c.fixed_length().map_or(-1, |n| n as i32)).collect();
             layouts.insert(id, (number, TableLayout { clustering: fixed, columns: by_name }));
+            let name = format!("{keyspace}.{table}");
             let plan =
                 TablePlan { key_schema_id, value_schema_id, keyspace, table, partition_key, clustering, columns: live };
-            plans.push(if emit { Some(plan) } else { None });
+            let mode = match mode {
+                0 => Mode::Skip,
+                1 => Mode::Emit(plan),
+                2 => Mode::HandOff,
+                other => return Err(PyValueError::new_err(format!("unknown table mode {other}"))),
+            };
+            modes.push((name, mode));
         }
         let (version, name, cluster, node) = source;
-        Decoder {
+        Ok(Decoder {
             decoder: MutationDecoder::new(layouts, messaging_version),
-            plans,
+            tables: modes,
             source: SourceInfo { version, name, cluster, node },
-        }
+        })
     }
 
     /// The changes of the mutation in the entry at `entry_offset` of `segment`, as tuples:
@@ -343,15 +363,25 @@ struct Event {
     value: Vec<u8>,
 }
 
+/// What becomes of a table's changes.
+enum Mode {
+    Skip,
+    Emit(TablePlan),
+    /// The entries holding its changes go back to the caller (the reference path reads them).
+    HandOff,
+}
+
 /// Why an entry could not become events.
 enum Failure {
+    /// It holds a change of a table handed off.
+    HandOff,
     Mutation(MutationError),
     /// A value that does not fit its type: (update index, table number, why).
     Value(u32, usize, String),
 }
 
 impl Decoder {
-    /// Append the events of one mutation; on a failure, none of them.
+    /// Append the events of one mutation; the count of changes skipped. On a failure, no events.
     fn encode(
         &self,
         mutation: &[u8],
@@ -360,13 +390,20 @@ impl Decoder {
         file: &str,
         ts_ms: i64,
         out: &mut Vec<Event>,
-    ) -> Result<(), Failure> {
+    ) -> Result<usize, Failure> {
         let mut changes = Vec::new();
         self.decoder.decode(mutation, &mut changes).map_err(Failure::Mutation)?;
+        if changes.iter().any(|c| matches!(self.tables[c.table].1, Mode::HandOff)) {
+            return Err(Failure::HandOff);
+        }
+        let mut skipped = 0;
         let place = Place { segment_id, entry_offset: offset as i64, file, ts_ms };
         let first = out.len();
         for change in &changes {
-            let Some(plan) = &self.plans[change.table] else { continue };
+            let Mode::Emit(plan) = &self.tables[change.table].1 else {
+                skipped += 1;
+                continue;
+            };
             match plan.encode(change, &self.source, place) {
                 Ok((key, value)) => out.push(Event {
                     offset,
@@ -383,11 +420,11 @@ impl Decoder {
                 }
             }
         }
-        Ok(())
+        Ok(skipped)
     }
 
     fn table_name(&self, table: Option<usize>) -> String {
-        table.and_then(|t| self.plans[t].as_ref()).map_or(String::new(), |p| format!(" of {}.{}", p.keyspace, p.table))
+        table.map_or(String::new(), |t| format!(" of {}", self.tables[t].0))
     }
 
     /// The reference reader's exception for a failure at the entry at `entry_offset`.
@@ -400,6 +437,12 @@ impl Decoder {
     ) -> PyResult<Bound<'py, PyAny>> {
         let errors = py.import("connector.commitlog.errors")?;
         match failure {
+            Failure::HandOff => Ok(PyValueError::new_err(format!(
+                "{segment} @ {entry_offset}: the entry holds a change of a table handed off"
+            ))
+            .into_value(py)
+            .into_bound(py)
+            .into_any()),
             Failure::Mutation(MutationError::UnknownTable(id)) => {
                 let table_id = py
                     .import("uuid")?

@@ -6,65 +6,18 @@ entry with the same typed error."""
 import random
 
 import pytest
-from fastavro import parse_schema
 
 from connector import _native, native_core
-from connector.avro.table import TableEncoder
-from connector.avro.wire import frame
-from connector.commitlog import CommitLogError, SchemaMismatch, SegmentReader, UnknownTable, skip_unknown_tables
-from connector.commitlog.change import write_time
+from connector.commitlog import CommitLogError, SegmentReader, UnknownTable, skip_unknown_tables
 from tests.unit.commitlog import test_cassandra50_messaging13_segment as none_mode
 from tests.unit.commitlog import test_cassandra50_segment as cassandra50
 from tests.unit.commitlog.conftest import write_segment  # noqa: F401 (a fixture)
-from tests.unit.commitlog.native_oracle import SOURCE, outcome
+from tests.unit.commitlog.native_oracle import SOURCE, TS_MS, native_events as native, outcome, \
+    reference_events as reference, schema_ids
 from tests.unit.commitlog.segment_builder import segment
 from tests.unit.commitlog.test_fuzz import with_fixed_crcs
 from tests.unit.commitlog.test_rows import SCHEMA as ROWS, SEGMENT_ID as ROWS_ID, sample_mutations
 from tests.unit.commitlog.testdata import SCHEMA_40, SEGMENT_40
-
-TS_MS = 1_763_000_000_123
-
-
-def schema_ids(schema) -> dict:
-    return {table_id: (100 + 2 * i, 101 + 2 * i) for i, table_id in enumerate(schema.tables)}
-
-
-def reference(path, schema, skip_unknown=False):
-    """(position, write time, key, value) of each change, by the Python writer."""
-    ids = schema_ids(schema)
-    encoders, events = {}, []
-    with SegmentReader(path, schema, on_schema_miss=skip_unknown_tables if skip_unknown else None) as reader:
-        for change in reader.changes():
-            table = change.table
-            if table.id not in encoders:
-                encoder = TableEncoder(table, schema.types_of(table.keyspace))
-                encoders[table.id] = encoder, parse_schema(encoder.key_schema), parse_schema(encoder.value_schema)
-            encoder, key_schema, value_schema = encoders[table.id]
-            try:
-                key, value = encoder.encode(change, SOURCE, str(path), TS_MS)
-                key_id, value_id = ids[table.id]
-                framed = frame(key_id, key_schema, key), frame(value_id, value_schema, value)
-            except (ValueError, TypeError, OverflowError) as exc:  # fastavro refusing a datum
-                raise SchemaMismatch(str(path), change.position.entry_offset, str(exc)) from None
-            events.append((tuple(change.position), write_time(change), *framed))
-    return events
-
-
-def native(path, schema, skip_unknown=False):
-    segment = _native.Segment(path)
-    decoder, tables = native_core.decoder(schema, segment.messaging_version, SOURCE, schema_ids(schema))
-    events = []
-    for offset, mutation in segment.entries()[0]:
-        try:
-            found = decoder.events(mutation, str(path), segment.segment_id, offset, path.name, TS_MS)
-        except UnknownTable:
-            if skip_unknown:
-                continue
-            raise
-        events += [((segment.segment_id, offset, update, row), written, key, value)
-                   for _, update, row, written, key, value in found]
-    return events
-
 
 REAL = [(cassandra50.SEGMENT, cassandra50.SCHEMA), (none_mode.SEGMENT, none_mode.SCHEMA), (SEGMENT_40, SCHEMA_40)]
 
@@ -114,7 +67,7 @@ def segment_events(path, schema, limit=None, max_events=None):
     decoder, _ = native_core.decoder(schema, segment.messaging_version, SOURCE, schema_ids(schema))
     found, start, skip = [], None, None
     while True:
-        events, end, end_of_segment, resume, error = segment.events(
+        events, end, end_of_segment, resume, error, _, _ = segment.events(
             decoder, path.name, TS_MS, limit=limit, start=start, max_events=max_events, skip=skip)
         found += [((segment.segment_id, offset, update, row), written, key, value)
                   for offset, _, update, row, written, key, value in events]

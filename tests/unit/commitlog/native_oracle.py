@@ -5,15 +5,20 @@ from __future__ import annotations
 import struct
 from pathlib import Path
 
+from fastavro import parse_schema
+
 from connector import _native, native_core
-from connector.avro.table import SourceInfo
+from connector.avro.table import SourceInfo, TableEncoder
+from connector.avro.wire import frame
 from connector.commitlog import Bound, Cell, Change, CommitLogError, ComplexColumn, DeletionTime, Liveness, Op, \
-    Position, SchemaMismatch, UnknownTable
+    Position, SchemaMismatch, SegmentReader, UnknownTable, skip_unknown_tables
+from connector.commitlog.change import write_time
 from connector.commitlog.layout import ColumnLayout, TableLayout
 from connector.cql import CqlTypeError
 from connector.schema import SchemaSnapshot
 
 SOURCE = SourceInfo("ringtail", "test-cluster", "node-1", version="1.2.3")
+TS_MS = 1_763_000_000_123  # the processing time of the events compared
 # What the reference decoder's value decoding raises for bytes that do not fit a type.
 _MISFIT = (IndexError, KeyError, ValueError, ArithmeticError, struct.error, CqlTypeError)
 
@@ -96,3 +101,46 @@ def outcome(read, *args, **options):
         return read(*args, **options)
     except CommitLogError as error:
         return type(error).__name__, error.position
+
+
+def schema_ids(schema: SchemaSnapshot) -> dict:
+    return {table_id: (100 + 2 * i, 101 + 2 * i) for i, table_id in enumerate(schema.tables)}
+
+
+def reference_events(path: Path, schema: SchemaSnapshot, limit: int | None = None, skip_unknown: bool = False):
+    """(position, write time, key, value) of each change, by the Python reader and writer."""
+    ids = schema_ids(schema)
+    encoders, events = {}, []
+    with SegmentReader(path, schema, limit=limit,
+                       on_schema_miss=skip_unknown_tables if skip_unknown else None) as reader:
+        for change in reader.changes():
+            table = change.table
+            if table.id not in encoders:
+                encoder = TableEncoder(table, schema.types_of(table.keyspace))
+                encoders[table.id] = encoder, parse_schema(encoder.key_schema), parse_schema(encoder.value_schema)
+            encoder, key_schema, value_schema = encoders[table.id]
+            try:
+                key, value = encoder.encode(change, SOURCE, str(path), TS_MS)
+                key_id, value_id = ids[table.id]
+                framed = frame(key_id, key_schema, key), frame(value_id, value_schema, value)
+            except (ValueError, TypeError, OverflowError) as exc:  # fastavro refusing a datum
+                raise SchemaMismatch(str(path), change.position.entry_offset, str(exc)) from None
+            events.append((tuple(change.position), write_time(change), *framed))
+    return events
+
+
+def native_events(path: Path, schema: SchemaSnapshot, limit: int | None = None, skip_unknown: bool = False):
+    """The same, by the native core, one entry at a time."""
+    segment = _native.Segment(path)
+    decoder, _ = native_core.decoder(schema, segment.messaging_version, SOURCE, schema_ids(schema))
+    events = []
+    for offset, mutation in segment.entries(limit)[0]:
+        try:
+            found = decoder.events(mutation, str(path), segment.segment_id, offset, path.name, TS_MS)
+        except UnknownTable:
+            if skip_unknown:
+                continue
+            raise
+        events += [((segment.segment_id, offset, update, row), written, key, value)
+                   for _, update, row, written, key, value in found]
+    return events
