@@ -20,13 +20,11 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
 
-from fastavro import parse_schema  # noqa: E402
-
 from connector import _native, native_core  # noqa: E402
-from connector.avro.table import SourceInfo, TableEncoder  # noqa: E402
-from connector.avro.wire import frame  # noqa: E402
+from connector.avro.table import SourceInfo  # noqa: E402
 from connector.commitlog import SegmentReader, UnknownTable, skip_unknown_tables  # noqa: E402
 from connector.schema import SchemaSnapshot, parse_ddl, parse_ddl_file  # noqa: E402
+from tests.unit.commitlog.native_oracle import reference_events  # noqa: E402
 
 LEGACY_SEGMENT = REPO_ROOT / "tests" / "unit" / "commitlog" / "data" / "legacy" / "CommitLog-7-1699285478684.log"
 LEGACY_SCHEMA = ('CREATE TABLE "Keyspace1"."Standard1" (key ascii, col ascii, val blob, val0 blob, '
@@ -46,20 +44,9 @@ SOURCE = SourceInfo("bench", "bench", "bench")
 
 
 def python_events(path: Path, schema: SchemaSnapshot) -> int:
-    """Events of one full pass: decode, the contract's datums, fastavro, framing."""
-    encoders = {}
-    events = 0
-    with SegmentReader(path, schema, on_schema_miss=skip_unknown_tables) as reader:
-        for change in reader.changes():
-            table = change.table
-            if table.id not in encoders:
-                encoder = TableEncoder(table, schema.types_of(table.keyspace))
-                encoders[table.id] = encoder, parse_schema(encoder.key_schema), parse_schema(encoder.value_schema)
-            encoder, key_schema, value_schema = encoders[table.id]
-            key, value = encoder.encode(change, SOURCE, path.name, 0)
-            frame(1, key_schema, key), frame(2, value_schema, value)
-            events += 1
-    return events
+    """Events of one full pass: decode, the contract's datums, fastavro, framing (the reference the
+    native core is tested against)."""
+    return len(reference_events(path, schema, skip_unknown=True))
 
 
 def native_events(path: Path, schema: SchemaSnapshot) -> int:

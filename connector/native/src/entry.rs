@@ -5,7 +5,7 @@
 //! The second CRC continues the first one.
 
 use crate::bytes::{be_i32, be_u32};
-use crate::error::{Error, Kind, Result};
+use crate::error::{Error, Kind, Result, UntilError};
 
 /// Cassandra rejects anything smaller as garbage.
 pub const MIN_MUTATION_SIZE: i32 = 10;
@@ -19,30 +19,17 @@ pub struct Entries<'a> {
     length: usize,
     /// A zero size marked the end of the segment: nothing after it is data.
     pub end_of_segment: bool,
-    done: bool,
 }
 
-pub fn entries(content: &[u8], base: usize, start: usize, end: usize) -> Entries<'_> {
-    Entries { content, base, i: start - base, length: end - base, end_of_segment: false, done: false }
+pub fn entries(content: &[u8], base: usize, start: usize, end: usize) -> UntilError<Entries<'_>> {
+    UntilError::new(Entries { content, base, i: start - base, length: end - base, end_of_segment: false })
 }
 
 impl<'a> Iterator for Entries<'a> {
     type Item = Result<(usize, &'a [u8])>;
 
+    /// The next entry; None at the section's end or a zero size, which stay its end.
     fn next(&mut self) -> Option<Self::Item> {
-        if self.done {
-            return None;
-        }
-        let found = self.step();
-        if !matches!(found, Some(Ok(_))) {
-            self.done = true;
-        }
-        found
-    }
-}
-
-impl<'a> Entries<'a> {
-    fn step(&mut self) -> Option<Result<(usize, &'a [u8])>> {
         let (content, i, length) = (self.content, self.i, self.length);
         if i + 4 > length {
             return None;

@@ -42,3 +42,32 @@ impl fmt::Display for Error {
 }
 
 pub type Result<T> = std::result::Result<T, Error>;
+
+/// An iterator of results that ends at its first error, as reading stops at damage.
+pub struct UntilError<I> {
+    inner: I,
+    failed: bool,
+}
+
+impl<I> UntilError<I> {
+    pub fn new(inner: I) -> Self {
+        UntilError { inner, failed: false }
+    }
+
+    pub fn inner(&self) -> &I {
+        &self.inner
+    }
+}
+
+impl<T, I: Iterator<Item = Result<T>>> Iterator for UntilError<I> {
+    type Item = Result<T>;
+
+    fn next(&mut self) -> Option<Result<T>> {
+        if self.failed {
+            return None;
+        }
+        let item = self.inner.next();
+        self.failed = matches!(item, Some(Err(_)));
+        item
+    }
+}

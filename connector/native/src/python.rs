@@ -186,20 +186,7 @@ impl Segment {
             (None, Some((offset, f))) => Some(decoder.exception(py, &self.path, offset, f)?.into_any()),
             (None, None) => None,
         };
-        let events = events
-            .into_iter()
-            .map(|e| {
-                (
-                    e.offset,
-                    e.table,
-                    e.update_index,
-                    e.row_index,
-                    e.write_time,
-                    PyBytes::new(py, &e.key),
-                    PyBytes::new(py, &e.value),
-                )
-            })
-            .collect::<Vec<_>>();
+        let events = events.iter().map(|e| e.tuple(py)).collect::<Vec<_>>();
         let hand_off = hand_off.map(|(offset, m)| (offset, PyBytes::new(py, &m)));
         (events, visit.end, visit.end_of_segment, resume, error, hand_off, skipped).into_pyobject(py)
     }
@@ -315,8 +302,8 @@ impl Decoder {
         changes.iter().map(|c| change_tuple(py, c)).collect()
     }
 
-    /// The events of the mutation's changes to the tables that emit them: (table, update index,
-    /// row index, write time µs, key, value), key and value framed. `file` is the segment's file
+    /// The events of the mutation's changes to the tables that emit them: (entry offset, table,
+    /// update index, row index, write time µs, key, value), key and value framed. `file` is the segment's file
     /// name, `ts_ms` the processing time. Raises UnknownTable or SchemaMismatch (a value that does
     /// not fit its type too) with the entry's position.
     #[allow(clippy::too_many_arguments)]
@@ -334,23 +321,12 @@ impl Decoder {
         if let Err(f) = self.encode(mutation, segment_id, entry_offset, file, ts_ms, &mut events) {
             return Err(PyErr::from_value(self.exception(py, segment, entry_offset, f)?));
         }
-        Ok(events
-            .into_iter()
-            .map(|e| {
-                (
-                    e.table,
-                    e.update_index,
-                    e.row_index,
-                    e.write_time,
-                    PyBytes::new(py, &e.key),
-                    PyBytes::new(py, &e.value),
-                )
-            })
-            .collect())
+        Ok(events.iter().map(|e| e.tuple(py)).collect())
     }
 }
 
-type EventTuple<'py> = (usize, u32, u32, i64, Bound<'py, PyBytes>, Bound<'py, PyBytes>);
+/// (entry offset, table, update index, row index, write time µs, key, value).
+type EventTuple<'py> = (usize, usize, u32, u32, i64, Bound<'py, PyBytes>, Bound<'py, PyBytes>);
 
 /// One change's event, made without the GIL.
 struct Event {
@@ -369,6 +345,13 @@ enum Mode {
     Emit(TablePlan),
     /// The entries holding its changes go back to the caller (the reference path reads them).
     HandOff,
+}
+
+impl Event {
+    fn tuple<'py>(&self, py: Python<'py>) -> EventTuple<'py> {
+        let (key, value) = (PyBytes::new(py, &self.key), PyBytes::new(py, &self.value));
+        (self.offset, self.table, self.update_index, self.row_index, self.write_time, key, value)
+    }
 }
 
 /// Why an entry could not become events.

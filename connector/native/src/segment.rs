@@ -112,7 +112,7 @@ impl Segment {
                         Err(error) => return Visit { error: Some(error), ..visit },
                     }
                 }
-                visit.end_of_segment = found.end_of_segment;
+                visit.end_of_segment = found.inner().end_of_segment;
             }
             visit.end = visit.end.max(section.end);
             if visit.end_of_segment {

@@ -17,7 +17,7 @@ use std::borrow::Cow;
 use crate::bytes::{be_i32, be_u32};
 use crate::compression::Codec;
 use crate::descriptor::Descriptor;
-use crate::error::{Error, Kind, Result};
+use crate::error::{Error, Kind, Result, UntilError};
 
 pub const MARKER_SIZE: usize = 8;
 
@@ -73,32 +73,19 @@ pub struct Chain<'a> {
     limit: Option<usize>,
     pos: usize,
     logical: usize,
-    done: bool,
 }
 
-pub fn sections<'a>(buf: &'a [u8], descriptor: &Descriptor, limit: Option<usize>) -> Result<Chain<'a>> {
+pub fn sections<'a>(buf: &'a [u8], descriptor: &Descriptor, limit: Option<usize>) -> Result<UntilError<Chain<'a>>> {
     let compressed = codec_of(descriptor)?.is_some();
     let pos = descriptor.header_length;
-    Ok(Chain { buf, id: descriptor.segment_id as u64, compressed, limit, pos, logical: pos, done: false })
+    Ok(UntilError::new(Chain { buf, id: descriptor.segment_id as u64, compressed, limit, pos, logical: pos }))
 }
 
 impl Iterator for Chain<'_> {
     type Item = Result<Section>;
 
+    /// The next section; None at the end of the chain, which stays its end.
     fn next(&mut self) -> Option<Result<Section>> {
-        if self.done {
-            return None;
-        }
-        let found = self.step();
-        if !matches!(found, Some(Ok(_))) {
-            self.done = true;
-        }
-        found
-    }
-}
-
-impl Chain<'_> {
-    fn step(&mut self) -> Option<Result<Section>> {
         let (buf, pos, limit) = (self.buf, self.pos, self.limit);
         let file_length = buf.len();
         let durable = matches!(limit, Some(l) if self.logical < l);

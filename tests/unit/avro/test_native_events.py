@@ -3,8 +3,6 @@ real segments (a Cassandra 5.0 table of every type, messaging 12 and 13, Cassand
 of hand-built mutations of every cell kind and CQL type, and of seeded damaged copies, the framed
 key and value bytes are identical to what `TableEncoder` and fastavro give — or both refuse the
 entry with the same typed error."""
-import random
-
 import pytest
 
 from connector import _native, native_core
@@ -15,7 +13,7 @@ from tests.unit.commitlog.conftest import write_segment  # noqa: F401 (a fixture
 from tests.unit.commitlog.native_oracle import SOURCE, TS_MS, native_events as native, outcome, \
     reference_events as reference, schema_ids
 from tests.unit.commitlog.segment_builder import segment
-from tests.unit.commitlog.test_fuzz import with_fixed_crcs
+from tests.unit.commitlog.test_fuzz import damaged_row_segments
 from tests.unit.commitlog.test_rows import SCHEMA as ROWS, SEGMENT_ID as ROWS_ID, sample_mutations
 from tests.unit.commitlog.testdata import SCHEMA_40, SEGMENT_40
 
@@ -40,20 +38,9 @@ def test_every_cell_kind_and_type(write_segment, version):
 def test_seeded_damage_inside_mutations(write_segment):
     """400 copies of the hand-built mutations with 1-3 bytes changed and CRCs fixed: the same events,
     or both refuse the entry (a value the Python layer reads is written by neither)."""
-    rng = random.Random(2718)
-    original = segment(ROWS_ID, [sample_mutations()])
-    spans, pos = [], 28
-    for m in sample_mutations():
-        spans.append((pos, len(m)))
-        pos += len(m) + 12
     kinds = set()
-    for case in range(400):
-        data = bytearray(original)
-        offset, size = rng.choice(spans)
-        for _ in range(rng.randint(1, 3)):
-            data[offset + 8 + rng.randrange(size)] = rng.randrange(256)
-        with_fixed_crcs(data, offset, size)
-        path = write_segment(bytes(data), ROWS_ID)
+    for case, data in enumerate(damaged_row_segments(2718, 400)):
+        path = write_segment(data, ROWS_ID)
         expected = outcome(reference, path, ROWS)
         kinds.add(expected[0] if isinstance(expected, tuple) else "events")
         assert outcome(native, path, ROWS) == expected, case

@@ -142,5 +142,5 @@ def native_events(path: Path, schema: SchemaSnapshot, limit: int | None = None, 
                 continue
             raise
         events += [((segment.segment_id, offset, update, row), written, key, value)
-                   for _, update, row, written, key, value in found]
+                   for _, _, update, row, written, key, value in found]
     return events

@@ -4,6 +4,7 @@ import struct
 import tempfile
 import zlib
 from pathlib import Path
+from typing import Iterator
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -51,6 +52,27 @@ def with_fixed_crcs(data: bytearray, offset: int, size: int) -> None:
     struct.pack_into(">I", data, offset + 8 + size, zlib.crc32(bytes(data[offset + 8:offset + 8 + size]), head))
 
 
+def damaged_row_segments(seed: int, count: int) -> Iterator[bytes]:
+    """`count` copies of a segment of the hand-built mutations of every cell kind (test_rows), each
+    with 1-3 bytes of one mutation changed and its CRCs fixed, so the damage reaches the decoder."""
+    from tests.unit.commitlog.segment_builder import segment
+    from tests.unit.commitlog.test_rows import SEGMENT_ID as ROWS_ID, sample_mutations
+
+    rng = random.Random(seed)
+    original = segment(ROWS_ID, [sample_mutations()])
+    spans, pos = [], 28
+    for m in sample_mutations():
+        spans.append((pos, len(m)))
+        pos += len(m) + 12
+    for _ in range(count):
+        data = bytearray(original)
+        offset, size = rng.choice(spans)
+        for _ in range(rng.randint(1, 3)):
+            data[offset + 8 + rng.randrange(size)] = rng.randrange(256)
+        with_fixed_crcs(data, offset, size)
+        yield bytes(data)
+
+
 @FUZZ
 @given(st.binary(max_size=300))
 def test_random_bytes(data):
@@ -94,24 +116,12 @@ def test_mutated_mutation_with_valid_crcs(span, damage):
 
 def test_seeded_random_mutations_decoded_with_a_rich_schema():
     """Mutate hand-built mutations of every cell kind; fixed CRCs push the damage into the decoder."""
-    from tests.unit.commitlog.segment_builder import segment
-    from tests.unit.commitlog.test_rows import SEGMENT_ID as ROWS_ID, sample_mutations
+    from tests.unit.commitlog.test_rows import SEGMENT_ID as ROWS_ID
 
-    rng = random.Random(1234)
-    original = segment(ROWS_ID, [sample_mutations()])
-    spans, pos = [], 28
-    for m in sample_mutations():
-        spans.append((pos, len(m)))
-        pos += len(m) + 12
-    for _ in range(400):
-        data = bytearray(original)
-        offset, size = rng.choice(spans)
-        for _ in range(rng.randint(1, 3)):
-            data[offset + 8 + rng.randrange(size)] = rng.randrange(256)
-        with_fixed_crcs(data, offset, size)
+    for data in damaged_row_segments(1234, 400):
         with tempfile.TemporaryDirectory() as directory:
             path = Path(directory) / f"CommitLog-7-{ROWS_ID}.log"
-            path.write_bytes(bytes(data))
+            path.write_bytes(data)
             try:
                 with SegmentReader(path, ROWS_SCHEMA) as reader:
                     list(reader.changes())

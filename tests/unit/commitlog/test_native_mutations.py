@@ -3,8 +3,6 @@ decoder: every change of the real segments (Cassandra 4.0 and 5.0, messaging 12 
 hand-built mutations of every cell kind (test_rows), and of seeded damaged copies whose CRCs were
 fixed so the damage reaches the decoder — the same changes, or the same typed error at the same
 entry."""
-import random
-
 import pytest
 
 from connector.commitlog import SegmentReader, skip_unknown_tables
@@ -12,7 +10,7 @@ from tests.unit.commitlog import test_cassandra50_messaging13_segment as none_mo
 from tests.unit.commitlog import test_cassandra50_segment as cassandra50
 from tests.unit.commitlog.native_oracle import native_changes, outcome
 from tests.unit.commitlog.segment_builder import segment
-from tests.unit.commitlog.test_fuzz import ROWS_SCHEMA, with_fixed_crcs
+from tests.unit.commitlog.test_fuzz import ROWS_SCHEMA, damaged_row_segments
 from tests.unit.commitlog.test_rows import SCHEMA as ROWS, SEGMENT_ID as ROWS_ID, sample_mutations
 from tests.unit.commitlog.testdata import LEGACY, SCHEMA_40, standard1
 
@@ -66,20 +64,9 @@ def test_deletion_times_by_messaging_version(write_segment, version):
 
 def test_seeded_damage_inside_mutations(write_segment):
     """400 copies of the hand-built mutations with 1-3 bytes changed and CRCs fixed."""
-    rng = random.Random(4321)
-    original = segment(ROWS_ID, [sample_mutations()])
-    spans, pos = [], 28
-    for m in sample_mutations():
-        spans.append((pos, len(m)))
-        pos += len(m) + 12
     kinds = set()
-    for case in range(400):
-        data = bytearray(original)
-        offset, size = rng.choice(spans)
-        for _ in range(rng.randint(1, 3)):
-            data[offset + 8 + rng.randrange(size)] = rng.randrange(256)
-        with_fixed_crcs(data, offset, size)
-        path = write_segment(bytes(data), ROWS_ID)
+    for case, data in enumerate(damaged_row_segments(4321, 400)):
+        path = write_segment(data, ROWS_ID)
         expected = outcome(reference, path, ROWS_SCHEMA)
         got = outcome(native_changes, path, ROWS_SCHEMA)
         kinds.add(expected[0] if isinstance(expected, tuple) else "read")
