@@ -1,6 +1,6 @@
 """End-to-end figures of the pipeline on the local stack: CQL writes → cdc_raw → connector → Kafka.
 
-    python bench/pipeline.py [--backlog N] [--rate R] [--seconds S] [--body BYTES]
+    python bench/pipeline.py [--backlog N] [--rate R] [--seconds S] [--body BYTES] [--decoder native|python]
 
 - backlog: N rows are written while the connector is stopped, then it is started; throughput is N over
   the time from its /ready to the broker's append time of the last event.
@@ -105,6 +105,8 @@ def main() -> int:
     parser.add_argument("--rate", type=int, default=200, help="rows/s of the latency run")
     parser.add_argument("--seconds", type=float, default=30, help="length of the latency run")
     parser.add_argument("--body", type=int, default=200, help="bytes of text per row")
+    parser.add_argument("--decoder", choices=["native", "python"], default="native",
+                        help="what reads the segments: the native core, or the Python reference")
     args = parser.parse_args()
     try:
         stack = connect_stack()
@@ -128,7 +130,8 @@ def main() -> int:
     insert = cql.prepare(f"INSERT INTO {keyspace}.t (id, body) VALUES (?, ?)")
     body = "b" * args.body
     with tempfile.TemporaryDirectory(prefix="ringtail-bench-") as scratch:
-        connector = ConnectorProcess(stack, Path(scratch) / "state", prefix, metrics_port=free_port())
+        connector = ConnectorProcess(stack, Path(scratch) / "state", prefix, metrics_port=free_port(),
+                                     decoder=args.decoder)
         appended = AppendTimes(stack.kafka_bootstrap, stack.registry_url, topic)
         try:
             connector.start_from_now()
@@ -180,7 +183,7 @@ def main() -> int:
     p50, p99 = percentile(latencies, 0.50), percentile(latencies, 0.99)
     print(f"\nringtail pipeline, local stack: Cassandra {described['cassandra']['version']} "
           f"(commitlog_sync_period {period * 1000:.0f} ms), Kafka {described['kafka']['version']}, "
-          f"{PARTITIONS} partitions; rows of an int key and {args.body} B of text")
+          f"{PARTITIONS} partitions; rows of an int key and {args.body} B of text; decoder {args.decoder}")
     rows = [
         ("backlog throughput", f"{args.backlog / drain:,.0f} changes/s",
          f"{args.backlog:,} changes acknowledged {drain:.2f} s after /ready "

@@ -1,7 +1,8 @@
 """A subscription started from a snapshot, on the real stack: a table with rows of several CQL types
 (collections, a UDT, a static column), writes going on while the snapshot runs, the runner killed
 with `kill -9` in the middle and a generation with finer ranges published before the next runner
-takes over; at the end the sink's log, replayed by write time, equals `SELECT *`.
+takes over; at the end the sink's log, replayed by write time, equals `SELECT *`; a reset to a new
+snapshot then reads every row again.
 
 The table's size is `RINGTAIL_TEST_SNAPSHOT_PARTITIONS` partitions of 10 rows (1,000 by default: as
 small as still spreads over every range and several micro-batches).
@@ -16,7 +17,7 @@ import subprocess
 import threading
 import time
 import uuid
-from collections import Counter, defaultdict
+from collections import Counter
 
 import pytest
 from cassandra.concurrent import execute_concurrent_with_args
@@ -223,6 +224,16 @@ def test_snapshot_then_log_equals_the_table_after_kill_9_mid_snapshot(spark, cql
               f"{sum(1 for r in rows if r['cdc$operation'] != R.ROW_READ)} log rows delivered after it")
         shown = control.show("copy")
         assert shown["snapshot"]["finished"] is not None
+
+        # `reset --to snapshot`: the progress goes, a new version is recorded, every row is read again.
+        reads_before, version = sum(reads.values()), registry.snapshot_version("copy", 1)
+        registry.reset("copy", "snapshot")
+        wait_for(lambda: (v := registry.snapshot_version("copy", 2)) is not None and v.finished is not None, 300,
+                 "the snapshot of the reset finished")
+        assert registry.snapshot_version("copy", 2).started > version.started
+        assert all(p.snapshot_token == p.range_end for p in registry.progress("copy", 2))
+        wait_for(lambda: sum(1 for r in delivered() if r["cdc$operation"] == R.ROW_READ) - reads_before
+                 == len(expected), 120, "every row of the table read again after the reset")
     finally:
         stop_writes.set()
         for process in (first, second):
