@@ -2,6 +2,7 @@
 (the connector process itself is `deploy.local.processes.ConnectorProcess`)."""
 from __future__ import annotations
 
+import threading
 import time
 import uuid
 
@@ -23,6 +24,7 @@ class EventConsumer:
                                   "auto.offset.reset": "earliest", "topic.metadata.refresh.interval.ms": 500})
         self.consumer.subscribe([f"^{prefix.replace('.', '[.]')}[.][^.]+[.][^.]+$"])  # table topics, not dead letters
         self.events: list[dict] = []
+        self._closed = False
 
     def until(self, predicate, timeout: float = 60) -> list[dict]:
         deadline = time.monotonic() + timeout
@@ -39,8 +41,15 @@ class EventConsumer:
             self.events.append(event)
         raise AssertionError(f"events did not arrive within {timeout} s ({len(self.events)} so far)")
 
-    def close(self) -> None:
-        self.consumer.close()
+    def close(self, timeout: float = 30) -> None:
+        """Leave the group; a consumer that lost its broker can block in close, so the test run does not
+        wait for it longer than `timeout`."""
+        if self._closed:
+            return
+        self._closed = True
+        closing = threading.Thread(target=self.consumer.close, daemon=True)
+        closing.start()
+        closing.join(timeout)
 
 
 def write_marker(cql, keyspace: str) -> uuid.UUID:
