@@ -20,11 +20,14 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
 
+from fastavro import parse_schema  # noqa: E402
+
 from connector import _native, native_core  # noqa: E402
+from connector.avro import ChangeEncoder  # noqa: E402
 from connector.avro.table import SourceInfo  # noqa: E402
+from connector.avro.wire import frame  # noqa: E402
 from connector.commitlog import SegmentReader, UnknownTable, skip_unknown_tables  # noqa: E402
 from connector.schema import SchemaSnapshot, parse_ddl, parse_ddl_file  # noqa: E402
-from tests.unit.commitlog.native_oracle import reference_events  # noqa: E402
 
 LEGACY_SEGMENT = REPO_ROOT / "tests" / "unit" / "commitlog" / "data" / "legacy" / "CommitLog-7-1699285478684.log"
 LEGACY_SCHEMA = ('CREATE TABLE "Keyspace1"."Standard1" (key ascii, col ascii, val blob, val0 blob, '
@@ -44,9 +47,19 @@ SOURCE = SourceInfo("bench", "bench", "bench")
 
 
 def python_events(path: Path, schema: SchemaSnapshot) -> int:
-    """Events of one full pass: decode, the contract's datums, fastavro, framing (the reference the
-    native core is tested against)."""
-    return len(reference_events(path, schema, skip_unknown=True))
+    """Events of one full pass of the Python path: decode, the contract's datums, fastavro, framing."""
+    encoder = ChangeEncoder(SOURCE, schema)
+    parsed: dict = {}  # TableEncoder -> its parsed key and value schemas
+    events = 0
+    with SegmentReader(path, schema, on_schema_miss=skip_unknown_tables) as reader:
+        for change in reader.changes():
+            table = encoder.table(change.table)
+            if table not in parsed:
+                parsed[table] = parse_schema(table.key_schema), parse_schema(table.value_schema)
+            key, value = encoder.encode(change, path.name, 0)
+            frame(1, parsed[table][0], key), frame(2, parsed[table][1], value)
+            events += 1
+    return events
 
 
 def native_events(path: Path, schema: SchemaSnapshot) -> int:
