@@ -41,7 +41,7 @@ class EventConsumer:
             self.events.append(event)
         raise AssertionError(f"events did not arrive within {timeout} s ({len(self.events)} so far)")
 
-    def close(self, timeout: float = 30) -> None:
+    def close(self, timeout: float = 5) -> None:
         """Leave the group; a consumer that lost its broker can block in close, so the test run does not
         wait for it longer than `timeout`."""
         if self._closed:
