@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import signal
 import sys
 from pathlib import Path
 from typing import Sequence
@@ -76,23 +74,19 @@ def _run(args: argparse.Namespace) -> None:
     from connector.lock import AlreadyRunning
     from connector.logs import setup_logging
     from connector.runner import Connector
+    from connector.signals import on_stop_signals
 
     settings = _settings(args)
     setup_logging(settings.log_level, settings.log_format)
     log = logging.getLogger("ringtail.connector")
     connector = Connector(settings)
 
-    def on_signal(signum, _frame) -> None:
-        name = signal.Signals(signum).name
-        if connector.stopping.is_set():
-            log.warning("%s again: exiting at once; what was not committed is read again at the next start", name)
-            logging.shutdown()
-            os._exit(1)
+    def stop(name: str) -> None:
         log.info("%s: stopping (waiting at most %.0f s for Kafka)", name, settings.shutdown_timeout)
         connector.stop()
 
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
+    on_stop_signals(stop, lambda name: log.warning(
+        "%s again: exiting at once; what was not committed is read again at the next start", name))
     try:
         connector.run()
     except AlreadyRunning as exc:

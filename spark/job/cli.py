@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
-import signal
 import threading
 from pathlib import Path
 from typing import Sequence
 
 from pyspark.sql import SparkSession
+
+from connector.signals import on_stop_signals
 
 from .config import JobSettings, S, load_or_report
 from .sinks import Sink, open_sink
@@ -41,15 +41,10 @@ class Shutdown:
 
     def __init__(self) -> None:
         self.requested = threading.Event()
-        for signum in (signal.SIGTERM, signal.SIGINT):
-            signal.signal(signum, self._on_signal)
+        on_stop_signals(self._stop, lambda name: log.warning(
+            "%s again: exiting at once; the next start replays the micro-batch left unfinished", name))
 
-    def _on_signal(self, signum: int, _frame) -> None:
-        name = signal.Signals(signum).name
-        if self.requested.is_set():
-            log.warning("%s again: exiting at once; the next start replays the micro-batch left unfinished", name)
-            logging.shutdown()
-            os._exit(128 + signum)
+    def _stop(self, name: str) -> None:
         self.requested.set()
         log.info("%s: stopping after the running micro-batch (%s again to exit at once)", name, name)
 
