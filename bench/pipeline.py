@@ -7,6 +7,7 @@
 - latency: with the connector running, rows are written at a steady R rows/s for S seconds; a row's
   latency is the broker's append time of its event (the topic uses LogAppendTime: with acks=all on one
   broker, that is when Kafka acknowledges it) minus the time Cassandra acknowledged the write.
+- CPU: the connector process's user + system CPU seconds while it drains the backlog, per 100,000 changes.
 - memory: the connector process's resident high-water mark (VmHWM).
 
 The connector runs as users run it (`python -m connector run`), from a position at the end of cdc_raw.
@@ -146,9 +147,10 @@ def main() -> int:
             connector.start()
             while not connector.ready():
                 time.sleep(0.02)
-            ready = time.time()
+            ready, cpu_at_ready = time.time(), connector.cpu_seconds()
             print("connector ready; draining the backlog", flush=True)
             wait_emitted(connector, args.backlog, timeout=600)
+            drain_cpu = connector.cpu_seconds() - cpu_at_ready
             backlog = appended.until(range(args.backlog), timeout=120)
             if len(backlog) < args.backlog:
                 print(f"error: {args.backlog - len(backlog)} backlog events missing", file=sys.stderr)
@@ -188,6 +190,8 @@ def main() -> int:
         ("backlog throughput", f"{args.backlog / drain:,.0f} changes/s",
          f"{args.backlog:,} changes acknowledged {drain:.2f} s after /ready "
          f"(process start to /ready {ready - launched:.2f} s; backlog written at {write_rate:,.0f} rows/s)"),
+        ("connector CPU", f"{drain_cpu * 100_000 / args.backlog:.2f} s per 100k",
+         f"user + system CPU of the process while it drained the backlog ({drain_cpu:.2f} s)"),
         ("write → Kafka ack p50", f"{p50 * 1000:,.0f} ms", f"{len(latencies):,} of {count:,} rows at "
                                                           f"{achieved:,.0f} rows/s"),
         ("write → Kafka ack p99", f"{p99 * 1000:,.0f} ms",

@@ -76,19 +76,27 @@ class PositionStore:
 
 @dataclass(slots=True, eq=False)
 class _Item:
-    position: Position
+    position: Position  # the last change the item stands for
     acknowledged: bool
     segment: SegmentFile | None = None  # set on the item that ends a segment
-    reports: int = field(default=0)
+    events: int = 0  # events handed to the producer for it
+    reports: int = field(default=0)  # delivery reports received
+
+    def described(self) -> str:
+        return f"the event at {self.position}" if self.events == 1 else \
+            f"one of the {self.events} events up to {self.position}"
 
 
 class Checkpoint:
-    def __init__(self, store: PositionStore, release: Callable[[SegmentFile], None]) -> None:
+    def __init__(self, store: PositionStore, release: Callable[[SegmentFile], None],
+                 acknowledged: Callable[[int], None] = lambda count: None) -> None:
         self.store = store
         self.release = release
+        self.acknowledged = acknowledged  # told at each commit how many events Kafka acknowledged since
         self.state = store.load()
         self._queue: deque[_Item] = deque()
         self._unacknowledged = 0
+        self._reported = 0  # acknowledgements not yet told
         self._finished: set[int] = set()  # read to their end in this run, not yet released
         self._offsets: dict[tuple[str, int], int] = {}  # (topic, partition) → last acknowledged offset
         self.failure: DeliveryFailed | None = None
@@ -107,18 +115,19 @@ class Checkpoint:
         position = self.state.position
         return position if position is not None and position.segment_id == segment.segment_id else None
 
-    def produced(self, position: Position) -> Callable:
-        """Record an event handed to the producer; returns its delivery callback."""
-        item = _Item(position, False)
+    def produced(self, position: Position, events: int = 1) -> Callable:
+        """Record `events` events handed to the producer, the last of them at `position`; returns the
+        delivery callback they share. The run is acknowledged once each of its events is."""
+        item = _Item(position, False, events=events)
         self._queue.append(item)
-        self._unacknowledged += 1
+        self._unacknowledged += events
 
         def delivered(error, message) -> None:
             item.reports += 1
-            if item.reports > 1:
-                self._fail(BrokenInvariant(f"a second delivery report for the event at {position}"))
+            if item.reports > item.events:
+                self._fail(BrokenInvariant(f"more delivery reports than events for {item.described()}"))
             elif error is not None:
-                self._fail(DeliveryFailed(f"event at {position} not delivered: {error}"))
+                self._fail(DeliveryFailed(f"{item.described()} not delivered: {error}"))
             else:
                 self._acknowledged(item, message)
 
@@ -129,14 +138,16 @@ class Checkpoint:
         offset, previous = message.offset(), self._offsets.get(partition, -1)
         # One idempotent producer, in order per partition: every acknowledged event has an offset, and a
         # partition's offsets grow in the order the events were produced. Anything else means Kafka's log
-        # does not hold what the reports claim.
+        # does not hold what the reports claim (a report given twice among them).
         if offset is None or offset < 0 or offset <= previous:
-            self._fail(BrokenInvariant(f"event at {item.position} acknowledged at {partition[0]}[{partition[1]}] "
-                                       f"offset {offset}, after offset {previous}"))
+            self._fail(BrokenInvariant(f"{item.described()} acknowledged at {partition[0]}[{partition[1]}] offset "
+                                       f"{offset}, after offset {previous}"))
             return
         self._offsets[partition] = offset
-        item.acknowledged = True
         self._unacknowledged -= 1
+        self._reported += 1
+        if item.reports == item.events:
+            item.acknowledged = True
 
     def _fail(self, failure: DeliveryFailed) -> None:
         if self.failure is None:
@@ -145,7 +156,7 @@ class Checkpoint:
     def read_through(self, position: Position) -> None:
         """Everything up to `position` has been produced or filtered."""
         tail = self._queue[-1] if self._queue else None
-        if tail is not None and tail.acknowledged and tail.segment is None and tail.reports == 0:
+        if tail is not None and tail.events == 0 and tail.segment is None:
             tail.position = position  # one marker stands for a whole run of filtered changes
         else:
             self._queue.append(_Item(position, True))
@@ -163,6 +174,8 @@ class Checkpoint:
         """Commit what Kafka has acknowledged, then release the segments it completes."""
         if self.failure is not None:
             raise self.failure
+        reported, self._reported = self._reported, 0
+        self.acknowledged(reported)
         position, completed = self.state.position, []
         while self._queue and self._queue[0].acknowledged:
             item = self._queue.popleft()

@@ -4,7 +4,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import Callable
+from typing import Callable, Iterable
 
 from confluent_kafka import KafkaError, KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
@@ -95,6 +95,15 @@ class EventProducer:
     def send(self, topic: str, key: bytes, value: bytes, on_delivery: Callable) -> None:
         """Queue one event (see `produce`)."""
         produce(self._producer, topic, key, value, on_delivery=on_delivery)
+
+    def send_all(self, events: Iterable[tuple[str, bytes, bytes]], on_delivery: Callable) -> None:
+        """Queue (topic, key, value) events sharing one delivery callback (see `produce`)."""
+        queue = self._producer.produce
+        for topic, key, value in events:
+            try:
+                queue(topic, value, key, on_delivery=on_delivery)
+            except BufferError:
+                produce(self._producer, topic, key, value, on_delivery=on_delivery)
 
     def poll(self, timeout: float = 0) -> None:
         """Serve delivery callbacks."""

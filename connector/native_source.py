@@ -19,13 +19,19 @@ from connector.source import SegmentFile, SegmentTail
 PASS_EVENTS = 5_000  # events per native pass: bounds memory, lets the producer send in between
 
 
-class NativeEvent(NamedTuple):
-    position: Position
-    table: Table
-    write_time: int  # µs
-    topic: str
-    key: bytes
-    value: bytes
+class NativeBatch(NamedTuple):
+    """The events of one native pass, in log order, as the core makes them: (entry offset, table
+    index, partition update, row, write time in µs, key, value); no Python object per event beyond
+    that tuple, so a pass goes to the producer at the speed of the producer."""
+
+    segment_id: int
+    events: list[tuple]
+    tables: list[Table]  # by table index
+    topics: list[str | None]  # by table index
+
+    def position(self, i: int) -> Position:
+        offset, _, update, row, *_ = self.events[i]
+        return Position(self.segment_id, offset, update, row)
 
 
 class _Decoder(NamedTuple):
@@ -77,7 +83,8 @@ class NativeDecoders:
 
 
 class NativeSegmentTail(SegmentTail):
-    """A SegmentTail whose `poll` yields NativeEvents, and the Changes of the entries handed back."""
+    """A SegmentTail whose `poll` yields a NativeBatch per pass, and the Changes of the entries handed
+    back."""
 
     def __init__(self, segment: SegmentFile, schema, decoders: NativeDecoders, after: Position | None = None,
                  complete: bool = False) -> None:
@@ -85,7 +92,7 @@ class NativeSegmentTail(SegmentTail):
         self.decoders = decoders
         self._segment: _native.Segment | None = None
 
-    def _read(self, limit: int) -> Iterator[NativeEvent | Change]:
+    def _read(self, limit: int) -> Iterator[NativeBatch | Change]:
         segment = self._open_native()
         segment_id, name = segment.segment_id, self.segment.name
         after = self.position
@@ -98,11 +105,15 @@ class NativeSegmentTail(SegmentTail):
                 decoder.native, name, time.time_ns() // 1_000_000, limit=limit, start=start, skip=skip,
                 max_events=PASS_EVENTS)
             self.skipped += skipped
-            for offset, table, update, row, written, key, value in events:
-                position = Position(segment_id, offset, update, row)
-                if after is None or position > after:
-                    self.position = position
-                    yield NativeEvent(position, decoder.tables[table], written, decoder.topics[table], key, value)
+            batch = NativeBatch(segment_id, events, decoder.tables, decoder.topics)
+            if after is not None:  # resuming inside an entry: its rows up to `after` were delivered
+                first = 0
+                while first < len(events) and batch.position(first) <= after:
+                    first += 1
+                batch = batch._replace(events=events[first:])
+            if batch.events:
+                self.position = batch.position(-1)
+                yield batch
             if hand_off is not None:
                 offset, mutation = hand_off
                 try:

@@ -38,10 +38,10 @@ from connector.source import IndexProblem, Listing, SegmentFile, SegmentTail, du
 log = logging.getLogger("ringtail.connector")
 
 try:  # the native core; without it the Python reader reads the segments, and the start says so
-    from connector.native_source import NativeDecoders, NativeSegmentTail
+    from connector.native_source import NativeBatch, NativeDecoders, NativeSegmentTail
     NATIVE_MISSING: ImportError | None = None
 except ImportError as missing:
-    NativeDecoders = NativeSegmentTail = None
+    NativeBatch = NativeDecoders = NativeSegmentTail = None
     NATIVE_MISSING = missing
 
 
@@ -196,7 +196,7 @@ class Connector:
         if self.tail is not None:
             self.tail.close()
             self.tail = None
-        self.checkpoint = Checkpoint(self.positions, self._release)
+        self.checkpoint = Checkpoint(self.positions, self._release, self.metrics.changes_emitted.inc)
 
     def _drain(self) -> None:
         """On a stop: wait for acknowledgements at most `shutdown_timeout`, commit what Kafka has."""
@@ -250,15 +250,12 @@ class Connector:
         try:
             for change in tail.poll():
                 read = True
+                if not isinstance(change, Change):  # a pass of the native core
+                    if not self._send_batch(change):
+                        return read
+                    continue
                 m.changes_read.inc()
-                if not isinstance(change, Change):  # an event of the native core
-                    if self.schema.history.captures(change.table.id, change.write_time):
-                        if not self._send(change.topic, change.key, change.value, change.position):
-                            return read
-                        m.lag.set(max(0.0, time.time() - change.write_time / 1e6))
-                    else:
-                        m.changes_filtered.inc()
-                elif self.schema.captures(change):
+                if self.schema.captures(change):
                     if not self._send(*self._event(change, tail.segment.name), change.position):
                         return read
                     m.lag.set(max(0.0, time.time() - write_time(change) / 1e6))
@@ -282,19 +279,52 @@ class Connector:
             m.position.set(tail.position.entry_offset)
         return read
 
-    def _send(self, topic: str, key: bytes, value: bytes, position: Position) -> bool:
-        """Hand an event to the producer, waiting while too many are in flight; False when stopping
-        first (the event is not marked read: the next start reads it)."""
+    def _room(self) -> int:
+        """How many more events may be in flight, waiting while none may; 0 when stopping first."""
         checkpoint, producer = self.checkpoint, self.producer
         while checkpoint.in_flight >= self.settings.max_in_flight:
             if self.stopping.is_set():
-                return False
+                return 0
             producer.poll(0.1)  # backpressure: reading waits for Kafka
             checkpoint.commit()
-        if not producer.ensure_topic(topic, self.stopping):
+        return self.settings.max_in_flight - checkpoint.in_flight
+
+    def _send(self, topic: str, key: bytes, value: bytes, position: Position) -> bool:
+        """Hand an event to the producer; False when stopping first (the event is not marked read: the
+        next start reads it)."""
+        if not self._room() or not self.producer.ensure_topic(topic, self.stopping):
             return False
-        producer.send(topic, key, value, self._delivered(checkpoint.produced(position)))
+        self.producer.send(topic, key, value, self.checkpoint.produced(position))
         return True
+
+    def _send_batch(self, batch: NativeBatch) -> bool:
+        """Hand a native pass to the producer in runs that fit `max_in_flight`, one delivery callback
+        per run, leaving out the changes of tables without CDC at their write time; False when stopping
+        first (what was not handed over is not marked read)."""
+        m, checkpoint, producer = self.metrics, self.checkpoint, self.producer
+        captures, events, topics = self.schema.history.captures, batch.events, batch.topics
+        ids = [table.id for table in batch.tables]
+        start = filtered = 0
+        while start < len(events):
+            room = self._room()
+            if not room:
+                return False
+            run = events[start:start + room]
+            chosen = [e for e in run if captures(ids[e[1]], e[4])]
+            for table in {e[1] for e in chosen}:
+                if not producer.ensure_topic(topics[table], self.stopping):
+                    return False
+            start += len(run)
+            if chosen:
+                producer.send_all(((topics[e[1]], e[5], e[6]) for e in chosen),
+                                  checkpoint.produced(batch.position(start - 1), len(chosen)))
+                m.lag.set(max(0.0, time.time() - chosen[-1][4] / 1e6))
+            else:
+                checkpoint.read_through(batch.position(start - 1))
+            m.changes_read.inc(len(run))
+            filtered += len(run) - len(chosen)
+        m.changes_filtered.inc(filtered)
+        return not self.stopping.is_set()
 
     def _native_decoders(self):
         """The native core's decoders, unless the settings choose the Python reader or it is missing."""
@@ -334,16 +364,6 @@ class Connector:
         self.metrics.dead_letters.labels("schema_rejected").inc()
         key, value = dead_letter(change, self.schema.snapshot, segment, error, schema, self.settings.node_name)
         return dead_letter_topic(self.settings.topic_prefix), key, value
-
-    def _delivered(self, callback):
-        emitted = self.metrics.changes_emitted
-
-        def delivered(error, message) -> None:
-            callback(error, message)
-            if error is None:
-                emitted.inc()
-
-        return delivered
 
     def _finish(self, tail: SegmentTail) -> None:
         segment_id = tail.segment.segment_id

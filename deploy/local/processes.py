@@ -2,6 +2,7 @@
 killed) beside the local stack, and the peak memory of a process."""
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -84,6 +85,22 @@ class ConnectorProcess:
     def peak_rss(self) -> int | None:
         """The process's resident memory high-water mark (VmHWM), in bytes."""
         return peak_rss(self.process.pid)
+
+    def cpu_seconds(self) -> float | None:
+        """CPU time the process has used so far (user and system), in seconds."""
+        return cpu_seconds(self.process.pid)
+
+
+def cpu_seconds(pid: int | None) -> float | None:
+    """User + system CPU seconds of a process, or None when it is gone."""
+    if pid is None:
+        return None
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = stat[stat.rindex(")") + 2:].split()  # after the command name, which may hold spaces
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def peak_rss(pid: int | None) -> int | None:

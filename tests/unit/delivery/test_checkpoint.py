@@ -79,6 +79,39 @@ def test_only_an_unbroken_run_of_acknowledged_events_is_committed(checkpoint, st
     assert checkpoint.in_flight == 0
 
 
+def test_a_run_of_events_sharing_one_callback_commits_once_each_is_acknowledged(store, released):
+    told = []
+    checkpoint = Checkpoint(store, lambda segment: None, told.append)
+    run = checkpoint.produced(at(1, 30), 3)
+    assert checkpoint.in_flight == 3
+    run(None, Report(0))
+    run(None, Report(0, partition=1))
+    assert checkpoint.commit() is None and checkpoint.in_flight == 1
+    run(None, Report(1))
+    assert checkpoint.commit() == at(1, 30) and checkpoint.in_flight == 0
+    assert told == [2, 1]  # acknowledgements are counted at each commit
+
+
+def test_more_reports_than_events_in_a_run_break_the_invariant(checkpoint):
+    run = checkpoint.produced(at(1, 30), 2)
+    for offset in (0, 1, 2):
+        run(None, Report(offset))
+    with pytest.raises(BrokenInvariant, match="more delivery reports than events for one of the 2 events up to "
+                                              "segment 1 offset 30"):
+        checkpoint.commit()
+
+
+def test_a_report_repeated_within_a_run_is_caught_by_its_offset(checkpoint, store):
+    """A repeated report cannot stand in for an event never acknowledged: the partition's offset did
+    not grow."""
+    run = checkpoint.produced(at(1, 30), 2)
+    run(None, Report(4))
+    run(None, Report(4))
+    with pytest.raises(BrokenInvariant, match="offset 4, after offset 4"):
+        checkpoint.commit()
+    assert store.saves == []
+
+
 def test_filtered_changes_commit_without_any_event(checkpoint, store):
     for position in range(100):
         checkpoint.read_through(at(1, position))
@@ -133,7 +166,7 @@ def test_a_second_report_for_one_event_breaks_the_invariant(checkpoint):
     delivered = checkpoint.produced(at(1, 10))
     delivered(None, Report(0))
     delivered(None, Report(1))
-    with pytest.raises(BrokenInvariant, match="second delivery report"):
+    with pytest.raises(BrokenInvariant, match="more delivery reports than events for the event at"):
         checkpoint.commit()
 
 
