@@ -2,17 +2,21 @@
 events/s from segment bytes to framed Avro key and value: the Python reader with the event
 contract's writer (TableEncoder, fastavro) beside the native core, on the same segments.
 
-    python bench/decode.py [SEGMENT ...] [--schema FILE.cql] [--seconds S]
+    python bench/decode.py [SEGMENT ...] [--schema FILE.cql] [--seconds S] [--decoder both|native|python]
+    python bench/decode.py --rich N
 
-Real segments only: those given (with the DDL of their tables, e.g. `cqlsh -e "DESCRIBE KEYSPACE ks"`,
-or a `cdc_raw` copy of a bench/pipeline.py run), or without any, Cassandra's legacy 4.0.11 test
-segment with its Standard1 schema.
+Segments given (with the DDL of their tables, e.g. `cqlsh -e "DESCRIBE KEYSPACE ks"`, or a `cdc_raw`
+copy of a bench/pipeline.py run), or without any, Cassandra's legacy 4.0.11 test segment with its
+Standard1 schema (a simple table). `--rich N` builds a segment of N copies of the unit tests' mutations
+of every cell kind and CQL type (collections, a UDT, static, range and cell deletions) for the rich
+case. `--decoder` measures one path alone; by default both, side by side.
 """
 from __future__ import annotations
 
 import argparse
 import resource
 import sys
+import tempfile
 import time
 import tracemalloc
 from pathlib import Path
@@ -95,24 +99,43 @@ def timed(function, seconds: float) -> tuple[float, int, object]:
             return elapsed / runs, runs, result
 
 
-def measure(path: Path, schema: SchemaSnapshot, seconds: float) -> None:
-    per_decode, runs, (rows, logical) = timed(lambda: decode(path, schema), seconds)
+def rich_segment(directory: Path, copies: int) -> tuple[Path, SchemaSnapshot]:
+    """A segment of `copies` × the unit tests' hand-built mutations of every cell kind and CQL type."""
+    from tests.unit.commitlog.segment_builder import segment
+    from tests.unit.commitlog.test_rows import SCHEMA, sample_mutations
+
+    mutations = sample_mutations()
+    sections = [mutations * 50 for _ in range(max(1, copies // 50))]
+    path = directory / "CommitLog-7-1700000000000.log"
+    path.write_bytes(segment(1_700_000_000_000, sections))
+    return path, SCHEMA
+
+
+def measure(path: Path, schema: SchemaSnapshot, seconds: float, decoder: str) -> None:
     per_read, _, size = timed(lambda: sequential_read(path), seconds / 2)
-    per_python_events, _, python_count = timed(lambda: python_events(path, schema), seconds)
-    per_native_events, _, native_count = timed(lambda: native_events(path, schema), seconds)
-    assert python_count == native_count == rows, (python_count, native_count, rows)
-    tracemalloc.start()
-    decode(path, schema)
-    _, peak = tracemalloc.get_traced_memory()
-    tracemalloc.stop()
-    print(f"{path.name}: {size / MB:.1f} MiB file, {logical / MB:.2f} MiB of sections, {rows} changes, {runs} runs")
-    print(f"  decode          {rows / per_decode:12,.0f} rows/s  {logical / MB / per_decode:8.1f} MB/s")
-    print(f"  events, Python  {rows / per_python_events:12,.0f} events/s  (decode, TableEncoder, fastavro, framing)")
-    print(f"  events, native  {rows / per_native_events:12,.0f} events/s  "
-          f"({per_python_events / per_native_events:.1f}x the Python events)")
+    per_decode, runs, (rows, logical) = timed(lambda: decode(path, schema), seconds)
+    print(f"{path.name}: {size / MB:.1f} MiB file, {logical / MB:.2f} MiB of sections, {rows:,} changes")
     print(f"  sequential read {'':12}         {size / MB / per_read:8.1f} MB/s (I/O floor, whole file)")
-    print(f"  decode time / read time of the same bytes: {per_decode / (per_read * logical / size):.1f}x")
-    print(f"  peak traced Python memory during a decode: {peak / MB:.2f} MiB")
+    per_python = per_native = None
+    if decoder in ("both", "python"):
+        print(f"  decode, Python  {rows / per_decode:12,.0f} rows/s  {logical / MB / per_decode:8.1f} MB/s "
+              f"({per_decode / (per_read * logical / size):.0f}x the read time of the same bytes)")
+        per_python, _, count = timed(lambda: python_events(path, schema), seconds)
+        assert count == rows, (count, rows)
+        print(f"  events, Python  {rows / per_python:12,.0f} events/s  (decode, TableEncoder, fastavro, framing)")
+    if decoder in ("both", "native"):
+        per_native, _, count = timed(lambda: native_events(path, schema), seconds)
+        assert count == rows, (count, rows)
+        print(f"  events, native  {rows / per_native:12,.0f} events/s  {logical / MB / per_native:8.1f} MB/s "
+              "(decode, Avro, framing in one pass)")
+    if per_python and per_native:
+        print(f"  native / Python events: {per_python / per_native:.1f}x")
+    if decoder in ("both", "python"):
+        tracemalloc.start()
+        decode(path, schema)
+        _, peak = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+        print(f"  peak traced Python memory during a Python decode: {peak / MB:.2f} MiB")
 
 
 def main() -> None:
@@ -120,10 +143,18 @@ def main() -> None:
     parser.add_argument("segments", nargs="*", type=Path)
     parser.add_argument("--schema", help="DDL file for the given segments (default: the legacy Standard1 table)")
     parser.add_argument("--seconds", type=float, default=2.0, help="time spent per measurement")
+    parser.add_argument("--decoder", choices=("both", "native", "python"), default="both",
+                        help="the path measured: the native core, the Python reference, or both side by side")
+    parser.add_argument("--rich", type=int, metavar="N", help="measure a built segment of N × every cell kind")
     args = parser.parse_args()
-    schema = parse_ddl_file(args.schema) if args.schema else parse_ddl(LEGACY_SCHEMA)
-    for path in args.segments or [LEGACY_SEGMENT]:
-        measure(path, schema, args.seconds)
+    if args.rich:
+        with tempfile.TemporaryDirectory(prefix="ringtail-bench-") as scratch:
+            path, schema = rich_segment(Path(scratch), args.rich)
+            measure(path, schema, args.seconds, args.decoder)
+    else:
+        schema = parse_ddl_file(args.schema) if args.schema else parse_ddl(LEGACY_SCHEMA)
+        for path in args.segments or [LEGACY_SEGMENT]:
+            measure(path, schema, args.seconds, args.decoder)
     print(f"max RSS of the process: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.1f} MiB")
 
 

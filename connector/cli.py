@@ -31,6 +31,9 @@ def build_parser() -> argparse.ArgumentParser:
                       help="read only sections ending at or before this offset (the _cdc.idx value)")
     dump.add_argument("--skip-unknown-tables", action="store_true",
                       help="skip (and report on stderr) mutations of tables missing from the schema")
+    dump.add_argument("--decoder", choices=("native", "python"), default="native",
+                      help="what decodes the segment: the native core (default) or the Python reference; "
+                           "both print the same lines")
     dump.set_defaults(run=_dump)
     run = commands.add_parser("run", help="run the connector beside a Cassandra node")
     run.add_argument("--config", metavar="FILE.yaml", type=Path,
@@ -117,10 +120,19 @@ def _dump(args: argparse.Namespace) -> None:
         skip_unknown_tables(miss)
         print(f"skipped: {miss}", file=sys.stderr)
 
-    with SegmentReader(args.segment, schema, limit=args.limit,
-                       on_schema_miss=skip if args.skip_unknown_tables else None) as reader:
-        renderer = ChangeRenderer(schema)
-        write = sys.stdout.write
+    on_miss = skip if args.skip_unknown_tables else None
+    renderer = ChangeRenderer(schema)
+    write = sys.stdout.write
+    if args.decoder == "native":
+        try:
+            from connector.native_changes import native_changes
+        except ImportError as missing:
+            raise CliError(f"the native core is missing ({missing}); use --decoder python, or reinstall ringtail "
+                           "with a Rust toolchain") from None
+        for change in native_changes(args.segment, schema, args.limit, on_miss):
+            write(json.dumps(renderer.render(change, args.segment), ensure_ascii=False) + "\n")
+        return
+    with SegmentReader(args.segment, schema, limit=args.limit, on_schema_miss=on_miss) as reader:
         for change in reader.changes():
             renderer.schema = reader.schema
             write(json.dumps(renderer.render(change, args.segment), ensure_ascii=False) + "\n")

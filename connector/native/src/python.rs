@@ -41,7 +41,7 @@ fn raise(py: Python<'_>, path: &str, error: Error) -> PyErr {
 }
 
 /// (entries, end, end of segment) as `Segment.entries` returns them.
-type EntriesRead<'py> = (Vec<(usize, Bound<'py, PyBytes>)>, usize, bool);
+type EntriesRead<'py> = (Vec<(usize, Bound<'py, PyBytes>)>, usize, bool, Option<Bound<'py, PyAny>>);
 
 /// A commit log segment mapped read-only, its descriptor verified.
 #[pyclass(module = "connector._native", frozen)]
@@ -107,9 +107,10 @@ impl Segment {
         }
     }
 
-    /// (entries, end, end_of_segment): the (logical offset, mutation bytes) of the entries of
-    /// the sections up to `limit` from logical position `start`; the logical end of the last
-    /// section read; whether a zero entry size ended the segment.
+    /// (entries, end, end_of_segment, error): the (logical offset, mutation bytes) of the entries
+    /// of the sections up to `limit` from logical position `start`; the logical end of the last
+    /// section read; whether a zero entry size ended the segment; the damage that ended the read
+    /// (as the reference reader's exception), returned after the entries before it, not raised.
     #[pyo3(signature = (limit=None, start=None))]
     fn entries<'py>(&self, py: Python<'py>, limit: Option<usize>, start: Option<usize>) -> PyResult<EntriesRead<'py>> {
         let mut found = Vec::new();
@@ -119,11 +120,9 @@ impl Segment {
                 Flow::Continue
             })
         });
-        if let Some(e) = visit.error {
-            return Err(raise(py, &self.path, e));
-        }
+        let error = visit.error.map(|e| raise(py, &self.path, e).into_value(py).into_bound(py).into_any());
         let entries = found.iter().map(|(offset, m)| (*offset, PyBytes::new(py, m))).collect();
-        Ok((entries, visit.end, visit.end_of_segment))
+        Ok((entries, visit.end, visit.end_of_segment, error))
     }
 
     /// One pass over the entries of the sections up to `limit` from logical position `start` (an

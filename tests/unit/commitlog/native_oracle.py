@@ -1,8 +1,7 @@
-"""The native core's changes of a segment, made into the reference decoder's Change objects, so
-tests can hold the two decoders to each other: same changes, same positions, same values."""
+"""The two decoders side by side, so tests can hold them to each other: the same changes at the same
+positions with the same values (`connector.native_changes`), the same framed events."""
 from __future__ import annotations
 
-import struct
 from pathlib import Path
 
 from fastavro import parse_schema
@@ -10,89 +9,21 @@ from fastavro import parse_schema
 from connector import _native, native_core
 from connector.avro.table import SourceInfo, TableEncoder
 from connector.avro.wire import frame
-from connector.commitlog import Bound, Cell, Change, CommitLogError, ComplexColumn, DeletionTime, Liveness, Op, \
-    Position, SchemaMismatch, SegmentReader, UnknownTable, skip_unknown_tables
+from connector.commitlog import Change, CommitLogError, SchemaMismatch, SegmentReader, UnknownTable, \
+    skip_unknown_tables
 from connector.commitlog.change import write_time
-from connector.commitlog.layout import ColumnLayout, TableLayout
-from connector.cql import CqlTypeError
+from connector.native_changes import native_changes as changes
 from connector.schema import SchemaSnapshot
 
 SOURCE = SourceInfo("ringtail", "test-cluster", "node-1", version="1.2.3")
 TS_MS = 1_763_000_000_123  # the processing time of the events compared
-# What the reference decoder's value decoding raises for bytes that do not fit a type.
-_MISFIT = (IndexError, KeyError, ValueError, ArithmeticError, struct.error, CqlTypeError)
-
-
-def _decoder(schema: SchemaSnapshot, messaging_version: int):
-    """The native decoder of `schema`, and per table number its layout and columns by number."""
-    decoder, tables = native_core.decoder(schema, messaging_version, SOURCE)
-    layouts = []
-    for table in tables:
-        layout = TableLayout(table, schema)
-        names = [name for name, _, _ in native_core.table_spec(table, schema)[7]]
-        layouts.append((layout, [layout.columns[name] for name in names]))
-    return decoder, layouts
-
-
-def _value(column: ColumnLayout, raw):
-    if raw is None:
-        return None
-    return column.decode(raw) if raw else column.empty
-
-
-def _clustering(layout: TableLayout, values) -> tuple:
-    return tuple(_value(column, raw) for column, raw in zip(layout.clustering, values))
-
-
-def _cell(column: ColumnLayout, complex_: bool, cell) -> Cell:
-    timestamp, ttl, ldt, tombstone, path, raw = cell
-    if complex_:
-        if tombstone:
-            return Cell(None, timestamp, ttl, ldt, True, column.type.decode_path(path))
-        key, value = column.type.decode_cell(path, raw)
-        return Cell(value, timestamp, ttl, ldt, False, key)
-    return Cell(None if tombstone else _value(column, raw), timestamp, ttl, ldt, tombstone)
-
-
-def _change(layouts, segment_id: int, offset: int, found) -> Change:
-    table, update, row, op, key, clustering, liveness, deletion, flags, (start, end), columns = found
-    layout, by_index = layouts[table]
-    cells = {}
-    for index, complex_, column_deletion, column_cells in columns:
-        column = by_index[index]
-        if complex_:
-            cells[column.name] = ComplexColumn(
-                None if column_deletion is None else DeletionTime(*column_deletion),
-                [_cell(column, True, c) for c in column_cells])
-        else:
-            cells[column.name] = _cell(column, False, column_cells[0])
-    return Change(
-        Position(segment_id, offset, update, row), layout.table, Op(op), layout.decode_partition_key(key),
-        _clustering(layout, clustering), cells, None if liveness is None else Liveness(*liveness),
-        None if deletion is None else DeletionTime(*deletion), flags[0], flags[1],
-        None if start is None else Bound(_clustering(layout, start[0]), start[1]),
-        None if end is None else Bound(_clustering(layout, end[0]), end[1]), partition_key_bytes=key)
 
 
 def native_changes(path: Path, schema: SchemaSnapshot, limit: int | None = None,
                    skip_unknown: bool = False) -> list[Change]:
     """Every change of the segment read by the native core; entries of tables the schema lacks are
     skipped with `skip_unknown`, else raise as the reference reader's do."""
-    segment = _native.Segment(path)
-    decoder, layouts = _decoder(schema, segment.messaging_version)
-    changes = []
-    for offset, mutation in segment.entries(limit)[0]:
-        try:
-            found = decoder.changes(mutation, str(path), offset)
-        except UnknownTable:
-            if skip_unknown:
-                continue
-            raise
-        try:  # the reference decodes values as it reads an entry: a value that does not fit is a mismatch
-            changes += [_change(layouts, segment.segment_id, offset, f) for f in found]
-        except _MISFIT as exc:
-            raise SchemaMismatch(str(path), offset, f"a value does not fit the schema: {exc}") from None
-    return changes
+    return list(changes(path, schema, limit, skip_unknown_tables if skip_unknown else None))
 
 
 def outcome(read, *args, **options):
@@ -134,7 +65,10 @@ def native_events(path: Path, schema: SchemaSnapshot, limit: int | None = None, 
     segment = _native.Segment(path)
     decoder, _ = native_core.decoder(schema, segment.messaging_version, SOURCE, schema_ids(schema))
     events = []
-    for offset, mutation in segment.entries(limit)[0]:
+    entries, _, _, damage = segment.entries(limit)
+    if damage is not None:
+        raise damage
+    for offset, mutation in entries:
         try:
             found = decoder.events(mutation, str(path), segment.segment_id, offset, path.name, TS_MS)
         except UnknownTable:

@@ -3,6 +3,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from connector.cli import main
 from tests.support import unused_port
 from tests.unit.commitlog.testdata import REPO_ROOT, SEGMENT_40
@@ -11,10 +13,15 @@ STANDARD1 = ('CREATE TABLE "Keyspace1"."Standard1" (key ascii, col ascii, val bl
              'PRIMARY KEY ((key), col)) WITH ID = 657e5210-7cbb-11ee-9858-c9aa1eb53e69 AND cdc = true;')
 
 
-def test_dump_prints_json_lines(tmp_path, capsys):
+@pytest.fixture(params=["native", "python"])
+def decoder(request) -> list[str]:
+    return ["--decoder", request.param]
+
+
+def test_dump_prints_json_lines(tmp_path, capsys, decoder):
     schema = tmp_path / "schema.cql"
     schema.write_text(STANDARD1)
-    assert main(["dump", str(SEGMENT_40), "--schema", str(schema), "--skip-unknown-tables"]) == 0
+    assert main(["dump", str(SEGMENT_40), "--schema", str(schema), "--skip-unknown-tables", *decoder]) == 0
     out, err = capsys.readouterr()
     lines = [json.loads(line) for line in out.splitlines()]
     assert len(lines) == 355
@@ -30,19 +37,39 @@ def test_dump_prints_json_lines(tmp_path, capsys):
     }
 
 
-def test_limit_option(tmp_path, capsys):
+def test_limit_option(tmp_path, capsys, decoder):
     schema = tmp_path / "schema.cql"
     schema.write_text(STANDARD1)
     assert main(["dump", str(SEGMENT_40), "--schema", str(schema), "--limit", "1576",
-                 "--skip-unknown-tables"]) == 0
+                 "--skip-unknown-tables", *decoder]) == 0
     assert capsys.readouterr().out == ""  # the first two sections hold only system tables
 
 
-def test_unknown_table_is_an_error_by_default(tmp_path, capsys):
+def test_unknown_table_is_an_error_by_default(tmp_path, capsys, decoder):
     schema = tmp_path / "schema.cql"
     schema.write_text(STANDARD1)
-    assert main(["dump", str(SEGMENT_40), "--schema", str(schema)]) == 2
+    assert main(["dump", str(SEGMENT_40), "--schema", str(schema), *decoder]) == 2
     assert "unknown table id 7ad54392-bcdd-35a6-8417-4e047860b377" in capsys.readouterr().err
+
+
+def test_both_decoders_dump_the_same_lines_then_the_same_damage(tmp_path, capsys):
+    """A copy with a byte flipped half-way through the section of its 355 changes: every line before
+    the damage, then one error line."""
+    schema = tmp_path / "schema.cql"
+    schema.write_text(STANDARD1)
+    data = bytearray(SEGMENT_40.read_bytes())
+    data[40_000] ^= 0xFF
+    cut = tmp_path / SEGMENT_40.name
+    cut.write_bytes(data)
+    printed = {}
+    for name in ("native", "python"):
+        assert main(["dump", str(cut), "--schema", str(schema), "--skip-unknown-tables", "--decoder", name]) == 2
+        out, err = capsys.readouterr()
+        printed[name] = out, err.splitlines()[-1]
+    assert printed["native"] == printed["python"]
+    out, error = printed["native"]
+    assert 100 < len(out.splitlines()) < 355
+    assert error.startswith("error: ") and str(cut) in error
 
 
 def test_cassandra_that_does_not_answer(capsys):

@@ -45,7 +45,10 @@ def reference(path: Path, limit=None, start=None):
 
 
 def native(path: Path, limit=None, start=None):
-    return _native.Segment(path).entries(limit, start)
+    found, end, end_of_segment, error = _native.Segment(path).entries(limit, start)
+    if error is not None:
+        raise error
+    return found, end, end_of_segment
 
 
 def outcome(read, *args):
