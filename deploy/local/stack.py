@@ -144,6 +144,10 @@ def pid_alive(pid_file: Path) -> int | None:
     try:
         # postmaster.pid holds more lines; the pid is the first.
         pid = int(pid_file.read_text().split("\n", 1)[0])
+        try:  # a service this process started (a test's own broker) stays a zombie until reaped
+            os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:  # not our child: init reaps it
+            pass
         os.kill(pid, 0)
     except (FileNotFoundError, ValueError, ProcessLookupError, PermissionError):
         return None
