@@ -50,14 +50,18 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def sync_period(cassandra_yaml: Path) -> float:
-    """commitlog_sync_period in seconds (Cassandra 5 accepts `1000ms`, `1s`, or the old `_in_ms` key)."""
+def sync_mode(cassandra_yaml: Path) -> tuple[str, float]:
+    """The commit log's sync mode and its period (periodic) or window (group), in seconds; Cassandra 5
+    accepts `1000ms`, `1s`, or the old `_in_ms` keys."""
     text = cassandra_yaml.read_text()
-    match = re.search(r"^commitlog_sync_period:\s*(\d+)\s*(ms|s)?\s*$", text, re.M)
+    mode = re.search(r"^commitlog_sync:\s*(\w+)", text, re.M)
+    mode = mode[1] if mode else "periodic"
+    key = "commitlog_sync_group_window" if mode == "group" else "commitlog_sync_period"
+    match = re.search(rf"^{key}:\s*(\d+)\s*(ms|s)?\s*$", text, re.M)
     if match:
-        return int(match[1]) / (1 if match[2] == "s" else 1000)
-    match = re.search(r"^commitlog_sync_period_in_ms:\s*(\d+)", text, re.M)
-    return int(match[1]) / 1000 if match else float("nan")
+        return mode, int(match[1]) / (1 if match[2] == "s" else 1000)
+    match = re.search(rf"^{key}_in_ms:\s*(\d+)", text, re.M)
+    return mode, int(match[1]) / 1000 if match else float("nan")
 
 
 def wait_emitted(connector: ConnectorProcess, count: float, timeout: float) -> float:
@@ -116,7 +120,7 @@ def main() -> int:
         return 2
     run_dir = Path(os.environ.get("RINGTAIL_STACK_RUN_DIR") or REPO_ROOT / ".run")
     described = json.loads((run_dir / "stack.json").read_text())
-    period = sync_period(Path(described["cassandra"]["config"]))
+    mode, period = sync_mode(Path(described["cassandra"]["config"]))
 
     name = uuid.uuid4().hex[:8]
     keyspace, prefix = f"bench_{name}", f"bench{name}"
@@ -181,10 +185,13 @@ def main() -> int:
             admin.delete_topics([topic])
 
     drain = last_ack - ready
-    target = period + 1.0
+    # periodic: a write is durable within a period, and the connector is given a second on top;
+    # group: the write is acknowledged once durable, so the connector alone stands between.
+    target = period + 1.0 if mode == "periodic" else 0.1
     p50, p99 = percentile(latencies, 0.50), percentile(latencies, 0.99)
     print(f"\nringtail pipeline, local stack: Cassandra {described['cassandra']['version']} "
-          f"(commitlog_sync_period {period * 1000:.0f} ms), Kafka {described['kafka']['version']}, "
+          f"(commitlog_sync {mode}, {'period' if mode == 'periodic' else 'window'} {period * 1000:.0f} ms), "
+          f"Kafka {described['kafka']['version']}, "
           f"{PARTITIONS} partitions; rows of an int key and {args.body} B of text; decoder {args.decoder}")
     rows = [
         ("backlog throughput", f"{args.backlog / drain:,.0f} changes/s",
@@ -195,7 +202,8 @@ def main() -> int:
         ("write → Kafka ack p50", f"{p50 * 1000:,.0f} ms", f"{len(latencies):,} of {count:,} rows at "
                                                           f"{achieved:,.0f} rows/s"),
         ("write → Kafka ack p99", f"{p99 * 1000:,.0f} ms",
-         f"target ≤ sync period + 1 s = {target * 1000:,.0f} ms: {'met' if p99 <= target else 'NOT met'}"),
+         f"target ≤ {'sync period + 1 s' if mode == 'periodic' else '100 ms'} = {target * 1000:,.0f} ms: "
+         f"{'met' if p99 <= target else 'NOT met'}"),
         ("write → Kafka ack max", f"{latencies[-1] * 1000:,.0f} ms", ""),
         ("connector peak RSS", f"{peak / MiB:,.0f} MiB", "VmHWM of the process, both runs"),
     ]

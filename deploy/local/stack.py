@@ -61,7 +61,9 @@ class Settings:
     cassandra_heap: str
     cassandra_num_tokens: int
     commitlog_segment_size: str
-    commitlog_sync_period: str
+    commitlog_sync: str  # periodic | group
+    commitlog_sync_period: str  # periodic: how often the segment is synced and _cdc.idx rewritten
+    commitlog_sync_group_window: str  # group: writes wait at most this long for the sync they share
     cdc_total_space: str
     storage_compatibility_mode: str
     kafka_port: int
@@ -83,7 +85,9 @@ class Settings:
             cassandra_heap=_env("RINGTAIL_STACK_CASSANDRA_HEAP", "1G"),
             cassandra_num_tokens=int(_env("RINGTAIL_STACK_CASSANDRA_NUM_TOKENS", "16")),
             commitlog_segment_size=_env("RINGTAIL_STACK_COMMITLOG_SEGMENT_SIZE", "1MiB"),
+            commitlog_sync=_env("RINGTAIL_STACK_COMMITLOG_SYNC", "periodic"),
             commitlog_sync_period=_env("RINGTAIL_STACK_COMMITLOG_SYNC_PERIOD", "1000ms"),
+            commitlog_sync_group_window=_env("RINGTAIL_STACK_COMMITLOG_SYNC_GROUP_WINDOW", "15ms"),
             cdc_total_space=_env("RINGTAIL_STACK_CDC_TOTAL_SPACE", "512MiB"),
             storage_compatibility_mode=_env("RINGTAIL_STACK_STORAGE_COMPATIBILITY_MODE", "CASSANDRA_4"),
             kafka_port=int(_env("RINGTAIL_STACK_KAFKA_PORT", "9092")),
@@ -295,6 +299,17 @@ class Cassandra(Service):
     def data(self) -> Path:
         return self.dir / "data"
 
+    def sync_setting(self) -> str:
+        """The commit log's sync lines of cassandra.yaml: `periodic` (acknowledged before the sync;
+        _cdc.idx moves every period) or `group` (acknowledged after the sync, shared by the writes
+        of one window)."""
+        s = self.s
+        if s.commitlog_sync == "periodic":
+            return f"commitlog_sync: periodic\ncommitlog_sync_period: {s.commitlog_sync_period}"
+        if s.commitlog_sync == "group":
+            return f"commitlog_sync: group\ncommitlog_sync_group_window: {s.commitlog_sync_group_window}"
+        raise StackError(f"RINGTAIL_STACK_COMMITLOG_SYNC must be periodic or group, not {s.commitlog_sync!r}")
+
     def yaml(self, data_dir: Path) -> str:
         s = self.s
         return render(
@@ -305,7 +320,7 @@ class Cassandra(Service):
             num_tokens=s.cassandra_num_tokens,
             data_dir=data_dir,
             cdc_total_space=s.cdc_total_space,
-            commitlog_sync_period=s.commitlog_sync_period,
+            commitlog_sync=self.sync_setting(),
             commitlog_segment_size=s.commitlog_segment_size,
             storage_compatibility_mode=s.storage_compatibility_mode,
         )
