@@ -52,25 +52,42 @@ def with_fixed_crcs(data: bytearray, offset: int, size: int) -> None:
     struct.pack_into(">I", data, offset + 8 + size, zlib.crc32(bytes(data[offset + 8:offset + 8 + size]), head))
 
 
-def damaged_row_segments(seed: int, count: int) -> Iterator[bytes]:
-    """`count` copies of a segment of the hand-built mutations of every cell kind (test_rows), each
-    with 1-3 bytes of one mutation changed and its CRCs fixed, so the damage reaches the decoder."""
+def _row_spans() -> tuple[bytes, list[tuple[int, int]]]:
+    """A segment of the hand-built mutations of every cell kind (test_rows), and the (entry offset,
+    mutation size) of each."""
     from tests.unit.commitlog.segment_builder import segment
     from tests.unit.commitlog.test_rows import SEGMENT_ID as ROWS_ID, sample_mutations
 
-    rng = random.Random(seed)
-    original = segment(ROWS_ID, [sample_mutations()])
     spans, pos = [], 28
     for m in sample_mutations():
         spans.append((pos, len(m)))
         pos += len(m) + 12
+    return segment(ROWS_ID, [sample_mutations()]), spans
+
+
+def damaged_rows(mutation: int, edits: list[tuple[int, int]]) -> bytes:
+    """That segment with bytes of one mutation set to new values (positions taken modulo its size)
+    and its CRCs fixed, so the damage reaches the decoder."""
+    original, spans = _row_spans()
+    data = bytearray(original)
+    offset, size = spans[mutation % len(spans)]
+    for position, value in edits:
+        data[offset + 8 + position % size] = value
+    with_fixed_crcs(data, offset, size)
+    return bytes(data)
+
+
+# Hypothesis' choice of damage for `damaged_rows`: which mutation, and 1-4 (position, byte) edits.
+ROW_DAMAGE = st.tuples(st.integers(0, 3), st.lists(st.tuples(st.integers(0, 1 << 16), st.integers(0, 255)),
+                                                   min_size=1, max_size=4))
+
+
+def damaged_row_segments(seed: int, count: int) -> Iterator[bytes]:
+    """`count` seeded copies of `damaged_rows`, each with 1-3 bytes of one mutation changed."""
+    rng = random.Random(seed)
     for _ in range(count):
-        data = bytearray(original)
-        offset, size = rng.choice(spans)
-        for _ in range(rng.randint(1, 3)):
-            data[offset + 8 + rng.randrange(size)] = rng.randrange(256)
-        with_fixed_crcs(data, offset, size)
-        yield bytes(data)
+        yield damaged_rows(rng.randrange(4), [(rng.randrange(1 << 16), rng.randrange(256))
+                                              for _ in range(rng.randint(1, 3))])
 
 
 @FUZZ

@@ -1,18 +1,24 @@
 """The native core's mutations, partition updates, rows, markers and cells against the reference
 decoder: every change of the real segments (Cassandra 4.0 and 5.0, messaging 12 and 13), of the
-hand-built mutations of every cell kind (test_rows), and of seeded damaged copies whose CRCs were
-fixed so the damage reaches the decoder — the same changes, or the same typed error at the same
-entry."""
+hand-built mutations of every cell kind (test_rows), of seeded damaged copies whose CRCs were fixed
+so the damage reaches the decoder, and of damage Hypothesis chooses — the same changes, or the same
+typed error at the same entry."""
+import tempfile
+from pathlib import Path
+
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from connector.commitlog import SegmentReader, skip_unknown_tables
 from tests.unit.commitlog import test_cassandra50_messaging13_segment as none_mode
 from tests.unit.commitlog import test_cassandra50_segment as cassandra50
-from tests.unit.commitlog.native_oracle import native_changes, outcome
+from tests.unit.commitlog.native_oracle import native_changes, native_events, outcome, reference_events
 from tests.unit.commitlog.segment_builder import segment
-from tests.unit.commitlog.test_fuzz import ROWS_SCHEMA, damaged_row_segments
+from tests.unit.commitlog.test_fuzz import DATA_END, FUZZ, ORIGINAL, ROW_DAMAGE, ROWS_SCHEMA, damaged_row_segments, \
+    damaged_rows
 from tests.unit.commitlog.test_rows import SCHEMA as ROWS, SEGMENT_ID as ROWS_ID, sample_mutations
-from tests.unit.commitlog.testdata import LEGACY, SCHEMA_40, standard1
+from tests.unit.commitlog.testdata import LEGACY, SCHEMA_40, SEGMENT_40, standard1
 
 
 def reference(path, schema, limit=None, skip_unknown=False):
@@ -72,3 +78,30 @@ def test_seeded_damage_inside_mutations(write_segment):
         kinds.add(expected[0] if isinstance(expected, tuple) else "read")
         assert got == expected, case
     assert {"SchemaMismatch", "read"} <= kinds
+
+
+@FUZZ
+@given(ROW_DAMAGE)
+def test_hypothesis_damage_inside_mutations(damage):
+    """Damage Hypothesis chooses (and shrinks) inside a mutation with its CRCs fixed: the same changes
+    and the same events byte for byte, or the same typed error at the same entry, from both decoders."""
+    with tempfile.TemporaryDirectory() as directory:
+        path = Path(directory) / f"CommitLog-7-{ROWS_ID}.log"
+        path.write_bytes(damaged_rows(*damage))
+        assert outcome(native_changes, path, ROWS_SCHEMA) == outcome(reference, path, ROWS_SCHEMA)
+        assert outcome(native_events, path, ROWS_SCHEMA) == outcome(reference_events, path, ROWS_SCHEMA)
+
+
+@FUZZ
+@given(st.lists(st.tuples(st.integers(0, DATA_END - 1), st.integers(0, 255)), min_size=1, max_size=6))
+def test_hypothesis_damage_anywhere_in_a_real_segment(edits):
+    """Bytes of Cassandra's 4.0 segment changed anywhere, CRCs left as they are (framing damage
+    mostly): the same changes before the damage and the same typed error at the same position."""
+    data = bytearray(ORIGINAL)
+    for position, value in edits:
+        data[position] = value
+    with tempfile.TemporaryDirectory() as directory:
+        path = Path(directory) / SEGMENT_40.name
+        path.write_bytes(data)
+        assert outcome(native_changes, path, SCHEMA_40, skip_unknown=True) == \
+            outcome(reference, path, SCHEMA_40, skip_unknown=True)
