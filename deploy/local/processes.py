@@ -91,13 +91,20 @@ class ConnectorProcess:
         return cpu_seconds(self.process.pid)
 
 
-def cpu_seconds(pid: int | None) -> float | None:
-    """User + system CPU seconds of a process, or None when it is gone."""
+def _proc(pid: int | None, name: str) -> str | None:
+    """A file of the process's /proc directory, or None when the process is gone."""
     if pid is None:
         return None
     try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
+        return Path(f"/proc/{pid}/{name}").read_text()
     except OSError:
+        return None
+
+
+def cpu_seconds(pid: int | None) -> float | None:
+    """User + system CPU seconds of a process, or None when it is gone."""
+    stat = _proc(pid, "stat")
+    if stat is None:
         return None
     fields = stat[stat.rindex(")") + 2:].split()  # after the command name, which may hold spaces
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
@@ -105,10 +112,7 @@ def cpu_seconds(pid: int | None) -> float | None:
 
 def peak_rss(pid: int | None) -> int | None:
     """VmHWM of a process in bytes, or None when it is gone."""
-    if pid is None:
-        return None
-    try:
-        status = Path(f"/proc/{pid}/status").read_text()
-    except OSError:
+    status = _proc(pid, "status")
+    if status is None:
         return None
     return next((int(line.split()[1]) * 1024 for line in status.splitlines() if line.startswith("VmHWM:")), None)
