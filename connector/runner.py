@@ -114,6 +114,7 @@ class Connector:
             log.info("reading %s from %s", s.cdc_raw, self.checkpoint.committed or "the oldest segment")
             last_commit = 0.0
             while not self.stopping.is_set():
+                self._wake.clear()  # before looking: what changes from here on wakes the next turn at once
                 try:
                     progressed = self.step()
                     if time.monotonic() - last_commit >= s.commit_interval:
@@ -139,7 +140,6 @@ class Connector:
                 self.metrics.progressed()
                 if not progressed:
                     self._wake.wait(s.poll_interval)
-                    self._wake.clear()
             self._drain()
         finally:
             monitor.stop()
