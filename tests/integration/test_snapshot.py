@@ -186,7 +186,9 @@ def test_snapshot_then_log_equals_the_table_after_kill_9_mid_snapshot(spark, cql
         assert registry.snapshot_version("copy", 1).finished is None, "the kill was meant to land mid-snapshot"
         ranges_before = split_ranges(cql, base["generations_keyspace"])
         # The second runner would publish a generation for the real ring again; not before the end.
-        second = runner_process(stack, base, tmp_path, "second", generation_delay=600, **settings)
+        # Larger steps: what is left, and the reset's new snapshot, in a few micro-batches.
+        second = runner_process(stack, base, tmp_path, "second", generation_delay=600,
+                                **{**settings, "snapshot_step_partitions": 2 * PARTITIONS})
         wait_for(lambda: (v := registry.snapshot_version("copy", 1)) is not None and v.finished is not None, 300,
                  "the snapshot finished by the second runner")
         time.sleep(3)
