@@ -110,7 +110,10 @@ class NativeSegmentTail(SegmentTail):
                 first = 0
                 while first < len(events) and batch.position(first) <= after:
                     first += 1
-                batch = batch._replace(events=events[first:])
+                if first:
+                    batch = batch._replace(events=events[first:])
+                if first < len(events):  # past `after`: later passes need no look
+                    after = None
             if batch.events:
                 self.position = batch.position(-1)
                 yield batch
