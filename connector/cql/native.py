@@ -114,6 +114,9 @@ def _duration(raw: bytes) -> Duration:
     nanos, p = read_vint(raw, p)
     if p != len(raw):
         raise ValueError("trailing bytes after duration")
+    for name, part in (("months", months), ("days", days)):
+        if not -2**31 <= part < 2**31:  # 32-bit in Cassandra's Duration: a wider vint is damage
+            raise ValueError(f"duration {name} {part} outside the 32-bit range")
     return Duration(months, days, nanos)
 
 

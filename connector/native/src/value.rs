@@ -99,6 +99,14 @@ fn zigzag_vint(raw: &[u8], p: usize) -> Result<(i64, usize), ValueError> {
     Ok(((zz >> 1) as i64 ^ -((zz & 1) as i64), p))
 }
 
+/// A duration's months or days: 32-bit in Cassandra (`Duration`), so a wider vint is damage.
+fn duration_part(value: i64, name: &str) -> Result<i64, ValueError> {
+    if i32::try_from(value).is_err() {
+        return Err(format!("duration {name} {value} outside the 32-bit range"));
+    }
+    Ok(value)
+}
+
 /// Sum of the shard counts of a counter context: int16 header count n, |n| int16 header entries,
 /// then 32-byte shards (16-byte counter id, int64 clock, int64 count).
 fn counter(raw: &[u8]) -> Result<i64, ValueError> {
@@ -235,8 +243,8 @@ pub fn datum(w: &mut Writer, cql: &CqlType, raw: &[u8]) -> Result<(), ValueError
             if p != raw.len() {
                 return Err("trailing bytes after duration".into());
             }
-            w.int(months);
-            w.int(days);
+            w.int(duration_part(months, "months")?);
+            w.int(duration_part(days, "days")?);
             w.long(nanoseconds);
         }
         List { element: e, .. } | Set { element: e, .. } => {

@@ -7,7 +7,7 @@ from types import SimpleNamespace
 import pytest
 
 from connector.cql import parse_type
-from tests.unit.cql.samples import SAMPLES, UDT_FIELDS, elements, i32
+from tests.unit.cql.samples import SAMPLES, UDT_FIELDS, elements, i32, svint
 
 USER_TYPES = {name: SimpleNamespace(field_names=f, field_types=t) for name, (f, t) in UDT_FIELDS.items()}
 
@@ -89,3 +89,14 @@ def test_multi_cell_cells():
 def test_malformed_frozen_values_raise_value_errors(raw):
     with pytest.raises((ValueError, struct.error)):
         parse_type("frozen<list<int>>").decode(raw)
+
+
+@pytest.mark.parametrize("raw, message", [
+    (svint(2**31) + svint(0) + svint(0), "duration months 2147483648 outside the 32-bit range"),
+    (svint(0) + svint(-2**31 - 1) + svint(0), "duration days -2147483649 outside the 32-bit range"),
+])
+def test_a_duration_part_beyond_32_bits_is_malformed(raw, message):
+    """Cassandra's Duration holds months and days in 32 bits; a wider vint can only be damage."""
+    with pytest.raises(ValueError, match=message):
+        parse_type("duration").decode(raw)
+    assert parse_type("duration").decode(svint(2**31 - 1) + svint(-2**31) + svint(2**62)) == (2**31 - 1, -2**31, 2**62)
