@@ -10,7 +10,7 @@ once as a persisted Spark DataFrame (local[2]), so each sink is timed on its own
 `prepare()` and one warm-up write of 1,000 rows that is not counted. The sinks run in turns (A B C …,
 then again in the reverse order), R rounds; the best round of each is shown as rows/s.
 
-HTTP posts to a local receiver in this process that accepts every request (the floor of the JSON
+`kafka` writes JSON values, `kafka-avro` Avro through the registry. HTTP posts to a local receiver in this process that accepts every request (the floor of the JSON
 encoding and the HTTP round trips, not of any real service). Needs the local stack
 (`deploy/local/start`); prints figures, asserts nothing.
 """
@@ -35,7 +35,9 @@ from spark.job.pipeline import spark_session  # noqa: E402
 from spark.job.sinks import open_sink  # noqa: E402
 from deploy.local.receiver import Receiver  # noqa: E402
 
-SINKS = ("delta", "postgres", "mysql", "cassandra", "kafka", "http")
+# Each a sink kind, with a variant of its settings after a dash.
+SINKS = ("delta", "postgres", "mysql", "cassandra", "kafka", "kafka-avro", "http")
+_VARIANTS = {"kafka-avro": {"format": "avro"}}
 # The rows' source table; the Cassandra sink reads its schema to lay out the log table beside it.
 BENCH_KEYSPACE = "ringtail_bench"
 
@@ -64,7 +66,7 @@ def log_rows(spark, count: int, offset: int = 0):
     return spark.createDataFrame([row(i) for i in range(count)], R.LOG_ROW).repartition(2).persist()
 
 
-def targets(stack, sink: str, run: str, tmp: Path) -> dict[str, str]:
+def targets(stack, sink: str, run: str, tmp: Path, receiver_url: str) -> dict[str, str]:
     if sink == "delta":
         return {"path": str(tmp / run)}
     if sink == "postgres":
@@ -79,6 +81,8 @@ def targets(stack, sink: str, run: str, tmp: Path) -> dict[str, str]:
         return {"dsn": stack.mysql_dsn.rsplit("/", 1)[0] + f"/{run}"}
     if sink == "kafka":
         return {"topic": run}
+    if sink == "http":
+        return {"url": receiver_url}
     return {}
 
 
@@ -132,21 +136,24 @@ def main() -> int:
         for round_ in range(args.repeat):
             for sink in SINKS if round_ % 2 == 0 else tuple(reversed(SINKS)):
                 run = f"bench_{uuid.uuid4().hex[:10]}"
-                config = {"url": receiver.url} if sink == "http" else targets(stack, sink, run, Path(tmp))
-                writer = open_sink(spark, sink, config, app_id=run, cluster=((stack.cassandra_host,),
-                                   stack.cassandra_port), keyspace=run, kafka=stack.kafka_bootstrap)
+                kind = sink.split("-")[0]
+                config = {**targets(stack, kind, run, Path(tmp), receiver.url), **_VARIANTS.get(sink, {})}
+                writer = open_sink(spark, kind, config, app_id=run, cluster=((stack.cassandra_host,),
+                                   stack.cassandra_port), keyspace=run, kafka=stack.kafka_bootstrap,
+                                   registry=stack.registry_url)
                 writer.prepare()
                 writer.write(warm, empty, 0)
                 started = time.perf_counter()
                 writer.write(rows, empty, 1)
                 seconds = time.perf_counter() - started
+                writer.close()
                 best[sink] = min(best.get(sink, seconds), seconds)
-                print(f"round {round_ + 1} {sink:9s} {args.rows / seconds:10,.0f} rows/s ({seconds:.1f} s)")
-                cleanup(stack, sink, run)
+                print(f"round {round_ + 1} {sink:10s} {args.rows / seconds:10,.0f} rows/s ({seconds:.1f} s)")
+                cleanup(stack, kind, run)
     receiver.close()
     print("\nbest of each, rows/s:")
     for sink in SINKS:
-        print(f"  {sink:9s} {args.rows / best[sink]:10,.0f}")
+        print(f"  {sink:10s} {args.rows / best[sink]:10,.0f}")
     spark.stop()
     return 0
 

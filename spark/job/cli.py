@@ -23,7 +23,8 @@ def make_sink(spark: SparkSession, settings: JobSettings) -> Sink:
               "postgres": {"dsn": settings.postgres_dsn, "schema": settings.postgres_schema}}.get(settings.sink, {})
     return open_sink(spark, settings.sink, config, app_id=settings.app_id,
                      cluster=(settings.cassandra_hosts, settings.cassandra_port),
-                     keyspace=settings.generations_keyspace, kafka=settings.kafka_bootstrap_servers)
+                     keyspace=settings.generations_keyspace, kafka=settings.kafka_bootstrap_servers,
+                     registry=settings.registry_url)
 
 
 def build_parser() -> argparse.ArgumentParser:

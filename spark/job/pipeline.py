@@ -247,6 +247,8 @@ class Job:
                 return
 
     def close(self) -> None:
+        """Close the sink, and the keeper when the job started it."""
+        self.writer.sink.close()
         if self.keeper is not None:
             self.keeper.close()
 

@@ -187,7 +187,8 @@ class Delivery:
         app_id = f"{s.name}.{s.epoch}" + (".snapshot" if self.snapshot else "")
         sink = open_sink(spark, s.sink, s.sink_config, app_id=app_id,
                          cluster=(settings.cassandra_hosts, settings.cassandra_port),
-                         keyspace=settings.generations_keyspace, kafka=settings.kafka_bootstrap_servers)
+                         keyspace=settings.generations_keyspace, kafka=settings.kafka_bootstrap_servers,
+                         registry=settings.registry_url)
         target = f"{s.sink}:{sorted(s.sink_config.items())}"
         checkpoint = checkpoint_of(settings, s, snapshot=self.snapshot)
         self._recorder: Callable[[BatchCounts, DataFrame], None]
@@ -259,3 +260,4 @@ class Delivery:
             self.job.query.stop()
         except Exception as exc:  # a query that failed raises its failure again on stop
             log.debug("stopping subscription %s: %s", self.subscription.name, exc)
+        self.job.close()

@@ -39,6 +39,14 @@ def _boolean(text: str) -> bool:
     return text.lower() == "true"
 
 
+def _one_of(*choices: str) -> Callable[[str], str]:
+    def check(text: str) -> str:
+        if text not in choices:
+            raise ValueError(f"one of {', '.join(choices)}")
+        return text
+    return check
+
+
 def _http_url(text: str) -> str:
     parts = urlsplit(text)
     if parts.scheme not in ("http", "https") or not parts.netloc:
@@ -67,8 +75,10 @@ SINKS: dict[str, SinkSpec] = {
     "postgres": SinkSpec(frozenset({"dsn"}), frozenset({"schema"})),
     "cassandra": SinkSpec(frozenset(), frozenset({"hosts", "port", "keyspace"}), {"port": _positive(int)}),
     "mysql": SinkSpec(frozenset({"dsn"}), typed={"dsn": _mysql_dsn}),
-    "kafka": SinkSpec(frozenset({"topic"}), frozenset({"bootstrap_servers", "partitions", "replication_factor"}),
-                      {"partitions": _positive(int), "replication_factor": _positive(int)}),
+    "kafka": SinkSpec(frozenset({"topic"}),
+                      frozenset({"bootstrap_servers", "partitions", "replication_factor", "format", "registry_url"}),
+                      {"partitions": _positive(int), "replication_factor": _positive(int),
+                       "format": _one_of("json", "avro"), "registry_url": _http_url}),
     "http": SinkSpec(frozenset({"url"}), frozenset({"batch_size", "timeout", "token", "verify", "attempts"}),
                      {"url": _http_url, "batch_size": _positive(int), "timeout": _positive(float),
                       "verify": _boolean, "attempts": _positive(int)}),

@@ -11,7 +11,9 @@ import time
 import uuid
 
 import pytest
+from confluent_kafka.schema_registry import SchemaRegistryClient
 
+from connector.avro.registry import SchemaRegistry
 from deploy.local.endpoints import ROOT
 from spark.job import rows as R
 from spark.job.config import JobSettings
@@ -297,6 +299,9 @@ class CrashAfterWrite:
     def publish_generations(self, generations) -> None:
         self.sink.publish_generations(generations)
 
+    def close(self) -> None:
+        self.sink.close()
+
     def write(self, rows, dead_letters, batch_id: int) -> None:
         self.sink.write(rows, dead_letters, batch_id)
         if batch_id == self.at:
@@ -324,18 +329,19 @@ def test_a_batch_replayed_after_a_crash_is_written_once(spark, cql, keyspace, jo
     rows = log_rows(spark, settings, keyspace, "kv")
     assert sorted(json.loads(r["key"])["k"] for r in rows) == list(range(100))
 
-    def crash_then_replay(sink, name: str) -> None:
+    def crash_then_replay(open_sink, name: str) -> None:
+        """A job whose process dies after batch 2 reached the sink, then a new one (a new sink) replaying it."""
         copy = settings.model_copy(update={"checkpoint_dir": settings.checkpoint_dir.parent / f"checkpoint-{name}"})
-        job = start(spark, copy, CrashAfterWrite(sink, at=2), available_now=True)
+        job = start(spark, copy, CrashAfterWrite(open_sink(), at=2), available_now=True)
         with pytest.raises(Exception, match="crash after writing batch 2"):
             job.query.awaitTermination(300)
         job.close()
-        run_available(spark, copy, sink)
+        run_available(spark, copy, open_sink())
 
     # MySQL (MariaDB): batch 2 is in the ledger already and is skipped; the rows are there once.
     database = mysql_database(stack, f"{keyspace}_sink")
     try:
-        crash_then_replay(MySqlSink(database, app_id=settings.app_id), "mysql")
+        crash_then_replay(lambda: MySqlSink(database, app_id=settings.app_id), "mysql")
         conn = connect_dsn(database)
         with conn.cursor() as cursor:
             cursor.execute("SELECT JSON_VALUE(`key`, '$.k') FROM cdc_log WHERE `table` = 'kv'")
@@ -346,14 +352,14 @@ def test_a_batch_replayed_after_a_crash_is_written_once(spark, cql, keyspace, jo
 
     # Kafka: batch 2 is in the ledger already, so a read_committed consumer sees every change once.
     topic = f"{connector.prefix}-sink"
-    crash_then_replay(KafkaSink(stack.kafka_bootstrap, topic, app_id=settings.app_id), "kafka")
+    crash_then_replay(lambda: KafkaSink(stack.kafka_bootstrap, topic, app_id=settings.app_id), "kafka")
     records = [json.loads(r.value()) for r in records_of(stack, topic)]
     assert sorted(r["key"]["k"] for r in records if r["table"] == "kv") == list(range(100))
 
     # HTTP: the replayed batch comes again with the same keys and bodies.
     receiver = Receiver()
     try:
-        crash_then_replay(HttpSink(receiver.url, app_id=settings.app_id, batch_size=10), "http")
+        crash_then_replay(lambda: HttpSink(receiver.url, app_id=settings.app_id, batch_size=10), "http")
     finally:
         receiver.close()
     posted = [r for r in receiver.requests if r["headers"]["ringtail-content"] == "log-rows"]
@@ -507,6 +513,8 @@ def test_every_column_type_reaches_every_sink_as_cql_returns_it(spark, cql, keys
     sinks = {
         "http": HttpSink(receiver.url, app_id=settings.app_id),
         "kafka": KafkaSink(stack.kafka_bootstrap, sink_topic, app_id=settings.app_id),
+        "kafka-avro": KafkaSink(stack.kafka_bootstrap, f"{sink_topic}-avro", app_id=settings.app_id, format="avro",
+                                registry_url=stack.registry_url),
         "mysql": MySqlSink(mysql_database(stack, f"{keyspace}_every"), app_id=settings.app_id),
         "delta": DeltaSink(spark, settings.delta_path, settings.app_id),
         "postgres": PostgresSink(stack.postgres_dsn, schema=schema, app_id=settings.app_id),
@@ -544,9 +552,18 @@ def test_every_column_type_reaches_every_sink_as_cql_returns_it(spark, cql, keys
     assert set(in_delta) == set(columns)
     assert in_postgres == in_delta
     assert in_http == in_delta
-    in_kafka = merged([json.loads(r.value())["columns"] for r in records_of(stack, sink_topic)
-                       if json.loads(r.value())["table"] == "everything"])
+    as_json = [json.loads(r.value()) for r in records_of(stack, sink_topic)]
+    in_kafka = merged([r["columns"] for r in as_json if r["table"] == "everything"])
     assert in_kafka == in_delta
+    # Avro values, read as any Confluent consumer would: the writer schema by the id in the payload.
+    registry = SchemaRegistry(SchemaRegistryClient({"url": stack.registry_url}))
+    as_avro = [registry.deserialize(r.value()) for r in records_of(stack, f"{sink_topic}-avro")]
+    assert merged([{name: json.loads(value) for name, value in r["columns"].items()} for r in as_avro
+                   if r["table"] == "everything"]) == in_delta
+    assert sorted((r["change_id"], r["cdc_batch_seq_no"], r["cdc_operation"], r["cdc_time"], json.loads(r["key"]),
+                   r["write_time_us"], "0x" + r["partition_key"].hex()) for r in as_avro) == sorted(
+        (r["change_id"], r["cdc$batch_seq_no"], r["cdc$operation"], r["cdc$time"], r["key"], r["write_time_us"],
+         r["partition_key"]) for r in as_json)
     conn = connect_dsn(sinks["mysql"].dsn)
     with conn.cursor() as cursor:
         cursor.execute("SELECT columns FROM cdc_log WHERE `table` = 'everything'")

@@ -30,6 +30,10 @@ class Sink(Protocol):
         """Write the generation description tables (`cdc_generation_timestamps`,
         `cdc_streams_descriptions_v2`); idempotent."""
 
+    def close(self) -> None:
+        """Let go of what the sink holds between batches (a session, a producer); the sink is not
+        used after it."""
+
 
 def chunks(items: Iterable[T], size: int) -> Iterator[list[T]]:
     """`items` in lists of `size` (the last may be shorter), in order."""
@@ -63,10 +67,11 @@ def generation_rows(generations: Generations) -> tuple[list[tuple], list[tuple]]
 
 
 def open_sink(spark: Any, kind: str, config: Mapping[str, str], *, app_id: str, cluster: tuple[Sequence[str], int],
-              keyspace: str, kafka: str) -> Sink:
+              keyspace: str, kafka: str, registry: str) -> Sink:
     """The sink `kind` with its settings (named as `spark.subscriptions.model.SINKS` lists them).
     `app_id` names its writes in the exactly-once bookkeeping; the Cassandra sink writes to `cluster`
-    and `keyspace`, the Kafka sink to the `kafka` cluster, unless their settings say otherwise."""
+    and `keyspace`, the Kafka sink to the `kafka` cluster and its Avro schemas to the `registry`,
+    unless their settings say otherwise."""
     if kind == "delta":
         from .delta import DeltaSink
 
@@ -90,7 +95,8 @@ def open_sink(spark: Any, kind: str, config: Mapping[str, str], *, app_id: str, 
 
         return KafkaSink(config.get("bootstrap_servers", kafka), config["topic"], app_id=app_id,
                          partitions=int(config.get("partitions", 3)),
-                         replication_factor=int(config.get("replication_factor", 1)))
+                         replication_factor=int(config.get("replication_factor", 1)),
+                         format=config.get("format", "json"), registry_url=config.get("registry_url", registry))
     if kind == "http":
         from .http import HttpSink
 

@@ -32,6 +32,9 @@ class DeltaSink:
     def prepare(self) -> None:
         pass  # Delta creates a table with its first write
 
+    def close(self) -> None:
+        pass  # nothing is held between batches
+
     def _append(self, frame: DataFrame, name: str, batch_id: int, *partitioning: str) -> None:
         (frame.write.format("delta").mode("append").partitionBy(*partitioning)
          .option("txnAppId", f"{self.app_id}:{name}").option("txnVersion", batch_id)

@@ -46,6 +46,9 @@ class HttpSink:
     def prepare(self) -> None:
         pass  # the receiver owns its storage
 
+    def close(self) -> None:
+        pass  # nothing is held between batches
+
     def write(self, rows: DataFrame, dead_letters: DataFrame, batch_id: int) -> None:
         ordered = rows.orderBy(*(f"`{c}`" for c in _ORDER)).toLocalIterator()
         sent = self._post_all("log-rows", (log_row_json(r) for r in ordered), batch_id)

@@ -1,8 +1,10 @@
 """Kafka: log rows as JSON records on a topic of their own, exactly once for `read_committed` readers.
 
 Each record is keyed by the change's serialized partition key (a partition's changes stay in order on
-one Kafka partition), valued by the log row as JSON, with the change id in the `ringtail-change-id`
-header. Dead letters go to `<topic>.dead-letters`.
+one Kafka partition), valued by the log row as JSON (`format=json`, the default) or as Avro in
+Confluent's wire format with its schema in the registry (`format=avro`, subject `<topic>-value`; see
+`avro_rows`), with the change id in the `ringtail-change-id` header. Dead letters go to
+`<topic>.dead-letters`, in the same format.
 
 Each micro-batch is one Kafka transaction, and the transaction also writes the batch id to the ledger
 topic `<topic>.ringtail` (compacted, keyed by the writer). A replayed batch the ledger already holds
@@ -16,16 +18,20 @@ import logging
 import threading
 import time
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
-from pyspark.sql import DataFrame
+from pyspark.sql import DataFrame, Row
 
 from connector.kafka import create_topic, produce
+from spark.job import rows as R
 from spark.streams.generations import Generations
 
 from .json_rows import dead_letter_json, generations_json, log_row_json
+
+FORMATS = ("json", "avro")
+Encode = Callable[[Row], bytes]
 
 log = logging.getLogger(__name__)
 _ORDER = ("write_time_us", "change_id", "cdc$batch_seq_no", "keyspace", "table")
@@ -37,12 +43,20 @@ class KafkaSinkError(RuntimeError):
 
 class KafkaSink:
     def __init__(self, bootstrap_servers: str, topic: str, *, app_id: str = "ringtail", partitions: int = 3,
-                 replication_factor: int = 1, timeout: float = 60.0) -> None:
+                 replication_factor: int = 1, timeout: float = 60.0, format: str = "json",
+                 registry_url: str | None = None) -> None:
+        if format not in FORMATS:
+            raise ValueError(f"format {format!r}: one of {', '.join(FORMATS)}")
+        if format == "avro" and not registry_url:
+            raise ValueError("format avro needs the schema registry's URL")
         self.bootstrap_servers, self.topic, self.app_id = bootstrap_servers, topic, app_id
         self.partitions, self.replication_factor, self.timeout = partitions, replication_factor, timeout
+        self.format, self.registry_url = format, registry_url
         self.ledger, self.dead_letters = f"{topic}.ringtail", f"{topic}.dead-letters"
         self._producer: Producer | None = None
         self._written: int | None = None  # the newest batch id the ledger holds for this writer
+        self._encode_row: Encode | None = None
+        self._encode_dead_letter: Encode | None = None
 
     def prepare(self) -> None:
         admin = AdminClient({"bootstrap.servers": self.bootstrap_servers})
@@ -58,6 +72,25 @@ class KafkaSink:
         })
         self._producer.init_transactions(self.timeout)  # also fences an older writer of this id
         self._written = self._read_ledger()
+        self._encode_row, self._encode_dead_letter = self._encoders()
+
+    def _encoders(self) -> tuple[Encode, Encode]:
+        """(log row → value, dead letter → value) in the sink's format; Avro's schemas are registered
+        here, so a registry that refuses them stops the sink before any batch."""
+        if self.format == "json":
+            return (lambda row: _json(log_row_json(row))), (lambda row: _json(dead_letter_json(row)))
+        from confluent_kafka.schema_registry import SchemaRegistryClient
+
+        from connector.avro.registry import SchemaRegistry
+
+        from .avro_rows import avro_datum, record_schema
+
+        registry = SchemaRegistry(SchemaRegistryClient({"url": self.registry_url}))
+        row_id = registry.register(f"{self.topic}-value", record_schema(R.LOG_ROW, "LogRow"), self.topic)
+        dead_id = registry.register(f"{self.dead_letters}-value", record_schema(R.DEAD_LETTER, "DeadLetter"),
+                                    self.dead_letters)
+        return ((lambda row: registry.serialize(row_id, avro_datum(row))),
+                (lambda row: registry.serialize(dead_id, avro_datum(row))))
 
     def _read_ledger(self) -> int | None:
         """The ledger's last committed batch id of this writer."""
@@ -89,9 +122,9 @@ class KafkaSink:
         producer = self._producer
         producer.begin_transaction()
         try:
-            sent = self._produce(self.topic, ((bytes(r.partition_key), log_row_json(r), r.change_id)
+            sent = self._produce(self.topic, ((bytes(r.partition_key), self._encode_row(r), r.change_id)
                                               for r in rows.orderBy(*(f"`{c}`" for c in _ORDER)).toLocalIterator()))
-            dead = self._produce(self.dead_letters, ((None, dead_letter_json(r), r.change_id) for r in
+            dead = self._produce(self.dead_letters, ((None, self._encode_dead_letter(r), r.change_id) for r in
                                                      dead_letters.orderBy("topic", "partition", "offset")
                                                      .toLocalIterator()))
             producer.produce(self.ledger, key=f"batch:{self.app_id}".encode(), value=str(batch_id).encode())
@@ -105,13 +138,18 @@ class KafkaSink:
         self._written = batch_id
         log.info("batch %d: %d log rows and %d dead letters committed to %s", batch_id, sent, dead, self.topic)
 
-    def _produce(self, topic: str, records: Iterable[tuple[bytes | None, dict, str | None]]) -> int:
+    def _produce(self, topic: str, records: Iterable[tuple[bytes | None, bytes, str | None]]) -> int:
         count = 0
         for key, value, change_id in records:
             headers = [("ringtail-change-id", change_id.encode())] if change_id else None
-            produce(self._producer, topic, key, json.dumps(value, separators=(",", ":")).encode(), headers=headers)
+            produce(self._producer, topic, key, value, headers=headers)
             count += 1
         return count
+
+    def close(self) -> None:
+        # The client closes when freed; a transaction left open by a batch cut short is aborted
+        # by the next writer of this transactional id.
+        self._producer = None
 
     def publish_generations(self, generations: Generations) -> None:
         """The generations, as JSON, under the key `generations` of the ledger topic (compacted: the
@@ -120,3 +158,7 @@ class KafkaSink:
         producer.begin_transaction()
         producer.produce(self.ledger, key=b"generations", value=json.dumps(generations_json(generations)).encode())
         producer.commit_transaction(self.timeout)
+
+
+def _json(value: dict) -> bytes:
+    return json.dumps(value, separators=(",", ":")).encode()

@@ -123,6 +123,9 @@ class MySqlSink:
         finally:
             conn.close()
 
+    def close(self) -> None:
+        pass  # each batch opens and closes its own connection
+
     def write(self, rows: DataFrame, dead_letters: DataFrame, batch_id: int) -> None:
         import pymysql
 

@@ -253,6 +253,9 @@ class PostgresSink:
             for statement in schema_statements(self.schema):
                 conn.execute(statement)
 
+    def close(self) -> None:
+        pass  # each batch opens and closes its own connection
+
     def write(self, rows: DataFrame, dead_letters: DataFrame, batch_id: int) -> None:
         with self._connect() as conn, conn.transaction():
             # Claiming first also serializes two writers of one batch: the second waits on the row

@@ -89,3 +89,13 @@ def test_sink_settings_are_typed_and_refused_at_create(setting, message):
 def test_a_mysql_dsn_is_checked_at_create():
     with pytest.raises(InvalidSubscription, match=r"dsn = 'mysql://h': mysql://user\[:password\]@host"):
         Subscription.create("m", Change(table="shop.orders", sink="mysql", sink_config={"dsn": "mysql://h"}))
+
+
+def test_a_kafka_format_is_checked_at_create():
+    with pytest.raises(InvalidSubscription, match=re.escape("format = 'xml': one of json, avro")):
+        Subscription.create("k", Change(table="shop.orders", sink="kafka", sink_config={"topic": "t", "format": "xml"}))
+    with pytest.raises(InvalidSubscription, match=re.escape("registry_url = 'registry:8081'")):
+        Subscription.create("k", Change(table="shop.orders", sink="kafka", sink_config={
+            "topic": "t", "format": "avro", "registry_url": "registry:8081"}))
+    assert Subscription.create("k", Change(table="shop.orders", sink="kafka", sink_config={
+        "topic": "t", "format": "avro", "registry_url": "http://registry:8081"})).sink_config["format"] == "avro"
