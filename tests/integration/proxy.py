@@ -1,9 +1,10 @@
-"""A TCP relay in front of a real service, so one client's view of it can go down and come back
-while everyone else keeps using the service."""
+"""A TCP relay in front of a real service, so one client's view of it can go down, turn slow and come
+back while everyone else keeps using the service."""
 from __future__ import annotations
 
 import socket
 import threading
+import time
 
 from tests.support import unused_port
 
@@ -15,6 +16,7 @@ class Relay:
         self._listener: socket.socket | None = None
         self._open: list[socket.socket] = []
         self._lock = threading.Lock()
+        self.delay = 0.0  # seconds each chunk waits before it is passed on, both ways
 
     def up(self) -> Relay:
         listener = socket.create_server(("127.0.0.1", self.port))
@@ -56,10 +58,11 @@ class Relay:
             for a, b in ((client, server), (server, client)):
                 threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
 
-    @staticmethod
-    def _pipe(source: socket.socket, target: socket.socket) -> None:
+    def _pipe(self, source: socket.socket, target: socket.socket) -> None:
         try:
             while data := source.recv(65536):
+                if self.delay:
+                    time.sleep(self.delay)
                 target.sendall(data)
         except OSError:
             pass

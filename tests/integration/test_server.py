@@ -113,7 +113,8 @@ def pg_ids(dsn: str, schema: str) -> Counter:
     return Counter(r[0] for r in rows)
 
 
-def test_a_sink_down_for_a_minute_fails_alone_and_catches_up(spark, cql, keyspace, served, stack, tmp_path):
+def test_a_sink_slow_then_down_for_a_minute_delays_only_its_own_subscription(spark, cql, keyspace, served, stack,
+                                                                              tmp_path):
     control, registry, run_runner, _ = served
     runner = run_runner(runner_id="only")
     target = urlsplit(stack.postgres_dsn)
@@ -130,25 +131,33 @@ def test_a_sink_down_for_a_minute_fails_alone_and_catches_up(spark, cql, keyspac
         wait_for(lambda: len(pg_ids(stack.postgres_dsn, schema)) == 3 and len(delta_ids(spark, lake)) == 3, 90,
                  "rows 1-3 in both sinks")
 
+        # Slow: each PostgreSQL round trip takes 3 s, so a batch takes tens of seconds.
+        relay.delay = 1.5
+        insert(cql, keyspace, [4, 5, 6])
+        wait_for(lambda: set(delta_ids(spark, lake)) == set(range(1, 7)), 60, "the other subscription, at its pace")
+        assert len(pg_ids(stack.postgres_dsn, schema)) == 3, "the slow sink's batch was not slow"
+        relay.delay = 0.0
+        wait_for(lambda: len(pg_ids(stack.postgres_dsn, schema)) == 6, 90, "the slow sink got there")
+
         relay.down()
         down_at = time.monotonic()
-        insert(cql, keyspace, [4, 5, 6])
+        insert(cql, keyspace, [7, 8, 9])
         wait_for(lambda: registry.get("pg").state == "failing", 60, "the subscription whose sink is down failing")
         assert registry.get("pg").last_error
-        wait_for(lambda: set(delta_ids(spark, lake)) == set(range(1, 7)), 60, "the other subscription flowing")
+        wait_for(lambda: set(delta_ids(spark, lake)) == set(range(1, 10)), 60, "the other subscription flowing")
         time.sleep(max(0.0, 30 - (time.monotonic() - down_at)))
-        insert(cql, keyspace, [7, 8, 9])
-        wait_for(lambda: set(delta_ids(spark, lake)) == set(range(1, 10)), 60, "the other subscription, later")
-        assert registry.get("pg").state == "failing" and len(pg_ids(stack.postgres_dsn, schema)) == 3
+        insert(cql, keyspace, [10, 11, 12])
+        wait_for(lambda: set(delta_ids(spark, lake)) == set(range(1, 13)), 60, "the other subscription, later")
+        assert registry.get("pg").state == "failing" and len(pg_ids(stack.postgres_dsn, schema)) == 6
         time.sleep(max(0.0, 60 - (time.monotonic() - down_at)))
 
         relay.up()
         back_at = time.monotonic()
-        wait_for(lambda: len(pg_ids(stack.postgres_dsn, schema)) == 9, 90, "the sink caught up")
+        wait_for(lambda: len(pg_ids(stack.postgres_dsn, schema)) == 12, 90, "the sink caught up")
         print(f"\nsink back → caught up: {time.monotonic() - back_at:.1f} s")
         wait_for(lambda: registry.get("pg").state == "active", 30, "the subscription active again")
-        assert pg_ids(stack.postgres_dsn, schema) == Counter(range(1, 10))
-        assert delta_ids(spark, lake) == Counter(range(1, 10))
+        assert pg_ids(stack.postgres_dsn, schema) == Counter(range(1, 13))
+        assert delta_ids(spark, lake) == Counter(range(1, 13))
         assert registry.status("pg").retries >= 1
         assert registry.get("pg").last_error is None
     finally:
