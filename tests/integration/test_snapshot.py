@@ -164,7 +164,9 @@ def test_snapshot_then_log_equals_the_table_after_kill_9_mid_snapshot(spark, cql
     lake = tmp_path / "lake"
     control.create("copy", Change(table=f"{keyspace}.items", sink="delta", sink_config={"path": str(lake)},
                                   start="snapshot"))
-    step = max(50, PARTITIONS // 2)  # several micro-batches (about three times as many): a kill lands between two
+    # Several micro-batches, the first done within seconds at the first runner's pace (250 rows/s a
+    # range): a kill lands between two, whatever the table's size.
+    step = min(200, max(50, PARTITIONS // 2))
     settings = dict(lease_ttl=8, snapshot_step_partitions=step)
     # The first runner reads slowly, so the kill lands mid-snapshot; the second as fast as it can.
     first = runner_process(stack, base, tmp_path, "first", snapshot_rate_limit=250, **settings)
@@ -196,18 +198,19 @@ def test_snapshot_then_log_equals_the_table_after_kill_9_mid_snapshot(spark, cql
         writer.join(30)
         expected = table_now(cql, keyspace)
 
-        def delivered():
-            try:
-                return spark.read.format("delta").load(str(lake / "cdc_log")).collect()
-            except Exception:
-                return []
+        def log():
+            return spark.read.format("delta").load(str(lake / "cdc_log"))
 
-        def caught_up():
-            state = replayed(delivered())
-            return {k: normal(v) for k, v in state.items()} == {k: normal(v) for k, v in expected.items()}
+        def read_rows() -> int:
+            return log().where(f"`cdc$operation` = {R.ROW_READ}").count()
 
-        wait_for(caught_up, 180, "the sink's replayed log equal to SELECT * of the table")
-        rows = delivered()
+        # Every write made during the snapshot is one log row after it; counted in Spark while waiting,
+        # then the whole log compared once.
+        wait_for(lambda: log().where(f"`cdc$operation` != {R.ROW_READ}").count() >= sum(written.values()), 180,
+                 "the log rows of the writes made during the snapshot")
+        rows = log().collect()
+        state = {k: normal(v) for k, v in replayed(rows).items()}
+        assert state == {k: normal(v) for k, v in expected.items()}, "the sink's replayed log differs from SELECT *"
         reads = Counter((json.loads(r.key)["shop"], json.loads(r.key)["id"]) for r in rows
                         if r["cdc$operation"] == R.ROW_READ)
         assert max(reads.values()) == 1, "a row was read twice: a range restarted from its start"
@@ -234,8 +237,8 @@ def test_snapshot_then_log_equals_the_table_after_kill_9_mid_snapshot(spark, cql
                  "the snapshot of the reset finished")
         assert registry.snapshot_version("copy", 2).started > version.started
         assert all(p.snapshot_token == p.range_end for p in registry.progress("copy", 2))
-        wait_for(lambda: sum(1 for r in delivered() if r["cdc$operation"] == R.ROW_READ) - reads_before
-                 == len(expected), 120, "every row of the table read again after the reset")
+        wait_for(lambda: read_rows() - reads_before == len(expected), 120,
+                 "every row of the table read again after the reset")
     finally:
         stop_writes.set()
         for process in (first, second):
