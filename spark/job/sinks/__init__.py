@@ -96,7 +96,8 @@ def open_sink(spark: Any, kind: str, config: Mapping[str, str], *, app_id: str, 
         return KafkaSink(config.get("bootstrap_servers", kafka), config["topic"], app_id=app_id,
                          partitions=int(config.get("partitions", 3)),
                          replication_factor=int(config.get("replication_factor", 1)),
-                         format=config.get("format", "json"), registry_url=config.get("registry_url", registry))
+                         format=config.get("format", "json"), registry_url=config.get("registry_url", registry),
+                         transactions=config.get("transactions", "true").lower() == "true")
     if kind == "http":
         from .http import HttpSink
 

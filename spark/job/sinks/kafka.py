@@ -10,6 +10,11 @@ Each micro-batch is one Kafka transaction, and the transaction also writes the b
 topic `<topic>.ringtail` (compacted, keyed by the writer). A replayed batch the ledger already holds
 is skipped, and the transactional id (one per writer) fences a second writer of the same
 subscription, such as a runner that lost its lease without knowing it.
+
+For a cluster without transactions (`transactions=false`) the producer is idempotent instead and the
+batch id goes to the ledger once every record of the batch is acknowledged: at least once, since a
+crash between the two repeats the batch, with the same change ids in the headers for a reader to
+drop the repeats by.
 """
 from __future__ import annotations
 
@@ -44,14 +49,15 @@ class KafkaSinkError(RuntimeError):
 class KafkaSink:
     def __init__(self, bootstrap_servers: str, topic: str, *, app_id: str = "ringtail", partitions: int = 3,
                  replication_factor: int = 1, timeout: float = 60.0, format: str = "json",
-                 registry_url: str | None = None) -> None:
+                 registry_url: str | None = None, transactions: bool = True) -> None:
         if format not in FORMATS:
             raise ValueError(f"format {format!r}: one of {', '.join(FORMATS)}")
         if format == "avro" and not registry_url:
             raise ValueError("format avro needs the schema registry's URL")
         self.bootstrap_servers, self.topic, self.app_id = bootstrap_servers, topic, app_id
         self.partitions, self.replication_factor, self.timeout = partitions, replication_factor, timeout
-        self.format, self.registry_url = format, registry_url
+        self.format, self.registry_url, self.transactions = format, registry_url, transactions
+        self._failures: list[str] = []  # delivery reports refused in the running batch
         self.ledger, self.dead_letters = f"{topic}.ringtail", f"{topic}.dead-letters"
         self._producer: Producer | None = None
         self._written: int | None = None  # the newest batch id the ledger holds for this writer
@@ -65,12 +71,13 @@ class KafkaSink:
                       NewTopic(self.dead_letters, 1, self.replication_factor),
                       NewTopic(self.ledger, 1, self.replication_factor, config={"cleanup.policy": "compact"})):
             create_topic(admin, topic, never, self.timeout)
-        self._producer = Producer({
-            "bootstrap.servers": self.bootstrap_servers,
-            "transactional.id": f"ringtail-sink-{self.app_id}",
-            "enable.idempotence": True, "acks": "all", "linger.ms": 5, "compression.type": "lz4",
-        })
-        self._producer.init_transactions(self.timeout)  # also fences an older writer of this id
+        config = {"bootstrap.servers": self.bootstrap_servers, "enable.idempotence": True, "acks": "all",
+                  "linger.ms": 5, "compression.type": "lz4"}
+        if self.transactions:
+            config["transactional.id"] = f"ringtail-sink-{self.app_id}"
+        self._producer = Producer(config)
+        if self.transactions:
+            self._producer.init_transactions(self.timeout)  # also fences an older writer of this id
         self._written = self._read_ledger()
         self._encode_row, self._encode_dead_letter = self._encoders()
 
@@ -120,20 +127,24 @@ class KafkaSink:
             log.info("batch %d of %s is in %s already; skipped", batch_id, self.app_id, self.topic)
             return
         producer = self._producer
-        producer.begin_transaction()
+        self._begin()
         try:
             sent = self._produce(self.topic, ((bytes(r.partition_key), self._encode_row(r), r.change_id)
                                               for r in rows.orderBy(*(f"`{c}`" for c in _ORDER)).toLocalIterator()))
             dead = self._produce(self.dead_letters, ((None, self._encode_dead_letter(r), r.change_id) for r in
                                                      dead_letters.orderBy("topic", "partition", "offset")
                                                      .toLocalIterator()))
-            producer.produce(self.ledger, key=f"batch:{self.app_id}".encode(), value=str(batch_id).encode())
-            producer.commit_transaction(self.timeout)
+            if not self.transactions:
+                self._acknowledged()  # the batch's records, before the ledger says it is written
+            producer.produce(self.ledger, key=f"batch:{self.app_id}".encode(), value=str(batch_id).encode(),
+                             on_delivery=self._report)
+            self._commit()
         except Exception as exc:
-            try:
-                producer.abort_transaction(self.timeout)
-            except KafkaException:
-                pass  # a fenced or fatal producer: the next prepare starts over
+            if self.transactions:
+                try:
+                    producer.abort_transaction(self.timeout)
+                except KafkaException:
+                    pass  # a fenced or fatal producer: the next prepare starts over
             raise KafkaSinkError(f"batch {batch_id} not written to {self.topic}: {exc}") from exc
         self._written = batch_id
         log.info("batch %d: %d log rows and %d dead letters committed to %s", batch_id, sent, dead, self.topic)
@@ -142,9 +153,31 @@ class KafkaSink:
         count = 0
         for key, value, change_id in records:
             headers = [("ringtail-change-id", change_id.encode())] if change_id else None
-            produce(self._producer, topic, key, value, headers=headers)
+            produce(self._producer, topic, key, value, headers=headers, on_delivery=self._report)
             count += 1
         return count
+
+    def _begin(self) -> None:
+        self._failures = []
+        if self.transactions:
+            self._producer.begin_transaction()
+
+    def _report(self, error, message) -> None:
+        if error is not None:
+            self._failures.append(f"{message.topic()}: {error.str()}")
+
+    def _acknowledged(self) -> None:
+        """Wait until every record queued is acknowledged; raise when one was refused."""
+        left = self._producer.flush(self.timeout)
+        if left or self._failures:
+            raise KafkaSinkError(self._failures[0] if self._failures else
+                                 f"{left} records unacknowledged after {self.timeout:.0f} s")
+
+    def _commit(self) -> None:
+        if self.transactions:
+            self._producer.commit_transaction(self.timeout)
+        else:
+            self._acknowledged()
 
     def close(self) -> None:
         # The client closes when freed; a transaction left open by a batch cut short is aborted
@@ -154,10 +187,10 @@ class KafkaSink:
     def publish_generations(self, generations: Generations) -> None:
         """The generations, as JSON, under the key `generations` of the ledger topic (compacted: the
         newest stays)."""
-        producer = self._producer
-        producer.begin_transaction()
-        producer.produce(self.ledger, key=b"generations", value=json.dumps(generations_json(generations)).encode())
-        producer.commit_transaction(self.timeout)
+        self._begin()
+        self._producer.produce(self.ledger, key=b"generations", on_delivery=self._report,
+                               value=json.dumps(generations_json(generations)).encode())
+        self._commit()
 
 
 def _json(value: dict) -> bytes:

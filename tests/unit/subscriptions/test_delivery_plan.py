@@ -99,3 +99,6 @@ def test_a_kafka_format_is_checked_at_create():
             "topic": "t", "format": "avro", "registry_url": "registry:8081"}))
     assert Subscription.create("k", Change(table="shop.orders", sink="kafka", sink_config={
         "topic": "t", "format": "avro", "registry_url": "http://registry:8081"})).sink_config["format"] == "avro"
+    with pytest.raises(InvalidSubscription, match=re.escape("transactions = 'sometimes': true or false")):
+        Subscription.create("k", Change(table="shop.orders", sink="kafka", sink_config={
+            "topic": "t", "transactions": "sometimes"}))
