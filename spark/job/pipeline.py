@@ -13,6 +13,7 @@ import logging
 import os
 import sys
 import threading
+import time
 from collections.abc import Callable, Mapping, MutableMapping
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -42,7 +43,15 @@ DEDUP_TIME = "dedup_time"
 LATE_METRICS, LATE_ROWS = "late", "late_rows"
 
 
+def use_utc() -> None:
+    """Put this process in UTC. PySpark hands a collected timestamp to Python as a naive time in the
+    process's zone, whatever `spark.sql.session.timeZone` says; the sinks read naive times as UTC."""
+    os.environ["TZ"] = "UTC"
+    time.tzset()
+
+
 def spark_session(settings: StreamSettings) -> SparkSession:
+    use_utc()
     builder = SparkSession.builder.appName(f"ringtail-{settings.app_id}")
     if settings.spark_master:
         builder = builder.master(settings.spark_master)

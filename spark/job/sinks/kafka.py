@@ -1,4 +1,4 @@
-"""Kafka: log rows as JSON records on a topic of their own, exactly once for `read_committed` readers.
+"""Kafka: log rows as JSON or Avro records on a topic of their own, exactly once for `read_committed` readers.
 
 Each record is keyed by the change's serialized partition key (a partition's changes stay in order on
 one Kafka partition), valued by the log row as JSON (`format=json`, the default) or as Avro in
