@@ -10,9 +10,9 @@ once as a persisted Spark DataFrame (local[2]), so each sink is timed on its own
 `prepare()` and one warm-up write of 1,000 rows that is not counted. The sinks run in turns (A B C …,
 then again in the reverse order), R rounds; the best round of each is shown as rows/s.
 
-`kafka` writes JSON values, `kafka-avro` Avro through the registry. HTTP posts to a local receiver in this process that accepts every request (the floor of the JSON
-encoding and the HTTP round trips, not of any real service). Needs the local stack
-(`deploy/local/start`); prints figures, asserts nothing.
+`kafka` writes JSON values, `kafka-avro` Avro through the registry. HTTP posts to a local receiver in
+this process that accepts every request (the floor of the JSON encoding and the HTTP round trips, not
+of any real service). Needs the local stack (`deploy/local/start`); prints figures, asserts nothing.
 """
 from __future__ import annotations
 

@@ -18,6 +18,7 @@ STATES = ("active", "paused", "cancelled", "failing")
 OPERATIONS = ("insert", "update", "delete")
 STARTS = ("now", "earliest", "snapshot")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]{0,99}\Z")
+KAFKA_FORMATS = ("json", "avro")  # the Kafka sink's record values
 
 
 class InvalidSubscription(ValueError):
@@ -79,7 +80,7 @@ SINKS: dict[str, SinkSpec] = {
                       frozenset({"bootstrap_servers", "partitions", "replication_factor", "format", "registry_url",
                                  "transactions"}),
                       {"partitions": _positive(int), "replication_factor": _positive(int),
-                       "format": _one_of("json", "avro"), "registry_url": _http_url, "transactions": _boolean}),
+                       "format": _one_of(*KAFKA_FORMATS), "registry_url": _http_url, "transactions": _boolean}),
     "http": SinkSpec(frozenset({"url"}), frozenset({"batch_size", "timeout", "token", "verify", "attempts"}),
                      {"url": _http_url, "batch_size": _positive(int), "timeout": _positive(float),
                       "verify": _boolean, "attempts": _positive(int)}),

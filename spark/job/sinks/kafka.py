@@ -32,10 +32,10 @@ from pyspark.sql import DataFrame, Row
 from connector.kafka import create_topic, produce
 from spark.job import rows as R
 from spark.streams.generations import Generations
+from spark.subscriptions.model import KAFKA_FORMATS
 
 from .json_rows import dead_letter_json, generations_json, log_row_json
 
-FORMATS = ("json", "avro")
 Encode = Callable[[Row], bytes]
 
 log = logging.getLogger(__name__)
@@ -50,8 +50,8 @@ class KafkaSink:
     def __init__(self, bootstrap_servers: str, topic: str, *, app_id: str = "ringtail", partitions: int = 3,
                  replication_factor: int = 1, timeout: float = 60.0, format: str = "json",
                  registry_url: str | None = None, transactions: bool = True) -> None:
-        if format not in FORMATS:
-            raise ValueError(f"format {format!r}: one of {', '.join(FORMATS)}")
+        if format not in KAFKA_FORMATS:
+            raise ValueError(f"format {format!r}: one of {', '.join(KAFKA_FORMATS)}")
         if format == "avro" and not registry_url:
             raise ValueError("format avro needs the schema registry's URL")
         self.bootstrap_servers, self.topic, self.app_id = bootstrap_servers, topic, app_id
