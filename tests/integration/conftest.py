@@ -13,6 +13,22 @@ from spark.subscriptions.control import Control, spark_filter_check
 from spark.subscriptions.registry import SubscriptionRegistry
 from tests.integration.pipeline import EventConsumer
 
+LOG_TAIL = 60  # lines of each connector log shown with a failed test
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    """A failed test's report carries the end of each connector log it wrote (they live in its
+    tmp_path): CI shows only what pytest prints, and the connector's side is half the story."""
+    report = yield
+    tmp_path = getattr(item, "funcargs", {}).get("tmp_path")
+    if report.failed and tmp_path is not None:
+        for log in sorted(tmp_path.glob("**/*.log")):
+            if log.is_file() and log.suffix == ".log" and log.with_suffix(".yaml").exists():
+                lines = log.read_text(errors="replace").splitlines()[-LOG_TAIL:]
+                report.sections.append((f"connector log {log.name} (last {LOG_TAIL} lines)", "\n".join(lines)))
+    return report
+
 
 @pytest.fixture
 def pipeline(stack, tmp_path):

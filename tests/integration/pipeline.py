@@ -2,11 +2,12 @@
 (the connector process itself is `deploy.local.processes.ConnectorProcess`)."""
 from __future__ import annotations
 
+import re
 import threading
 import time
 import uuid
 
-from confluent_kafka import Consumer
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPartition
 from confluent_kafka.schema_registry import SchemaRegistryClient
 from confluent_kafka.schema_registry.avro import AvroDeserializer
 from confluent_kafka.serialization import MessageField, SerializationContext
@@ -15,20 +16,43 @@ from deploy.local.endpoints import Stack
 
 
 class EventConsumer:
-    """Every event of the topics matching `^<prefix>\\.`, decoded through the registry."""
+    """Every event of the topics matching `^<prefix>\\.<keyspace>.<table>$` (not dead letters), decoded
+    through the registry, each partition read from its start.
+
+    Partitions are assigned by hand as their topics appear, not through a consumer group's regex
+    subscription: a group's consumer was seen, in CI, not to pick up a topic created after it
+    subscribed, and not to fetch again after its broker restarted, while the events were in Kafka."""
 
     def __init__(self, stack: Stack, prefix: str) -> None:
         self.registry = SchemaRegistryClient({"url": stack.registry_url})
         self.deserialize = AvroDeserializer(self.registry)
         self.consumer = Consumer({"bootstrap.servers": stack.kafka_bootstrap, "group.id": f"test-{uuid.uuid4()}",
-                                  "auto.offset.reset": "earliest", "topic.metadata.refresh.interval.ms": 500})
-        self.consumer.subscribe([f"^{prefix.replace('.', '[.]')}[.][^.]+[.][^.]+$"])  # table topics, not dead letters
+                                  "enable.auto.commit": False})
+        self.topics = re.compile(f"^{re.escape(prefix)}[.][^.]+[.][^.]+$")
+        self.assigned: set[tuple[str, int]] = set()
+        self.looked = 0.0
         self.events: list[dict] = []
         self._closed = False
+
+    def assign_new_partitions(self) -> None:
+        """Read each partition of a matching topic from its start, once; looked up at most once a second."""
+        if time.monotonic() - self.looked < 1:
+            return
+        self.looked = time.monotonic()
+        try:
+            metadata = self.consumer.list_topics(timeout=5)
+        except KafkaException:  # broker unreachable: look again later
+            return
+        new = [(name, p) for name, topic in metadata.topics.items() if self.topics.match(name) and not topic.error
+               for p in topic.partitions if (name, p) not in self.assigned]
+        if new:
+            self.consumer.incremental_assign([TopicPartition(name, p, OFFSET_BEGINNING) for name, p in new])
+            self.assigned.update(new)
 
     def until(self, predicate, timeout: float = 60) -> list[dict]:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
+            self.assign_new_partitions()
             message = self.consumer.poll(0.5)
             if message is None or message.error():
                 if predicate(self.events):
@@ -42,7 +66,7 @@ class EventConsumer:
         raise AssertionError(f"events did not arrive within {timeout} s ({len(self.events)} so far)")
 
     def close(self, timeout: float = 5) -> None:
-        """Leave the group; a consumer that lost its broker can block in close, so the test run does not
+        """Close the consumer; one that lost its broker can block in close, so the test run does not
         wait for it longer than `timeout`."""
         if self._closed:
             return

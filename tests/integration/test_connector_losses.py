@@ -175,8 +175,7 @@ def test_a_second_connector_on_the_same_cdc_raw_refuses_to_start(stack, pipeline
 
 def reconnected(consumer: EventConsumer, stack, prefix: str) -> EventConsumer:
     """A new consumer reading every event from the start, in place of one made before its broker
-    restarted: such a consumer was seen, in CI, not to fetch again within minutes (the events were in
-    Kafka, each once)."""
+    restarted, so what it reads does not depend on how a client recovers its fetch state."""
     consumer.close()
     return EventConsumer(stack, prefix)
 
