@@ -45,6 +45,11 @@ def _branch(schema):
     return schema
 
 
+def as_is(value):
+    """The reader of a datum that is already JSON-able (value_reader's answer for primitive schemas)."""
+    return value
+
+
 def value_reader(schema) -> Callable:
     """A function turning an Avro datum of `schema` into a JSON-able value: bytes as "0x…" hex, maps as
     [key, value] pairs (keys may be any value), tuples as lists, UDTs as objects by CQL field name.
@@ -54,7 +59,7 @@ def value_reader(schema) -> Callable:
     if schema == "bytes":
         return lambda v: None if v is None else "0x" + v.hex()
     if isinstance(schema, str):
-        return lambda v: v
+        return as_is
     logical = _LOGICAL.get(schema.get("logicalType"))
     if logical is not None:
         return lambda v: v if v is None or isinstance(v, (int, str)) else logical(v)
@@ -74,7 +79,7 @@ def value_reader(schema) -> Callable:
         if schema["name"] == TUPLE:
             return lambda v: None if v is None else [conv(v[name]) for name, _, conv in fields]
         return lambda v: None if v is None else {cql: conv(v[name]) for name, cql, conv in fields}
-    return lambda v: v  # enum, fixed: not produced by the connector
+    return as_is  # enum, fixed: not produced by the connector
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from connector.avro.reader import value_reader
+from connector.avro.reader import as_is, value_reader
 from connector.avro.types import value_type
 from connector.cql import CqlType, UserType, maybe_quote, parse_type
 from connector.cql.composite import compose
@@ -43,11 +43,18 @@ def column_json(cql: CqlType, namespace: str) -> Callable[[bytes], Any]:
     decode = cql.decode_or_empty
     if isinstance(cql, UserType) and cql.multi_cell:
         return lambda raw: {k: v for k, v in read(convert(decode(raw))).items() if v is not None}
+    if avro.convert is None and read is as_is:  # the decoded value is the JSON one (numbers, text)
+        return decode
     return lambda raw: read(convert(decode(raw)))
 
 
 # One encoder for every value: `json.dumps` with options builds a new one per call.
 _dumps = json.JSONEncoder(ensure_ascii=False).encode
+
+
+def _json_text(value: Any) -> str:
+    """`_dumps(value)`; an int's text directly (the encoder's slow path, and the commonest value)."""
+    return str(value) if type(value) is int else _dumps(value)
 
 
 @dataclass(frozen=True)
@@ -112,7 +119,7 @@ class TableRows:
                 p += 3 if cell.ttl else 2
                 if raw is None:
                     continue
-                columns.append((cell.name, _dumps(cell.json(raw))))
+                columns.append((cell.name, _json_text(cell.json(raw))))
                 if written is not None:
                     w = int.from_bytes(written, "big", signed=True)
                     newest = w if newest is None else max(newest, w)
@@ -136,13 +143,15 @@ class TableRows:
 
 
 def paged(session: Any, statement: Any, values: tuple, fetch_size: int) -> Iterator[list[tuple]]:
-    """The pages of a statement's result, one list of rows at a time."""
+    """The pages of a statement's result, one list of rows at a time; the next page is asked for
+    before the current one is handed on, so Cassandra reads it while the caller converts this one."""
     statement.fetch_size = fetch_size
-    result = session.execute(statement, values)
-    while True:
+    pending = session.execute_async(statement, values)
+    while pending is not None:
+        result = pending.result()
         page = list(result.current_rows)
+        paging_state = result.paging_state
+        pending = None if paging_state is None else session.execute_async(statement, values,
+                                                                          paging_state=paging_state)
         if page:
             yield page
-        if not result.has_more_pages:
-            return
-        result.fetch_next_page()
