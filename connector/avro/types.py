@@ -78,7 +78,7 @@ def avro_type(cql: CqlType, namespace: str, hashable: bool = False) -> AvroType:
     return AvroType(dict(schema) if isinstance(schema, dict) else schema, _NATIVE_CONVERT.get(cql.cql))
 
 
-def _varint_text(value: int) -> str:
+def varint_text(value: int) -> str:
     try:
         return str(value)
     except ValueError:  # beyond Python's int-to-text digit limit; Decimal has none
@@ -101,7 +101,7 @@ _NATIVE: dict[str, Any] = {
 }
 # uuid, date and timestamp values (UUID, date, aware datetime, or int beyond Python's date
 # range) are turned into their datum by fastavro's logical type writers.
-_NATIVE_CONVERT: dict[str, Convert] = {"varint": _varint_text, "decimal": str, "inet": str}
+_NATIVE_CONVERT: dict[str, Convert] = {"varint": varint_text, "decimal": str, "inet": str}
 _TEXT_KEYS = ("ascii", "text")  # varchar parses to text
 
 

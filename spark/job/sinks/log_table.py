@@ -161,15 +161,17 @@ class LogLayout:
         )
 
     @classmethod
-    def of_table(cls, table: Table, user_types: Mapping[str, UserTypeDefinition]) -> LogLayout:
-        """The layout for a base table as system_schema describes it; counters are not logged."""
+    def of_table(cls, table: Table, user_types: Mapping[str, UserTypeDefinition], counters: bool = False
+                 ) -> LogLayout:
+        """The layout for a base table as system_schema describes it; counters only with `counters`
+        (a Cassandra table cannot hold them beside other columns, as ScyllaDB's log does not)."""
         udts = _definitions(user_types)
         by_name = {u.name: u for u in udts}
         keys = tuple((c.name, c.type) for c in (*table.partition_key, *table.clustering))
         data = tuple(
             data_column(c.name, c.type, by_name, table.keyspace)
             for c in sorted((*table.static_columns, *table.regular_columns), key=lambda c: c.name)
-            if c.type != "counter"
+            if counters or c.type != "counter"
         )
         return cls(table.keyspace, table.name, keys, data, udts)
 
@@ -200,7 +202,7 @@ def _definitions(user_types: Mapping[str, Any]) -> tuple[UdtDefinition, ...]:
     )
 
 
-def _items(mapping: Any) -> Iterable[tuple[Any, Any]]:
+def entries(mapping: Any) -> Iterable[tuple[Any, Any]]:
     """Entries of a map column: a dict (Spark Row) or a list of pairs (Arrow to_pylist)."""
     if mapping is None:
         return ()
@@ -256,7 +258,7 @@ class LogRowEncoder:
         values[5] = row[END_OF_BATCH]
         for name, value in json.loads(row["key"]).items():
             self._set(values, self._keys, name, value, skip_unknown)
-        for name, text in _items(row["columns"]):
+        for name, text in entries(row["columns"]):
             self._set(values, self._values, name, None if text is None else json.loads(text), skip_unknown)
         for name in row["deleted_columns"] or ():
             position = self._deleted.get(name)
@@ -264,7 +266,7 @@ class LogRowEncoder:
                 values[position] = True
             elif not skip_unknown:
                 raise UnknownColumn(name)
-        for name, text in _items(row["deleted_elements"]):
+        for name, text in entries(row["deleted_elements"]):
             self._set(values, self._elements, name, None if text is None else json.loads(text), skip_unknown)
         values[-1] = row["write_time_us"]
         return values
