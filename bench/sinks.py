@@ -10,7 +10,8 @@ once as a persisted Spark DataFrame (local[2]), so each sink is timed on its own
 `prepare()` and one warm-up write of 1,000 rows that is not counted. The sinks run in turns (A B C …,
 then again in the reverse order), R rounds; the best round of each is shown as rows/s.
 
-`kafka` writes JSON values, `kafka-avro` Avro through the registry. HTTP posts to a local receiver in
+`delta` writes the one JSON log, `delta-typed` the table's typed log (`layout=typed`); `kafka` writes
+JSON values, `kafka-avro` Avro through the registry. HTTP posts to a local receiver in
 this process that accepts every request (the floor of the JSON encoding and the HTTP round trips, not
 of any real service). Needs the local stack (`deploy/local/start`); prints figures, asserts nothing.
 """
@@ -36,8 +37,8 @@ from spark.job.sinks import open_sink  # noqa: E402
 from deploy.local.receiver import Receiver  # noqa: E402
 
 # Each a sink kind, with a variant of its settings after a dash.
-SINKS = ("delta", "postgres", "mysql", "cassandra", "kafka", "kafka-avro", "http")
-_VARIANTS = {"kafka-avro": {"format": "avro"}}
+SINKS = ("delta", "delta-typed", "postgres", "mysql", "cassandra", "kafka", "kafka-avro", "http")
+_VARIANTS = {"delta-typed": {"layout": "typed"}, "kafka-avro": {"format": "avro"}}
 # The rows' source table; the Cassandra sink reads its schema to lay out the log table beside it.
 BENCH_KEYSPACE = "ringtail_bench"
 

@@ -15,6 +15,7 @@ from pydantic_settings import NoDecode, SettingsConfigDict
 
 from connector.avro.serializer import topic_name
 from connector.settings import FileSettings, split_hosts
+from spark.subscriptions.model import DELTA_LAYOUTS
 
 
 class StreamSettings(FileSettings):
@@ -83,6 +84,7 @@ class JobSettings(StreamSettings):
 
     sink: Literal["delta", "postgres", "cassandra"] = "delta"
     delta_path: Path = Path("ringtail-delta")
+    delta_layout: Literal[DELTA_LAYOUTS] = "log"  # one JSON log, or a typed log per table (spark.job.sinks.delta)
     postgres_dsn: str = "postgresql://ringtail@127.0.0.1:5432/ringtail"
     postgres_schema: str = "ringtail"
 

@@ -19,6 +19,7 @@ OPERATIONS = ("insert", "update", "delete")
 STARTS = ("now", "earliest", "snapshot")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]{0,99}\Z")
 KAFKA_FORMATS = ("json", "avro")  # the Kafka sink's record values
+DELTA_LAYOUTS = ("log", "typed")  # the Delta sink's: one JSON log, or a typed log per table
 
 
 class InvalidSubscription(ValueError):
@@ -72,7 +73,7 @@ class SinkSpec:
 
 # The sinks a subscription can deliver to, and the settings each takes.
 SINKS: dict[str, SinkSpec] = {
-    "delta": SinkSpec(frozenset({"path"})),
+    "delta": SinkSpec(frozenset({"path"}), frozenset({"layout"}), {"layout": _one_of(*DELTA_LAYOUTS)}),
     "postgres": SinkSpec(frozenset({"dsn"}), frozenset({"schema"})),
     "cassandra": SinkSpec(frozenset(), frozenset({"hosts", "port", "keyspace"}), {"port": _positive(int)}),
     "mysql": SinkSpec(frozenset({"dsn"}), typed={"dsn": _mysql_dsn}),

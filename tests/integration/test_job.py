@@ -2,6 +2,7 @@
 (decoding through the real registry, stream ids, replica copies removed) → Delta tables."""
 from __future__ import annotations
 
+import datetime as dt
 import json
 import re
 import signal
@@ -372,12 +373,21 @@ def test_a_batch_replayed_after_a_crash_is_written_once(spark, cql, keyspace, jo
     assert sorted(delivered) == list(range(100))
 
 
-def test_schema_change_mid_stream(spark, cql, keyspace, job):
+def test_schema_change_mid_stream(spark, cql, keyspace, job, stack, tmp_path):
+    """Columns added and dropped between writes: the JSON log holds each row's own columns; Delta's
+    typed log gains the added column and keeps the dropped one's values in its typed column."""
     connector, consumer, settings = job
+    typed = settings.model_copy(update={"checkpoint_dir": tmp_path / "checkpoint-typed"})
+
+    def run_typed() -> None:
+        run_available(spark, typed, DeltaSink(spark, tmp_path / "typed", settings.app_id, layout="typed",
+                                              cluster=([stack.cassandra_host], stack.cassandra_port)))
+
     cql.execute(f"CREATE TABLE {keyspace}.kv (k int PRIMARY KEY, v text) WITH cdc = true")
     cql.execute(f"INSERT INTO {keyspace}.kv (k, v) VALUES (1, 'before')")
     # Read before the ADD, so row 1 is written with the schema version before it (else the race decides).
     consumer.until(has_marker(write_marker(cql, keyspace)))
+    run_typed()  # the typed log is made with the columns of now: k, v
     cql.execute(f"ALTER TABLE {keyspace}.kv ADD extra map<text, int>")
     cql.execute(f"INSERT INTO {keyspace}.kv (k, v, extra) VALUES (2, 'after', {{'a': 1}})")
     # Read before the DROP: a change read after it has its dropped column's cells dead (schemas/README.md).
@@ -387,11 +397,16 @@ def test_schema_change_mid_stream(spark, cql, keyspace, job):
     consumer.until(has_marker(write_marker(cql, keyspace)))
 
     run_available(spark, settings)
+    run_typed()
 
     rows = {json.loads(r["key"])["k"]: r for r in log_rows(spark, settings, keyspace, "kv")}
     assert {k: {c: json.loads(v) for c, v in r["columns"].items()} for k, r in rows.items()} == {
         1: {"v": "before"}, 2: {"v": "after", "extra": [["a", 1]]}, 3: {"extra": [["b", 2]]}}
     assert len({r["source"]["schema_id"] for r in rows.values()}) >= 2  # versions changed mid-stream
+    in_typed = spark.read.format("delta").load(str(tmp_path / "typed" / "typed" / keyspace / "kv"))
+    assert dict(in_typed.dtypes)["extra"] == "map<string,int>"
+    assert {r["k"]: (r["v"], r["extra"], r["cdc$other_columns"]) for r in in_typed.toArrow().to_pylist()} == {
+        1: ("before", None, None), 2: ("after", [("a", 1)], None), 3: (None, [("b", 2)], None)}
 
 
 def test_undecodable_records_and_changes_before_any_generation_are_dead_letters(spark, cql, keyspace, job,
@@ -494,7 +509,8 @@ def test_every_column_type_reaches_every_sink_as_cql_returns_it(spark, cql, keys
     """One row of every type of schemas/example.cql (nested ones, quoted names) written with CQL: the
     Cassandra sink's log row holds what SELECT returns of the base row (a non-frozen list as the
     ScyllaDB log holds it, its elements by timeuuid), and Delta, PostgreSQL, MariaDB, the HTTP receiver
-    and the Kafka sink's topic hold the same values under the same CQL names."""
+    and the Kafka sink's topic hold the same values under the same CQL names; Delta's typed layout holds
+    them in their own Spark types, which read back as the same values."""
     import psycopg
 
     from spark.job.sinks.cassandra import CassandraSink
@@ -519,6 +535,8 @@ def test_every_column_type_reaches_every_sink_as_cql_returns_it(spark, cql, keys
                                  transactions=False),
         "mysql": MySqlSink(mysql_database(stack, f"{keyspace}_every"), app_id=settings.app_id),
         "delta": DeltaSink(spark, settings.delta_path, settings.app_id),
+        "delta-typed": DeltaSink(spark, tmp_path / "typed", settings.app_id, layout="typed",
+                                 cluster=([stack.cassandra_host], stack.cassandra_port)),
         "postgres": PostgresSink(stack.postgres_dsn, schema=schema, app_id=settings.app_id),
         "cassandra": CassandraSink(hosts=[stack.cassandra_host], port=stack.cassandra_port,
                                    keyspace=settings.generations_keyspace),
@@ -577,6 +595,41 @@ def test_every_column_type_reaches_every_sink_as_cql_returns_it(spark, cql, keys
     conn.close()
     drop_mysql_database(stack, sinks["mysql"].dsn)
     assert in_mysql == in_delta
+    # The typed log, read as Arrow values, in the JSON log's forms (a non-frozen list by element timeuuid).
+    typed = spark.read.format("delta").load(str(tmp_path / "typed" / "typed" / keyspace / "everything"))
+    assert dict(typed.dtypes)["v_timestamp"] == "timestamp" and dict(typed.dtypes)["v_date"] == "date"
+    in_typed = merged([{name: json_form(row[name]) for name in columns}
+                       for row in typed.toArrow().to_pylist()])
+    for name in ("l", "n_udt_list"):
+        in_typed[name] = dict(in_typed[name])
+    assert in_typed == without_nulls(in_delta)
+
+
+def json_form(value):
+    """A value of Delta's typed log (as Arrow reads it) in the JSON log's conventions: times as ms, dates
+    as days, blobs as 0x…, maps as [key, value] pairs, tuples as arrays; null UDT fields left out."""
+    if isinstance(value, dt.datetime):
+        return (value - dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)) // dt.timedelta(milliseconds=1)
+    if isinstance(value, dt.date):
+        return (value - dt.date(1970, 1, 1)).days
+    if isinstance(value, bytes):
+        return "0x" + value.hex()
+    if isinstance(value, dict):
+        if list(value) == [f"_{i}" for i in range(1, len(value) + 1)]:
+            return [json_form(v) for v in value.values()]
+        return {k: json_form(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [[json_form(e[0]), json_form(e[1])] if isinstance(e, tuple) else json_form(e) for e in value]
+    return value
+
+
+def without_nulls(value):
+    """JSON with the null fields of objects left out (the typed log reads a missing UDT field as null)."""
+    if isinstance(value, dict):
+        return {k: without_nulls(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [without_nulls(v) for v in value]
+    return value
 
 
 def merged(rows: list[dict]) -> dict:

@@ -1,19 +1,38 @@
 """Delta Lake tables on any Hadoop-compatible path (local disk by default).
 
-`cdc_log` (partitioned by keyspace and table) and `dead_letters` are appended to with Delta's
-idempotent writes: the transaction carries (app id, batch id), and Delta skips a write whose
-version it has already committed for that app id, so a replayed batch adds nothing.
+Two layouts of the log. `log` (the default): one `cdc_log` table for every base table (partitioned by
+keyspace and table), values as JSON text. `typed`: a table per base table, `typed/<keyspace>/<table>`,
+in ScyllaDB's CDC log layout with every column in its own Spark type (`typed_log`); it gains columns
+when its base table does (Delta's schema merge), and its names keep any character (column mapping by
+name). Rows of a table that no longer exists and never had a typed log go to `cdc_log`, so none is lost.
+
+Every table is appended to with Delta's idempotent writes: the transaction carries (app id, batch id),
+and Delta skips a write whose version it has already committed for that app id, so a replayed batch
+adds nothing. Dead letters go to `dead_letters`.
 """
 from __future__ import annotations
 
+import dataclasses
+import functools
+import logging
+from collections.abc import Sequence
 from pathlib import Path
 
+from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, BinaryType, LongType, StructField, StructType, TimestampType
 
+from connector.schema.loader import read_table
+from connector.schema.session import connect
 from spark.streams.generations import Generations
+from spark.subscriptions.model import DELTA_LAYOUTS
 
 from . import utc_time
+from .log_table import LogLayout
+from .typed_log import TypedLog
+
+log = logging.getLogger(__name__)
 
 TIMESTAMPS = StructType([StructField("time", TimestampType(), False), StructField("expired", TimestampType())])
 STREAMS = StructType([StructField("time", TimestampType(), False), StructField("range_end", LongType(), False),
@@ -21,10 +40,19 @@ STREAMS = StructType([StructField("time", TimestampType(), False), StructField("
 
 
 class DeltaSink:
-    def __init__(self, spark: SparkSession, path: Path | str, app_id: str = "ringtail") -> None:
+    def __init__(self, spark: SparkSession, path: Path | str, app_id: str = "ringtail", layout: str = "log",
+                 cluster: tuple[Sequence[str], int] | None = None) -> None:
+        """`cluster`: where the `typed` layout reads its base tables' schemas."""
+        if layout not in DELTA_LAYOUTS:
+            raise ValueError(f"layout {layout!r}: one of {', '.join(DELTA_LAYOUTS)}")
+        if layout == "typed" and cluster is None:
+            raise ValueError("the typed layout needs the Cassandra cluster, for its tables' schemas")
         self.spark = spark
         self.path = str(path).rstrip("/")
         self.app_id = app_id
+        self.layout = layout
+        self.cluster = cluster
+        self._session = None
 
     def table(self, name: str) -> str:
         return f"{self.path}/{name}"
@@ -33,16 +61,59 @@ class DeltaSink:
         pass  # Delta creates a table with its first write
 
     def close(self) -> None:
-        pass  # nothing is held between batches
+        if self._session is not None:
+            self._session.cluster.shutdown()
+            self._session = None
 
-    def _append(self, frame: DataFrame, name: str, batch_id: int, *partitioning: str) -> None:
+    def _append(self, frame: DataFrame, name: str, batch_id: int, *partitioning: str, **options: str) -> None:
         (frame.write.format("delta").mode("append").partitionBy(*partitioning)
-         .option("txnAppId", f"{self.app_id}:{name}").option("txnVersion", batch_id)
+         .option("txnAppId", f"{self.app_id}:{name}").option("txnVersion", batch_id).options(**options)
          .save(self.table(name)))
 
     def write(self, rows: DataFrame, dead_letters: DataFrame, batch_id: int) -> None:
-        self._append(rows, "cdc_log", batch_id, "keyspace", "table")
+        if self.layout == "typed":
+            rows = self._write_typed(rows, batch_id)
+        if rows is not None:
+            self._append(rows, "cdc_log", batch_id, "keyspace", "table")
         self._append(dead_letters, "dead_letters", batch_id)
+
+    def _write_typed(self, rows: DataFrame, batch_id: int) -> DataFrame | None:
+        """Each table's rows to its typed log; the rows of tables without one (for `cdc_log`), or None."""
+        untyped = []
+        for keyspace, table in rows.select("keyspace", "table").distinct().collect():
+            name = f"typed/{keyspace}/{table}"
+            typed = self._typed_log(keyspace, table, name)
+            if typed is None:
+                log.warning("%s.%s no longer exists and has no typed log: its rows go to cdc_log", keyspace, table)
+                untyped.append((keyspace, table))
+                continue
+            frame = rows.where((F.col("keyspace") == keyspace) & (F.col("table") == table))
+            self._append(frame.mapInArrow(typed.encode(), typed.schema), name, batch_id, mergeSchema="true",
+                         **{"delta.columnMapping.mode": "name"})
+        if not untyped:
+            return None
+        return rows.where(functools.reduce(
+            lambda a, b: a | b, [(F.col("keyspace") == k) & (F.col("table") == t) for k, t in untyped]))
+
+    def _typed_log(self, keyspace: str, table: str, name: str) -> TypedLog | None:
+        """The base table's columns and those its typed log already has (a column dropped since keeps
+        taking the values of rows written before the drop); None: neither exists."""
+        if self._session is None:
+            _, self._session = connect(*self.cluster)
+        base, user_types = read_table(self._session, keyspace, table)
+        try:
+            existing = TypedLog.of_schema(keyspace, table, self.spark.read.format("delta").load(
+                self.table(name)).schema, user_types).layout
+        except AnalysisException:  # no typed log yet
+            existing = None
+        if base is None:
+            return None if existing is None else TypedLog(existing)
+        layout = LogLayout.of_table(base, user_types, counters=True)
+        if existing is not None:
+            dropped = [c for c in existing.data_columns if c.name not in layout.data_names]
+            layout = dataclasses.replace(layout, data_columns=tuple(sorted(
+                (*layout.data_columns, *dropped), key=lambda c: c.name)))
+        return TypedLog(layout)
 
     def publish_generations(self, generations: Generations) -> None:
         known = generations.generations

@@ -102,3 +102,10 @@ def test_a_kafka_format_is_checked_at_create():
     with pytest.raises(InvalidSubscription, match=re.escape("transactions = 'sometimes': true or false")):
         Subscription.create("k", Change(table="shop.orders", sink="kafka", sink_config={
             "topic": "t", "transactions": "sometimes"}))
+
+
+def test_a_delta_layout_is_checked_at_create():
+    with pytest.raises(InvalidSubscription, match=re.escape("layout = 'wide': one of log, typed")):
+        Subscription.create("d", Change(table="shop.orders", sink="delta", sink_config={"path": "/l", "layout": "wide"}))
+    assert Subscription.create("d", Change(table="shop.orders", sink="delta", sink_config={
+        "path": "/l", "layout": "typed"})).sink_config["layout"] == "typed"
