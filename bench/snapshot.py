@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import resource
+import os
 import subprocess
 import sys
 import tempfile
@@ -33,6 +33,7 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
 
 from deploy.local.endpoints import StackUnavailable, connect_stack  # noqa: E402
+from deploy.local.processes import peak_rss  # noqa: E402
 
 KEYSPACE, TABLE, GENERATIONS = "ringtail_bench", "snapshot", "ringtail_bench_generations"
 
@@ -128,7 +129,9 @@ def main() -> int:
         return 2
     if args.memory_child is not None:
         rows = read_with_reader(stack, args.memory_child)
-        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        # VmHWM, not ru_maxrss: Linux carries ru_maxrss over fork and exec, so it would report this
+        # process's parent (the Spark driver) at the fork.
+        peak = peak_rss(os.getpid()) / (1 << 20)
         print(json.dumps({"rows": rows, "peak_mib": peak}))
         return 0
 
