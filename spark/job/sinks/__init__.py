@@ -70,8 +70,8 @@ def open_sink(spark: Any, kind: str, config: Mapping[str, str], *, app_id: str, 
               keyspace: str, kafka: str, registry: str) -> Sink:
     """The sink `kind` with its settings (named as `spark.subscriptions.model.SINKS` lists them).
     `app_id` names its writes in the exactly-once bookkeeping; the Cassandra sink writes to `cluster`
-    and `keyspace` (Delta's typed layout reads its tables' schemas there), the Kafka sink to the `kafka` cluster and its Avro schemas to the `registry`,
-    unless their settings say otherwise."""
+    and `keyspace` (Delta's typed layout reads its tables' schemas there), the Kafka sink to the
+    `kafka` cluster and its Avro schemas to the `registry`, unless their settings say otherwise."""
     if kind == "delta":
         from .delta import DeltaSink
 

@@ -106,6 +106,7 @@ def test_a_kafka_format_is_checked_at_create():
 
 def test_a_delta_layout_is_checked_at_create():
     with pytest.raises(InvalidSubscription, match=re.escape("layout = 'wide': one of log, typed")):
-        Subscription.create("d", Change(table="shop.orders", sink="delta", sink_config={"path": "/l", "layout": "wide"}))
+        Subscription.create("d", Change(table="shop.orders", sink="delta",
+                                        sink_config={"path": "/l", "layout": "wide"}))
     assert Subscription.create("d", Change(table="shop.orders", sink="delta", sink_config={
         "path": "/l", "layout": "typed"})).sink_config["layout"] == "typed"
