@@ -73,12 +73,14 @@ _NATIVE: dict[str, tuple[DataType, Convert]] = {
 
 def spark_type(cql: CqlType) -> DataType:
     """The Spark type of a log column of CQL type `cql`."""
-    return _typed(cql)[0]
+    return typed(cql)[0]
 
 
-def arrow_value(cql: CqlType) -> Convert:
-    """Driver value of `cql` (as `cql_values` makes it) → the value Arrow takes for `spark_type(cql)`."""
-    return _nullable(_typed(cql)[1])
+def typed(cql: CqlType) -> tuple[DataType, Convert]:
+    """(The Spark type of `cql`, the function from its driver value (as `cql_values` makes it) to the
+    value Arrow takes for that type; None stays None), built in one walk of the type."""
+    data_type, convert = _typed(cql)
+    return data_type, _nullable(convert)
 
 
 def _nullable(convert: Convert) -> Convert:
@@ -87,11 +89,10 @@ def _nullable(convert: Convert) -> Convert:
 
 def _typed(cql: CqlType) -> tuple[DataType, Convert]:
     if isinstance(cql, (ListType, SetType, VectorType)):
-        element_type, element = spark_type(cql.element), arrow_value(cql.element)
+        element_type, element = typed(cql.element)
         return ArrayType(element_type), lambda values: [element(v) for v in values]
     if isinstance(cql, MapType):
-        key_type, key = spark_type(cql.key), arrow_value(cql.key)
-        value_type, value = spark_type(cql.value), arrow_value(cql.value)
+        (key_type, key), (value_type, value) = typed(cql.key), typed(cql.value)
 
         def pairs(mapping) -> list[tuple[Any, Any]]:  # a dict, or the driver's PairMap of unhashable keys
             return [(key(k), value(v)) for k, v in mapping.items()]
@@ -102,13 +103,13 @@ def _typed(cql: CqlType) -> tuple[DataType, Convert]:
         return SparkMap(key_type, value_type), pairs
     if isinstance(cql, TupleType):
         names = [f"_{i}" for i in range(1, len(cql.elements) + 1)]
-        elements = [arrow_value(e) for e in cql.elements]
-        struct = StructType([StructField(n, spark_type(e)) for n, e in zip(names, cql.elements)])
+        types, elements = zip(*(typed(e) for e in cql.elements))
+        struct = StructType([StructField(n, t) for n, t in zip(names, types)])
         return struct, lambda value: {n: c(v) for n, c, v in zip(names, elements, value)}
     if isinstance(cql, UserType):
         names = list(cql.field_names)
-        fields = [arrow_value(t) for t in cql.field_types]
-        struct = StructType([StructField(n, spark_type(t)) for n, t in zip(names, cql.field_types)])
+        types, fields = zip(*(typed(t) for t in cql.field_types))
+        struct = StructType([StructField(n, t) for n, t in zip(names, types)])
         # A UDT value binds by index; fields past its end (the type grew since) read as null.
         return struct, lambda value: {n: c(value[i]) for i, (n, c) in enumerate(zip(names, fields))}
     try:
@@ -146,8 +147,7 @@ class TypedLog:
                 data_type, convert = _METADATA_TYPES[type_text]
                 convert = _nullable(convert)
             else:
-                cql = parse_type(type_text, udts, layout.keyspace)
-                data_type, convert = spark_type(cql), arrow_value(cql)
+                data_type, convert = typed(parse_type(type_text, udts, layout.keyspace))
             fields.append(StructField(name, data_type, metadata={CQL_TYPE: type_text}))
             converts.append(convert)
         fields.append(StructField(OTHER_COLUMNS, SparkMap(StringType(), StringType())))
