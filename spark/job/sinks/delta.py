@@ -53,6 +53,9 @@ class DeltaSink:
         self.layout = layout
         self.cluster = cluster
         self._session = None
+        # Each typed log's columns as this sink last wrote them (Delta's schema merge keeps them all),
+        # so the table's schema is read once per sink, not once per batch.
+        self._layouts: dict[str, LogLayout] = {}
 
     def table(self, name: str) -> str:
         return f"{self.path}/{name}"
@@ -101,18 +104,24 @@ class DeltaSink:
         if self._session is None:
             _, self._session = connect(*self.cluster)
         base, user_types = read_table(self._session, keyspace, table)
-        try:
-            existing = TypedLog.of_schema(keyspace, table, self.spark.read.format("delta").load(
-                self.table(name)).schema, user_types).layout
-        except AnalysisException:  # no typed log yet
-            existing = None
+        existing = self._layouts.get(name)
+        if existing is None:
+            try:
+                existing = TypedLog.of_schema(keyspace, table, self.spark.read.format("delta").load(
+                    self.table(name)).schema, user_types).layout
+            except AnalysisException:  # no typed log yet
+                pass
         if base is None:
-            return None if existing is None else TypedLog(existing)
-        layout = LogLayout.of_table(base, user_types, counters=True)
-        if existing is not None:
-            dropped = [c for c in existing.data_columns if c.name not in layout.data_names]
-            layout = dataclasses.replace(layout, data_columns=tuple(sorted(
-                (*layout.data_columns, *dropped), key=lambda c: c.name)))
+            layout = existing
+        else:
+            layout = LogLayout.of_table(base, user_types, counters=True)
+            if existing is not None:
+                dropped = [c for c in existing.data_columns if c.name not in layout.data_names]
+                layout = dataclasses.replace(layout, data_columns=tuple(sorted(
+                    (*layout.data_columns, *dropped), key=lambda c: c.name)))
+        if layout is None:
+            return None
+        self._layouts[name] = layout
         return TypedLog(layout)
 
     def publish_generations(self, generations: Generations) -> None:
