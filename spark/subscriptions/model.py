@@ -35,7 +35,8 @@ def _positive(kind: type) -> Callable[[str], object]:
     return check
 
 
-def _boolean(text: str) -> bool:
+def boolean_setting(text: str) -> bool:
+    """A sink setting's true or false, in any case: checked at create, read by `open_sink`."""
     if text.lower() not in ("true", "false"):
         raise ValueError("true or false")
     return text.lower() == "true"
@@ -81,10 +82,10 @@ SINKS: dict[str, SinkSpec] = {
                       frozenset({"bootstrap_servers", "partitions", "replication_factor", "format", "registry_url",
                                  "transactions"}),
                       {"partitions": _positive(int), "replication_factor": _positive(int),
-                       "format": _one_of(*KAFKA_FORMATS), "registry_url": _http_url, "transactions": _boolean}),
+                       "format": _one_of(*KAFKA_FORMATS), "registry_url": _http_url, "transactions": boolean_setting}),
     "http": SinkSpec(frozenset({"url"}), frozenset({"batch_size", "timeout", "token", "verify", "attempts"}),
                      {"url": _http_url, "batch_size": _positive(int), "timeout": _positive(float),
-                      "verify": _boolean, "attempts": _positive(int)}),
+                      "verify": boolean_setting, "attempts": _positive(int)}),
 }
 
 

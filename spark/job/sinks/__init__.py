@@ -14,6 +14,7 @@ from typing import Any, Protocol, TypeVar
 from pyspark.sql import DataFrame
 
 from spark.streams.generations import Generations
+from spark.subscriptions.model import boolean_setting
 
 T = TypeVar("T")
 _EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
@@ -97,12 +98,12 @@ def open_sink(spark: Any, kind: str, config: Mapping[str, str], *, app_id: str, 
                          partitions=int(config.get("partitions", 3)),
                          replication_factor=int(config.get("replication_factor", 1)),
                          format=config.get("format", "json"), registry_url=config.get("registry_url", registry),
-                         transactions=config.get("transactions", "true").lower() == "true")
+                         transactions=boolean_setting(config.get("transactions", "true")))
     if kind == "http":
         from .http import HttpSink
 
         return HttpSink(config["url"], app_id=app_id, batch_size=int(config.get("batch_size", 500)),
                         timeout=float(config.get("timeout", 10)), token=config.get("token"),
-                        verify=config.get("verify", "true").lower() == "true",
+                        verify=boolean_setting(config.get("verify", "true")),
                         attempts=int(config.get("attempts", 6)))
     raise ValueError(f"unknown sink {kind!r}")
