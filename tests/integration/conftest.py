@@ -13,20 +13,20 @@ from spark.subscriptions.control import Control, spark_filter_check
 from spark.subscriptions.registry import SubscriptionRegistry
 from tests.integration.pipeline import EventConsumer
 
-LOG_TAIL = 60  # lines of each connector log shown with a failed test
+LOG_TAIL = 60  # lines of each process log shown with a failed test
 
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item, call):
-    """A failed test's report carries the end of each connector log it wrote (they live in its
-    tmp_path): CI shows only what pytest prints, and the connector's side is half the story."""
+    """A failed test's report carries the end of each process log it wrote (connector, runner: they
+    live in its tmp_path): CI shows only what pytest prints, and the processes' side is half the story."""
     report = yield
     tmp_path = getattr(item, "funcargs", {}).get("tmp_path")
     if report.failed and tmp_path is not None:
         for log in sorted(tmp_path.glob("**/*.log")):
-            if log.is_file() and log.suffix == ".log" and log.with_suffix(".yaml").exists():
+            if log.is_file() and log.with_suffix(".yaml").exists():  # a process started with its config file
                 lines = log.read_text(errors="replace").splitlines()[-LOG_TAIL:]
-                report.sections.append((f"connector log {log.name} (last {LOG_TAIL} lines)", "\n".join(lines)))
+                report.sections.append((f"log {log.name} (last {LOG_TAIL} lines)", "\n".join(lines)))
     return report
 
 
