@@ -89,6 +89,7 @@ class ColumnReader:
     kind: str  # partition_key, clustering, static, regular
     cql_type: str
     read: Callable  # key columns: the value; others: see cell_reader
+    cells: Callable | None = None  # others: see cell_detail_reader
 
 
 def cell_reader(field: dict) -> Callable:
@@ -139,6 +140,54 @@ def cell_reader(field: dict) -> Callable:
     return multi_cell
 
 
+def cell_detail_reader(field: dict) -> Callable:
+    """A function reading a non-key column's record whole, each cell with its timestamp, TTL and expiry,
+    values as `value_reader` gives them (what a mirror merges by Cassandra's rules):
+
+    * a single cell: ``[timestamp, ttl, expiry, tombstone, value]``: ttl 0 and expiry null without a TTL,
+      tombstone 1 with ttl 0, expiry null and value null (its deletion time decides nothing);
+    * a multi-cell column: ``[deletion timestamp or null, [[key, timestamp, ttl, expiry, tombstone,
+      value], ...]]``, each element written or removed (tombstone 1, value null); the key is a list
+      element's timeuuid, a set element, a map key or a UDT field's CQL name."""
+    record = _branch(field["type"])
+    names = [f["name"] for f in record["fields"]]
+    if "value" in names:
+        convert = value_reader(record["fields"][0]["type"])
+
+        def single(cell):
+            if cell["tombstone"]:
+                return [cell["timestamp"], 0, None, 1, None]
+            ttl = cell["ttl"]
+            return [cell["timestamp"], ttl, cell["local_deletion_time"] if ttl else None, 0, convert(cell["value"])]
+        return single
+
+    added = record["fields"][names.index("added")]["type"]
+    removed_record = record["fields"][names.index("removed")]["type"]["items"]
+    removed_key = value_reader(removed_record["fields"][0]["type"])
+    if isinstance(added, dict) and added.get("type") == "record":  # a UDT: a record of its fields
+        fields = [(f["name"], cql_name(f), value_reader(_branch(f["type"])["fields"][0]["type"]))
+                  for f in added["fields"]]
+
+        def written(value):
+            return [[cql, e["timestamp"], e["ttl"], e["local_deletion_time"] if e["ttl"] else None, 0,
+                     conv(e["value"])] for name, cql, conv in fields if (e := value[name]) is not None]
+    else:
+        element_fields = {f["name"]: f["type"] for f in _branch(added["items"])["fields"]}
+        key = value_reader(element_fields["key"])
+        value = value_reader(element_fields["value"]) if "value" in element_fields else None
+
+        def written(elements):
+            return [[key(e["key"]), e["timestamp"], e["ttl"], e["local_deletion_time"] if e["ttl"] else None, 0,
+                     None if value is None else value(e["value"])] for e in elements]
+
+    def multi_cell(cell):
+        deletion = cell["deletion"]
+        elements = written(cell["added"])
+        elements.extend([removed_key(r["key"]), r["timestamp"], 0, None, 1, None] for r in cell["removed"])
+        return [None if deletion is None else deletion["timestamp"], elements]
+    return multi_cell
+
+
 class EventReader:
     """A value schema version, parsed for decoding, with one reader per column."""
 
@@ -146,8 +195,9 @@ class EventReader:
         self.parsed = fastavro.parse_schema(_without_logical_types(schema))
         after = next(f for f in schema["fields"] if f["name"] == "after")["type"]
         self.columns = [
-            ColumnReader(cql_name(f), f["name"], f["cql_kind"], f["cql_type"],
-                         value_reader(f["type"]) if f["cql_kind"] in KEY_KINDS else cell_reader(f))
+            ColumnReader(cql_name(f), f["name"], f["cql_kind"], f["cql_type"], value_reader(f["type"]))
+            if f["cql_kind"] in KEY_KINDS else
+            ColumnReader(cql_name(f), f["name"], f["cql_kind"], f["cql_type"], cell_reader(f), cell_detail_reader(f))
             for f in after["fields"]
         ]
         self.key_columns = [c for c in self.columns if c.kind in KEY_KINDS]

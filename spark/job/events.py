@@ -66,8 +66,45 @@ def _key_json(event_after: dict, columns: list[ColumnReader], clustering: dict |
     return _dumps(out, default=_json_bytes)
 
 
-def event_rows(event: dict, schema: EventReader) -> list[dict]:
-    """The log rows of one decoded event, without the Kafka and stream columns."""
+def cell_changes(event: dict, schema: EventReader) -> str:
+    """The `cells` column: the whole change with each cell's timestamp, TTL and expiry, as JSON text
+    (what a mirror merges; `spark.mirror.changes` reads it):
+
+    ``{"k": clustering values (null for the static row and partition deletions), "s": static,
+    "l": [timestamp, ttl, expiry] (primary key liveness) or null, "d": deletion timestamp or null,
+    "r": [start, end] of a range deletion, each [clustering prefix, inclusive] or null (open),
+    "c": {column: cell as `cell_detail_reader` reads it}}``"""
+    after = event["after"]
+    liveness, deletion = event["liveness"], event["deletion"]
+    out = {
+        "k": None if event["static"] or event["kind"] == "partition_delete"
+        else [c.read(after.get(c.field)) for c in schema.clustering],
+        "s": event["static"],
+        "l": None if liveness is None else [liveness["timestamp"], liveness["ttl"],
+                                            liveness["local_deletion_time"] if liveness["ttl"] else None],
+        "d": None if deletion is None else deletion["timestamp"],
+        "c": {c.name: c.cells(cell) for c in schema.cell_columns if (cell := after.get(c.field)) is not None},
+    }
+    if event["kind"] == "range_delete":
+        out["r"] = [None if bound is None else [_prefix(bound["clustering"], schema), bound["inclusive"]]
+                    for bound in (event["range"]["start"], event["range"]["end"])]
+    return _dumps(out, separators=(",", ":"))
+
+
+def _prefix(clustering: dict, schema: EventReader) -> list:
+    """A range bound's clustering prefix: the values of its first columns, up to the first unset."""
+    values = []
+    for column in schema.clustering:
+        value = clustering.get(column.field)
+        if value is None:
+            break
+        values.append(column.read(value))
+    return values
+
+
+def event_rows(event: dict, schema: EventReader, cells: bool = False) -> list[dict]:
+    """The log rows of one decoded event, without the Kafka and stream columns; with `cells`, the first
+    carries the change's `cell_changes`."""
     source = event["source"]
     after = event["after"]
     kind = event["kind"]
@@ -78,6 +115,7 @@ def event_rows(event: dict, schema: EventReader) -> list[dict]:
         "keyspace": keyspace, "table": table, "cdc$time": log_time(written, digest), "cdc$ttl": None,
         "columns": [], "deleted_columns": [], "deleted_elements": [],
         "write_time": written, "write_time_us": written, "partition_key": partition_key, "change_id": digest.hex(),
+        "cells": None,
     }
     if kind == "range_delete":
         rows = []
@@ -89,6 +127,8 @@ def event_rows(event: dict, schema: EventReader) -> list[dict]:
             clustering = {} if bound is None else bound["clustering"]
             rows.append({**base, "cdc$batch_seq_no": seq, "cdc$operation": op, "cdc$end_of_batch": seq == 1,
                          "key": _key_json(after, schema.key_columns, clustering)})
+        if cells:
+            rows[0]["cells"] = cell_changes(event, schema)
         return rows
     row = {**base, "cdc$batch_seq_no": 0, "cdc$end_of_batch": True, "key": _key_json(after, schema.key_columns)}
     row["cdc$operation"] = _OPS[kind]
@@ -111,11 +151,14 @@ def event_rows(event: dict, schema: EventReader) -> list[dict]:
             if ttl:
                 ttls.append(ttl)
         row["cdc$ttl"] = max(ttls, default=None)
+    if cells:
+        row["cells"] = cell_changes(event, schema)
     return [row]
 
 
-def decode_records(records: pa.RecordBatch, readers: EventReaders) -> pa.RecordBatch:
-    """Kafka records (topic, partition, offset, timestamp, key, value) → `DECODED` rows."""
+def decode_records(records: pa.RecordBatch, readers: EventReaders, cells: bool = False) -> pa.RecordBatch:
+    """Kafka records (topic, partition, offset, timestamp, key, value) → `DECODED` rows; `cells`: with
+    each change's `cell_changes` (for a mirror)."""
     out: list[dict] = []
     columns = records.to_pydict()
     for topic, partition, offset, timestamp, key, value in zip(
@@ -134,7 +177,7 @@ def decode_records(records: pa.RecordBatch, readers: EventReaders) -> pa.RecordB
                 "node": source["node"], "segment_id": position["segment_id"], "entry_offset": position["entry_offset"],
                 "update_index": position["update_index"], "row_index": position["row_index"], "topic": topic,
                 "partition": partition, "offset": offset, "schema_id": schema_id}}
-            out.extend({**row, **meta} for row in event_rows(event, schema))
+            out.extend({**row, **meta} for row in event_rows(event, schema, cells))
         except Exception as exc:
             if isinstance(exc, RegistryError) and not isinstance(exc, UnknownSchemaId):
                 raise  # the registry failed: the batch fails and is retried, nothing is dead-lettered
@@ -149,10 +192,11 @@ def decode_records(records: pa.RecordBatch, readers: EventReaders) -> pa.RecordB
 _DECODED_ARROW = arrow_schema(DECODED)
 
 
-def decode_partition(registry_url: str) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+def decode_partition(registry_url: str, cells: bool = False
+                     ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """The `mapInArrow` function decoding Kafka records with schemas from `registry_url`."""
     def decode(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         readers = event_readers(registry_url)
         for batch in batches:
-            yield decode_records(batch, readers)
+            yield decode_records(batch, readers, cells)
     return decode

@@ -30,7 +30,7 @@ from .config import StreamSettings
 from .events import decode_partition
 from .generations import GenerationKeeper
 from .selection import Selection
-from .sinks import Sink
+from .sinks import Sink, merges_cells
 
 log = logging.getLogger(__name__)
 
@@ -78,9 +78,10 @@ def spark_session(settings: StreamSettings) -> SparkSession:
     return builder.getOrCreate()
 
 
-def read_changes(spark: SparkSession, settings: StreamSettings, source: Source | None = None) -> DataFrame:
+def read_changes(spark: SparkSession, settings: StreamSettings, source: Source | None = None,
+                 cells: bool = False) -> DataFrame:
     """The connector's events as `DECODED` rows, replica copies removed when configured; from every
-    table's topic (the job) or from `source`'s."""
+    table's topic (the job) or from `source`'s; with `cells`, each change's cells (for a mirror)."""
     source = source or Source(settings.topic_pattern, {"startingOffsets": settings.starting_offsets})
     reader = (spark.readStream.format("kafka")
               .option("kafka.bootstrap.servers", settings.kafka_bootstrap_servers)
@@ -93,7 +94,7 @@ def read_changes(spark: SparkSession, settings: StreamSettings, source: Source |
     if settings.max_offsets_per_trigger:
         reader = reader.option("maxOffsetsPerTrigger", settings.max_offsets_per_trigger)
     decoded = (reader.load().select("topic", "partition", "offset", "timestamp", "key", "value")
-               .mapInArrow(decode_partition(settings.registry_url), R.DECODED))
+               .mapInArrow(decode_partition(settings.registry_url, cells), R.DECODED))
     return remove_replica_copies(decoded, settings.dedup_watermark) if settings.dedup else decoded
 
 
@@ -143,9 +144,10 @@ class BatchCounts:
 AfterWrite = Callable[[BatchCounts, DataFrame], None]
 
 
-def split(assigned: DataFrame) -> tuple[DataFrame, DataFrame]:
-    """(log rows, dead letters) of assigned `DECODED` rows."""
-    rows = assigned.where(F.col("failure").isNull()).select(*(F.col(f"`{f.name}`") for f in R.LOG_ROW.fields))
+def split(assigned: DataFrame, cells: bool = False) -> tuple[DataFrame, DataFrame]:
+    """(log rows, dead letters) of assigned `DECODED` rows; with `cells`, the log rows keep that column."""
+    names = [f.name for f in R.LOG_ROW.fields] + ([R.CELLS] if cells else [])
+    rows = assigned.where(F.col("failure").isNull()).select(*(F.col(f"`{name}`") for name in names))
     dead = assigned.where(F.col("failure").isNotNull()).select(
         F.col("failure").alias("reason"), F.col("failure_detail").alias("detail"),
         F.col("source.topic").alias("topic"), F.col("source.partition").alias("partition"),
@@ -208,7 +210,7 @@ class BatchWriter:
         batch = batch.persist()
         delivered = None
         try:
-            rows, dead = split(batch)
+            rows, dead = split(batch, merges_cells(self.sink))
             logged = F.col("failure").isNull()
             late = F.col(LATE) if LATE in batch.columns else F.lit(False)
             counts = batch.agg(F.count_if(logged).alias("rows"), F.count_if(~logged).alias("dead_letters"),
@@ -276,7 +278,9 @@ def start(spark: SparkSession, settings: StreamSettings, sink: Sink, *, availabl
         keeper = GenerationKeeper(settings) if settings.assign_streams else None
         writer = BatchWriter(settings, sink, keeper)
     writer.publish_generations()
-    stream = ((changes if changes is not None else read_changes(spark, settings, source)).writeStream
+    if changes is None:
+        changes = read_changes(spark, settings, source, cells=merges_cells(sink))
+    stream = (changes.writeStream
               .queryName(name or settings.app_id)
               .foreachBatch(writer)
               .option("checkpointLocation", str(checkpoint or settings.checkpoint_dir)))

@@ -99,8 +99,11 @@ DEAD_LETTER = StructType([
 DECODED = StructType(
     [StructField(f.name, f.dataType, True) for f in LOG_ROW.fields]
     + [StructField("failure", StringType()), StructField("failure_detail", StringType()),
-       StructField("raw_key", BinaryType()), StructField("raw_value", BinaryType())]
+       StructField("raw_key", BinaryType()), StructField("raw_value", BinaryType()),
+       # Each change's cells with their timestamps (`events.cell_changes`), decoded for mirrors only.
+       StructField("cells", StringType())]
 )
+CELLS = "cells"
 UNDECODABLE = "undecodable"
 NO_GENERATION = "no_generation"
 FROM_THE_FUTURE = "from_the_future"

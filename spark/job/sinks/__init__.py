@@ -36,6 +36,12 @@ class Sink(Protocol):
         used after it."""
 
 
+def merges_cells(sink: Sink) -> bool:
+    """Whether `sink` merges each change's cells by their timestamps (a mirror): its rows then carry the
+    `cells` column, which the other sinks never pay for decoding."""
+    return getattr(sink, "merges_cells", False)
+
+
 def chunks(items: Iterable[T], size: int) -> Iterator[list[T]]:
     """`items` in lists of `size` (the last may be shorter), in order."""
     chunk: list[T] = []
