@@ -3,6 +3,8 @@
 A row that no generation covers, or whose write time lies outside the acceptance window, is
 not logged but kept as a dead letter with its reason. The window is judged against the time
 the change reached Kafka, not the wall clock, so a replayed micro-batch decides the same way.
+A mirror's rows are never rejected (`reject=False`): the table holds a write whatever its timestamp,
+so its mirror must too; one that no generation covers keeps a null stream id.
 """
 from __future__ import annotations
 
@@ -18,7 +20,7 @@ from spark.streams.tokens import tokens_of_keys
 from . import rows as R
 
 def assign_batch(batch: pa.RecordBatch, generations: Generations, leeway_us: int,
-                 max_age_us: int | None) -> pa.RecordBatch:
+                 max_age_us: int | None, reject_rows: bool = True) -> pa.RecordBatch:
     n = batch.num_rows
     decoded = pc.is_null(batch.column("failure")).to_numpy(zero_copy_only=False)
     written = batch.column("write_time_us").fill_null(0).to_numpy()
@@ -32,6 +34,8 @@ def assign_batch(batch: pa.RecordBatch, generations: Generations, leeway_us: int
     details = np.full(n, None, dtype=object)
 
     def reject(mask: np.ndarray, reason: str, detail: Callable[[int], str]) -> None:
+        if not reject_rows:
+            return
         mask = mask & decoded & (reasons == None)  # noqa: E711 - elementwise
         for i in np.flatnonzero(mask):
             reasons[i], details[i] = reason, detail(i)
@@ -44,7 +48,7 @@ def assign_batch(batch: pa.RecordBatch, generations: Generations, leeway_us: int
     reject(positions < 0, R.NO_GENERATION,
            lambda i: f"no CDC generation starts at or before the write time {written[i]} µs"
                      + (f" (the first starts at {starts[0]})" if len(starts) else " (none is published)"))
-    accepted = decoded & (reasons == None)  # noqa: E711
+    accepted = decoded & (reasons == None) & (positions >= 0)  # noqa: E711
 
     ids = np.zeros(n, dtype="V16")
     if accepted.any():
@@ -65,10 +69,10 @@ def assign_batch(batch: pa.RecordBatch, generations: Generations, leeway_us: int
                                       schema=batch.schema)
 
 
-def assign_partition(generations: Generations, leeway_us: int, max_age_us: int | None
+def assign_partition(generations: Generations, leeway_us: int, max_age_us: int | None, reject_rows: bool = True
                      ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """The `mapInArrow` function assigning stream ids with `generations`."""
     def assign(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
-            yield assign_batch(batch, generations, leeway_us, max_age_us)
+            yield assign_batch(batch, generations, leeway_us, max_age_us, reject_rows)
     return assign

@@ -20,7 +20,8 @@ log = logging.getLogger(__name__)
 
 def make_sink(spark: SparkSession, settings: JobSettings) -> Sink:
     config = {"delta": {"path": str(settings.delta_path), "layout": settings.delta_layout},
-              "postgres": {"dsn": settings.postgres_dsn, "schema": settings.postgres_schema}}.get(settings.sink, {})
+              "postgres": {"dsn": settings.postgres_dsn, "schema": settings.postgres_schema,
+                           "layout": settings.postgres_layout}}.get(settings.sink, {})
     return open_sink(spark, settings.sink, config, app_id=settings.app_id,
                      cluster=(settings.cassandra_hosts, settings.cassandra_port),
                      keyspace=settings.generations_keyspace, kafka=settings.kafka_bootstrap_servers,

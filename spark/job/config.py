@@ -15,7 +15,7 @@ from pydantic_settings import NoDecode, SettingsConfigDict
 
 from connector.avro.serializer import topic_name
 from connector.settings import FileSettings, split_hosts
-from spark.subscriptions.model import DELTA_LAYOUTS
+from spark.subscriptions.model import DELTA_LAYOUTS, SQL_LAYOUTS
 
 
 class StreamSettings(FileSettings):
@@ -50,6 +50,8 @@ class StreamSettings(FileSettings):
     dedup_watermark: str = "10 minutes"
     # Bench switch: pass rows through without stream ids.
     assign_streams: bool = True
+    # A mirror sink removes expired values with every micro-batch, and this often between them.
+    mirror_purge_interval: float = Field(30.0, gt=0)
 
     # The job's checkpoint; the server keeps one per subscription under it.
     checkpoint_dir: Path = Path("ringtail-checkpoints")
@@ -87,6 +89,8 @@ class JobSettings(StreamSettings):
     delta_layout: Literal[DELTA_LAYOUTS] = "log"  # one JSON log, or a typed log per table (spark.job.sinks.delta)
     postgres_dsn: str = "postgresql://ringtail@127.0.0.1:5432/ringtail"
     postgres_schema: str = "ringtail"
+    # The log, or a mirror of each table (spark.job.sinks.postgres_mirror).
+    postgres_layout: Literal[SQL_LAYOUTS] = "log"
 
 
 S = TypeVar("S", bound=StreamSettings)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import uuid
 from collections.abc import Callable, Iterator
 
 import pyarrow as pa

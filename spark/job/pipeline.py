@@ -175,6 +175,9 @@ class BatchWriter:
         self.idle = threading.Event()  # set while no micro-batch is in the sink: a stop then cuts none short
         self.idle.set()
         self.error: str | None = None  # why the last micro-batch failed
+        # A mirror's expired values go with each batch, and between batches every `mirror_purge_interval`.
+        self._in_sink = threading.Lock()
+        self._purged = time.monotonic()
 
     def publish_generations(self) -> None:
         """Refresh the generations; publish them in the sink when they differ from what it was given
@@ -190,7 +193,9 @@ class BatchWriter:
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
         self.idle.clear()
         try:
-            self.write(batch, batch_id)
+            with self._in_sink:
+                self.write(batch, batch_id)
+                self._purged = time.monotonic()
         except Exception as exc:
             # Spark reports it wrapped in a Py4J traceback; the reason is kept here, readable.
             reason = str(exc).strip().splitlines()
@@ -199,13 +204,29 @@ class BatchWriter:
         finally:
             self.idle.set()
 
+    def purge_when_due(self) -> None:
+        """Between batches, once `mirror_purge_interval` has passed since the last batch or purge: remove
+        what has expired from a mirror sink (called from the thread that awaits the query)."""
+        purge = getattr(self.sink, "purge", None)
+        if purge is None or time.monotonic() - self._purged < self.settings.mirror_purge_interval:
+            return
+        if self._in_sink.acquire(blocking=False):  # a batch in the sink purges by itself
+            try:
+                purge()
+            except Exception as exc:  # the next batch fails on the same cause, and is retried
+                log.warning("removing expired values from the mirrors failed: %s: %s", type(exc).__name__, exc)
+            finally:
+                self._purged = time.monotonic()
+                self._in_sink.release()
+
     def write(self, batch: DataFrame, batch_id: int) -> None:
         self.publish_generations()
         s = self.settings
         if self.keeper is not None and self.assign:
             batch = batch.mapInArrow(
                 assign_partition(self.keeper.generations, int(s.leeway * MICROS_PER_SECOND),
-                                 None if s.max_age is None else int(s.max_age * MICROS_PER_SECOND)),
+                                 None if s.max_age is None else int(s.max_age * MICROS_PER_SECOND),
+                                 reject_rows=not merges_cells(self.sink)),
                 batch.schema)
         batch = batch.persist()
         delivered = None
@@ -249,6 +270,7 @@ class Job:
         the same id, a no-op in every sink — waiting only spares the replay."""
         query = self.query
         while not query.awaitTermination(poll):
+            self.writer.purge_when_due()
             if stop.is_set():
                 self.writer.idle.wait()
                 query.stop()

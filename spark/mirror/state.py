@@ -10,7 +10,8 @@ text, `row_key`), each a JSON object:
   open), and the static row's cells ``c`` and ``x`` as a row state has them;
 * row state: ``l`` the primary key liveness ``[timestamp, ttl, expiry]``, ``d`` the row deletion's
   timestamp, ``c`` each single-cell column's cell ``[timestamp, ttl, expiry, tombstone, value]`` and
-  ``x`` each multi-cell column's ``[deletion timestamp, {element key as JSON text: cell}]``.
+  ``x`` each multi-cell column's ``[deletion timestamp, {element key: cell}]`` (a key the event carries
+  as a string as that string, any other as its canonical JSON text).
 
 Merging keeps, per cell, the one Cassandra's reconciliation keeps (`Rules.wins`): the newer timestamp;
 at equal timestamps a tombstone over an expiring cell over a live one, then the later expiry, then the
@@ -42,9 +43,13 @@ _NONE = -(1 << 63)  # below every timestamp: "no deletion"
 Cell = list  # [timestamp, ttl, expiry, tombstone, value]
 
 
+# One encoder for every call (json.dumps with options builds a new one each time).
+_CANONICAL = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), sort_keys=True).encode
+
+
 def canonical(value: Any) -> str:
     """JSON text that is equal exactly when the values are: row keys, element keys, stored states."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+    return _CANONICAL(value)
 
 
 def row_key(clustering: list) -> str:
@@ -84,13 +89,26 @@ def _live(cell: Cell, shadow: int, now: int) -> bool:
     return cell[0] > shadow and not cell[3] and (not cell[1] or cell[2] > now)
 
 
+# Types whose values a change event carries as JSON strings: their element keys are stored as they are.
+_STRING_KEYS = frozenset({"ascii", "text", "varchar", "uuid", "timeuuid", "inet", "blob", "varint", "decimal"})
+
+
+def _as_is(value: Any) -> Any:
+    return value
+
+
 class ColumnRules:
-    """How one non-key column merges and reads: its storage, its tie-break bytes, its elements' order."""
+    """How one non-key column merges and reads: its storage, its tie-break bytes, its elements' order and
+    how their keys are stored (a string key as it is, any other as its canonical JSON text)."""
 
     def __init__(self, column: DataColumn, cql: CqlType, timeuuid: CqlType) -> None:
         self.storage = column.storage
         self.single = column.storage == SINGLE
         self._field_ties: dict[str, Callable[[Any], bytes]] = {}
+        key_type = None if self.single or column.storage in (LIST, UDT) else (
+            cql.element if column.storage == SET else cql.key)
+        strings = key_type is None or key_type.cql in _STRING_KEYS
+        self.store_key, self.read_key = (_as_is, _as_is) if strings else (canonical, json.loads)
         if self.single:
             self.tie = value_bytes(cql)
         elif column.storage == UDT:
@@ -115,7 +133,7 @@ class ColumnRules:
             return (cell[4], True) if _live(cell, shadow, now) else (None, False)
         deletion, elements = cell
         shadow = max(shadow, _NONE if deletion is None else deletion)
-        live = [(json.loads(key), e) for key, e in elements.items() if _live(e, shadow, now)]
+        live = [(self.read_key(key), e) for key, e in elements.items() if _live(e, shadow, now)]
         if not live:
             return None, False
         live.sort(key=lambda item: self.element_order(item[0]))
@@ -196,7 +214,7 @@ class Rules:
             for key, ts, ttl, expiry, tombstone, value in elements:
                 if ts <= dropped:
                     continue
-                element_key, new = canonical(key), [ts, ttl, expiry, tombstone, value]
+                element_key, new = rules.store_key(key), [ts, ttl, expiry, tombstone, value]
                 old = stored[1].get(element_key)
                 if old is None or _wins(new, old, rules.element_tie(key)):
                     stored[1][element_key] = new
@@ -219,12 +237,16 @@ class Rules:
                 return False
         return True
 
-    def shadow(self, record: Mapping[str, Any], clustering: list) -> int:
-        """The newest partition-level deletion (partition, covering ranges) of a row: what it shadows."""
+    def shadow(self, record: Mapping[str, Any], key: str) -> int:
+        """The newest partition-level deletion (partition, covering ranges) of the row of `key`: what it
+        shadows."""
         shadow = record.get("d", _NONE)
-        for *bounds, ts in record.get("r", ()):
-            if ts > shadow and self.covers(bounds, clustering):
-                shadow = ts
+        ranges = record.get("r")
+        if ranges:
+            clustering = json.loads(key)
+            for *bounds, ts in ranges:
+                if ts > shadow and self.covers(bounds, clustering):
+                    shadow = ts
         return shadow
 
     def prune(self, record: dict, rows: dict[str, dict]) -> None:
@@ -238,7 +260,7 @@ class Rules:
             record.pop("r", None)
         self._prune_cells(record, partition)
         for key, row in rows.items():
-            shadow = self.shadow(record, json.loads(key))
+            shadow = self.shadow(record, key)
             if row.get("d", _NONE) <= shadow:
                 row.pop("d", None)
             else:
@@ -276,7 +298,7 @@ class Rules:
     def read_row(self, record: Mapping[str, Any], key: str, row: Mapping[str, Any], now: int
                  ) -> tuple[dict[str, Any], bool]:
         """(The regular columns' values, whether the row is live: in `SELECT *`)."""
-        shadow = max(self.shadow(record, json.loads(key)), row.get("d", _NONE))
+        shadow = max(self.shadow(record, key), row.get("d", _NONE))
         values, live = self._read(row, shadow, now, static=False)
         liveness = row.get("l")
         if liveness is not None and liveness[0] > shadow and (not liveness[1] or liveness[2] > now):

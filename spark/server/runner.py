@@ -4,8 +4,8 @@ Every `poll_interval` it says it is alive, renews the leases it holds (a refused
 subscription at once), follows the registry (pause and cancel stop a query; resume, reset and alter
 restart it), retries failing subscriptions with backoff, claims active ones nobody holds up to its
 share (subscriptions ÷ runners alive, so runners split them; a runner holding more than its share
-hands the rest back), and reports each subscription's figures. A failing subscription is stopped and
-retried on its own; the others never wait for it.
+hands the rest back), and reports each subscription's figures; a mirror's expired values are removed
+between batches. A failing subscription is stopped and retried on its own; the others never wait for it.
 """
 from __future__ import annotations
 
@@ -150,10 +150,12 @@ class Runner:
             log.info("subscription %s: snapshot delivered; following the log from its version", name)
             self._stop_delivery(held)
             self._attempt(name)
-        elif delivery.batches_written and (held.attempts or current.state == "failing"):
-            held.attempts = 0
-            if current.state == "failing" and self.registry.report(current, None):
-                log.info("subscription %s delivers again", name)
+        else:
+            delivery.job.writer.purge_when_due()
+            if delivery.batches_written and (held.attempts or current.state == "failing"):
+                held.attempts = 0
+                if current.state == "failing" and self.registry.report(current, None):
+                    log.info("subscription %s delivers again", name)
 
     def _attempt(self, name: str) -> None:
         held = self.held[name]

@@ -19,7 +19,9 @@ OPERATIONS = ("insert", "update", "delete")
 STARTS = ("now", "earliest", "snapshot")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]{0,99}\Z")
 KAFKA_FORMATS = ("json", "avro")  # the Kafka sink's record values
-DELTA_LAYOUTS = ("log", "typed")  # the Delta sink's: one JSON log, or a typed log per table
+DELTA_LAYOUTS = ("log", "typed", "mirror")  # the Delta sink's: one JSON log, a typed log per table, or mirrors
+SQL_LAYOUTS = ("log", "mirror")  # PostgreSQL's and MySQL's: the log, or a mirror of each table (spark.mirror)
+MIRROR = "mirror"
 
 
 class InvalidSubscription(ValueError):
@@ -75,9 +77,9 @@ class SinkSpec:
 # The sinks a subscription can deliver to, and the settings each takes.
 SINKS: dict[str, SinkSpec] = {
     "delta": SinkSpec(frozenset({"path"}), frozenset({"layout"}), {"layout": _one_of(*DELTA_LAYOUTS)}),
-    "postgres": SinkSpec(frozenset({"dsn"}), frozenset({"schema"})),
+    "postgres": SinkSpec(frozenset({"dsn"}), frozenset({"schema", "layout"}), {"layout": _one_of(*SQL_LAYOUTS)}),
     "cassandra": SinkSpec(frozenset(), frozenset({"hosts", "port", "keyspace"}), {"port": _positive(int)}),
-    "mysql": SinkSpec(frozenset({"dsn"}), typed={"dsn": _mysql_dsn}),
+    "mysql": SinkSpec(frozenset({"dsn"}), frozenset({"layout"}), {"dsn": _mysql_dsn, "layout": _one_of(*SQL_LAYOUTS)}),
     "kafka": SinkSpec(frozenset({"topic"}),
                       frozenset({"bootstrap_servers", "partitions", "replication_factor", "format", "registry_url",
                                  "transactions"}),
@@ -161,6 +163,13 @@ class Subscription:
                 except ValueError as exc:
                     raise InvalidSubscription(f"sink {self.sink} setting {name} = {self.sink_config[name]!r}: "
                                               f"{exc}") from None
+        if self.sink_config.get("layout") == MIRROR:
+            if self.filter is not None or self.columns is not None or set(self.operations) != set(OPERATIONS):
+                raise InvalidSubscription("a mirror holds the whole table: it takes no filter, columns or operations")
+            if self.start == "snapshot":
+                # A snapshot reads values, not the cells' timestamps a mirror merges by.
+                raise InvalidSubscription("a mirror cannot start from a snapshot yet: start it at earliest (the"
+                                          " log Kafka holds) or at a time")
         bad = set(self.operations) - set(OPERATIONS)
         if bad or not self.operations:
             raise InvalidSubscription(f"operations are {', '.join(OPERATIONS)}; got {', '.join(self.operations)}")

@@ -14,7 +14,7 @@ from typing import Any, Protocol, TypeVar
 from pyspark.sql import DataFrame
 
 from spark.streams.generations import Generations
-from spark.subscriptions.model import boolean_setting
+from spark.subscriptions.model import MIRROR, boolean_setting
 
 T = TypeVar("T")
 _EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
@@ -77,12 +77,17 @@ def open_sink(spark: Any, kind: str, config: Mapping[str, str], *, app_id: str, 
               keyspace: str, kafka: str, registry: str) -> Sink:
     """The sink `kind` with its settings (named as `spark.subscriptions.model.SINKS` lists them).
     `app_id` names its writes in the exactly-once bookkeeping; the Cassandra sink writes to `cluster`
-    and `keyspace` (Delta's typed layout reads its tables' schemas there), the Kafka sink to the
+    and `keyspace` (Delta's typed layout and the mirrors read their tables' schemas there), the Kafka sink to the
     `kafka` cluster and its Avro schemas to the `registry`, unless their settings say otherwise."""
     if kind == "delta":
         from .delta import DeltaSink
 
         return DeltaSink(spark, config["path"], app_id, layout=config.get("layout", "log"), cluster=cluster)
+    if kind == "postgres" and config.get("layout") == MIRROR:
+        from .postgres_mirror import PostgresMirrorSink
+
+        return PostgresMirrorSink(config["dsn"], schema=config.get("schema", "ringtail"), app_id=app_id,
+                                  cluster=cluster)
     if kind == "postgres":
         from .postgres import PostgresSink
 
@@ -93,6 +98,10 @@ def open_sink(spark: Any, kind: str, config: Mapping[str, str], *, app_id: str, 
         hosts = tuple(h.strip() for h in config["hosts"].split(",")) if "hosts" in config else cluster[0]
         return CassandraSink(hosts=list(hosts), port=int(config.get("port", cluster[1])),
                              keyspace=config.get("keyspace", keyspace))
+    if kind == "mysql" and config.get("layout") == MIRROR:
+        from .mysql_mirror import MySqlMirrorSink
+
+        return MySqlMirrorSink(config["dsn"], app_id=app_id, cluster=cluster)
     if kind == "mysql":
         from .mysql import MySqlSink
 

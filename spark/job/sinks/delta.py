@@ -9,6 +9,9 @@ name). Rows of a table that no longer exists and never had a typed log go to `cd
 Every table is appended to with Delta's idempotent writes: the transaction carries (app id, batch id),
 and Delta skips a write whose version it has already committed for that app id, so a replayed batch
 adds nothing. Dead letters go to `dead_letters`.
+
+A third layout, `mirror`, keeps no log: each base table's mirror, what `SELECT *` of it returns
+(`delta_mirror`).
 """
 from __future__ import annotations
 
@@ -26,9 +29,12 @@ from pyspark.sql.types import ArrayType, BinaryType, LongType, StructField, Stru
 from connector.schema.loader import read_table
 from connector.schema.session import connect
 from spark.streams.generations import Generations
-from spark.subscriptions.model import DELTA_LAYOUTS
+from spark.mirror.layout import MirrorLayout
+from spark.mirror.tables import Layouts, batch_changes, merge_batch, prepare_batch
+from spark.subscriptions.model import DELTA_LAYOUTS, MIRROR
 
 from . import utc_time
+from .delta_mirror import DeltaMirrorStore, known_mirrors
 from .log_table import LogLayout
 from .typed_log import TypedLog
 
@@ -41,12 +47,12 @@ STREAMS = StructType([StructField("time", TimestampType(), False), StructField("
 
 class DeltaSink:
     def __init__(self, spark: SparkSession, path: Path | str, app_id: str = "ringtail", layout: str = "log",
-                 cluster: tuple[Sequence[str], int] | None = None) -> None:
-        """`cluster`: where the `typed` layout reads its base tables' schemas."""
+                 cluster: tuple[Sequence[str], int] | None = None, mirror_chunk: int = 100_000) -> None:
+        """`cluster`: where the `typed` and `mirror` layouts read their base tables' schemas."""
         if layout not in DELTA_LAYOUTS:
             raise ValueError(f"layout {layout!r}: one of {', '.join(DELTA_LAYOUTS)}")
-        if layout == "typed" and cluster is None:
-            raise ValueError("the typed layout needs the Cassandra cluster, for its tables' schemas")
+        if layout != "log" and cluster is None:
+            raise ValueError(f"the {layout} layout needs the Cassandra cluster, for its tables' schemas")
         self.spark = spark
         self.path = str(path).rstrip("/")
         self.app_id = app_id
@@ -56,6 +62,10 @@ class DeltaSink:
         # Each typed log's columns as this sink last wrote them (Delta's schema merge keeps them all),
         # so the table's schema is read once per sink, not once per batch.
         self._layouts: dict[str, LogLayout] = {}
+        self.merges_cells = layout == MIRROR
+        self._mirrors = Layouts(cluster) if layout == MIRROR else None
+        self._prepared: dict[str, MirrorLayout] = {}
+        self.mirror_chunk = mirror_chunk
 
     def table(self, name: str) -> str:
         return f"{self.path}/{name}"
@@ -67,6 +77,8 @@ class DeltaSink:
         if self._session is not None:
             self._session.cluster.shutdown()
             self._session = None
+        if self._mirrors is not None:
+            self._mirrors.close()
 
     def _append(self, frame: DataFrame, name: str, batch_id: int, *partitioning: str, **options: str) -> None:
         (frame.write.format("delta").mode("append").partitionBy(*partitioning)
@@ -74,11 +86,30 @@ class DeltaSink:
          .save(self.table(name)))
 
     def write(self, rows: DataFrame, dead_letters: DataFrame, batch_id: int) -> None:
-        if self.layout == "typed":
+        if self.layout == MIRROR:
+            self._merge_mirrors(batch_changes(rows))
+            rows = None
+        elif self.layout == "typed":
             rows = self._write_typed(rows, batch_id)
         if rows is not None:
             self._append(rows, "cdc_log", batch_id, "keyspace", "table")
         self._append(dead_letters, "dead_letters", batch_id)
+
+    def purge(self) -> None:
+        """Between batches: remove what has expired from the mirrors."""
+        self._merge_mirrors({})
+
+    def _merge_mirrors(self, batch: dict) -> None:
+        def store_of(layout):
+            store = DeltaMirrorStore(self.spark, self.path, layout)
+            # Its tables are created, or altered, when the base table is new to this sink or has changed.
+            if self._prepared.get(layout.qualified) != layout:
+                store.prepare()
+                self._prepared[layout.qualified] = layout
+            return store
+
+        merge_batch(prepare_batch(self._mirrors, batch, known_mirrors(self.spark, self.path), store_of), batch,
+                    self.mirror_chunk)
 
     def _write_typed(self, rows: DataFrame, batch_id: int) -> DataFrame | None:
         """Each table's rows to its typed log; the rows of tables without one (for `cdc_log`), or None."""

@@ -30,7 +30,7 @@ from . import chunks, generation_rows
 log = logging.getLogger(__name__)
 _CHUNK = 500
 
-_SCHEMA = (
+_LOG_TABLE = (
     "CREATE TABLE IF NOT EXISTS cdc_log (keyspace VARCHAR(255) NOT NULL, `table` VARCHAR(255) NOT NULL,"
     " `cdc$stream_id` VARBINARY(16) NOT NULL, `cdc$time` CHAR(36) NOT NULL, `cdc$batch_seq_no` INT NOT NULL,"
     " `cdc$operation` TINYINT NOT NULL, `cdc$ttl` BIGINT, `cdc$end_of_batch` BOOLEAN NOT NULL, `key` JSON NOT NULL,"
@@ -38,7 +38,9 @@ _SCHEMA = (
     " write_time DATETIME(6) NOT NULL, write_time_us BIGINT NOT NULL, partition_key BLOB NOT NULL, token BIGINT,"
     " generation DATETIME(6), change_id VARCHAR(64) NOT NULL, kafka_time DATETIME(6) NOT NULL, source JSON NOT NULL,"
     " PRIMARY KEY (keyspace, `table`, `cdc$stream_id`, `cdc$time`, `cdc$batch_seq_no`))"
-    " DEFAULT CHARSET = utf8mb4 COLLATE = utf8mb4_bin",
+    " DEFAULT CHARSET = utf8mb4 COLLATE = utf8mb4_bin")
+# Every table but the log (the mirror's sink keeps these too).
+_SCHEMA = (
     "CREATE TABLE IF NOT EXISTS dead_letters (topic VARCHAR(255) NOT NULL, `partition` INT NOT NULL,"
     " `offset` BIGINT NOT NULL, reason VARCHAR(64) NOT NULL, detail TEXT NOT NULL, kafka_time DATETIME(6) NOT NULL,"
     " `key` BLOB, `value` LONGBLOB, keyspace VARCHAR(255), `table` VARCHAR(255), write_time_us BIGINT,"
@@ -117,11 +119,14 @@ class MySqlSink:
         conn = connect_dsn(self.dsn)
         try:
             with conn.cursor() as cursor:
-                for statement in _SCHEMA:
+                for statement in self._schema_statements():
                     cursor.execute(statement)
             conn.commit()
         finally:
             conn.close()
+
+    def _schema_statements(self) -> tuple[str, ...]:
+        return (_LOG_TABLE, *_SCHEMA)
 
     def close(self) -> None:
         pass  # each batch opens and closes its own connection
@@ -131,6 +136,7 @@ class MySqlSink:
 
         conn = connect_dsn(self.dsn)
         try:
+            prepared = self._before_batch(conn, rows)
             with conn.cursor() as cursor:
                 # Claiming first also serializes two writers of one batch: the second waits on the row lock.
                 try:
@@ -140,8 +146,7 @@ class MySqlSink:
                     conn.rollback()
                     log.info("batch %d of %s is already written; skipped", batch_id, self.app_id)
                     return
-                written = self._insert(cursor, _insert("cdc_log", _LOG_COLUMNS),
-                                       (log_row_values(r) for r in rows.toLocalIterator()))
+                written = self._write_rows(cursor, rows, prepared)
                 letters = self._insert(cursor, _insert("dead_letters", _DEAD_LETTER_COLUMNS + ("app_id", "batch_id")),
                                        (tuple(r[c] for c in _DEAD_LETTER_COLUMNS) + (self.app_id, batch_id)
                                         for r in dead_letters.toLocalIterator()))
@@ -154,6 +159,16 @@ class MySqlSink:
         finally:
             conn.close()
         log.info("batch %d: %d log rows and %d dead letters written", batch_id, written, letters)
+
+    def _before_batch(self, conn: Any, rows: DataFrame) -> Any:
+        """What must happen before the batch's transaction (DDL, which MySQL commits by itself); handed
+        to `_write_rows`."""
+        return None
+
+    def _write_rows(self, cursor: Any, rows: DataFrame, prepared: Any) -> int:
+        """Write the batch's rows in the open transaction; how many were written."""
+        return self._insert(cursor, _insert("cdc_log", _LOG_COLUMNS),
+                            (log_row_values(r) for r in rows.toLocalIterator()))
 
     @staticmethod
     def _insert(cursor: Any, statement: str, values: Iterator[tuple]) -> int:

@@ -156,12 +156,12 @@ def _table_ddl(qualified: str, columns: tuple[_Column, ...], key: tuple[str, ...
     return f"CREATE TABLE IF NOT EXISTS {qualified} ({body}{extra}, PRIMARY KEY ({', '.join(map(ident, key))}))"
 
 
-def schema_statements(schema: str) -> list[str]:
-    """The DDL of every table of the sink, safe to repeat."""
+def schema_statements(schema: str, log: bool = True) -> list[str]:
+    """The DDL of every table of the sink, safe to repeat; without `log`, all but the log's (a mirror's)."""
     s = ident(schema)
     return [
         f"CREATE SCHEMA IF NOT EXISTS {s}",
-        _table_ddl(f"{s}.cdc_log", LOG_COLUMNS, LOG_KEY),
+        *([_table_ddl(f"{s}.cdc_log", LOG_COLUMNS, LOG_KEY)] if log else []),
         _table_ddl(f"{s}.dead_letters", DEAD_LETTER_COLUMNS, DEAD_LETTER_KEY,
                    ", app_id text NOT NULL, batch_id bigint NOT NULL"),
         f"CREATE TABLE IF NOT EXISTS {s}.batches (app_id text NOT NULL, batch_id bigint NOT NULL,"
@@ -250,8 +250,11 @@ class PostgresSink:
         with self._connect() as conn, conn.transaction():
             # Concurrent CREATE … IF NOT EXISTS can still collide in the catalog; take turns.
             conn.execute("SELECT pg_advisory_xact_lock(hashtext('ringtail.postgres_sink.prepare'))")
-            for statement in schema_statements(self.schema):
+            for statement in self._schema_statements():
                 conn.execute(statement)
+
+    def _schema_statements(self) -> list[str]:
+        return schema_statements(self.schema)
 
     def close(self) -> None:
         pass  # each batch opens and closes its own connection
@@ -263,11 +266,15 @@ class PostgresSink:
             if conn.execute(self._claim, (self.app_id, batch_id)).rowcount == 0:
                 log.info("batch %d of %s is already written; skipped", batch_id, self.app_id)
                 return
-            written = self._load(conn, rows, LOG_COLUMNS, self._LOG_STAGING, self._insert_rows, ())
+            written = self._write_rows(conn, rows)
             letters = self._load(conn, dead_letters, DEAD_LETTER_COLUMNS, self._DEAD_LETTER_STAGING,
                                  self._insert_dead_letters, (self.app_id, batch_id))
             conn.execute(self._record, (written, letters, self.app_id, batch_id))
         log.info("batch %d: %d log rows and %d dead letters inserted", batch_id, written, letters)
+
+    def _write_rows(self, conn: Any, rows: DataFrame) -> int:
+        """Write the batch's rows in the open transaction; how many were written."""
+        return self._load(conn, rows, LOG_COLUMNS, self._LOG_STAGING, self._insert_rows, ())
 
     @staticmethod
     def _load(conn: Any, frame: DataFrame, columns: tuple[_Column, ...], staging: str,

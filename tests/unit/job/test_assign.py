@@ -61,3 +61,15 @@ def test_too_old_only_when_configured(generations):
     out = assign_batch(batch, generations, leeway_us=5_000_000, max_age_us=365 * day).to_pylist()
     assert {r["failure"] for r in out[:-1]} == {R.TOO_OLD, None}
     assert all(r["failure"] == R.TOO_OLD for r in out[:-1] if r["write_time_us"] < 1_750_000_000_000_000)
+
+
+def test_a_mirror_keeps_every_row(generations):
+    # The same rows as above, for a mirror: none rejected; those no generation covers have no stream id.
+    batch = decoded_batch(datetime.datetime(2025, 1, 1, tzinfo=datetime.timezone.utc))
+    late_start = Generations([Generation(1_750_000_000_000_000, generations.generations[1].description)])
+    out = assign_batch(batch, late_start, leeway_us=5_000_000, max_age_us=None, reject_rows=False).to_pylist()
+    assert [r["failure"] for r in out] == [None] * (len(out) - 1) + [R.UNDECODABLE]
+    covered = [r["write_time_us"] > 1_750_000_000_000_000 for r in out[:-1]]
+    assert any(covered) and not all(covered)
+    assert [r["cdc$stream_id"] is not None for r in out[:-1]] == covered
+    assert all(r["token"] == token_of_key(r["partition_key"]) for r in out[:-1])

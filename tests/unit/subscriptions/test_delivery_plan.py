@@ -4,6 +4,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import re
+from dataclasses import replace
 
 import pytest
 from pydantic import ValidationError
@@ -105,8 +106,25 @@ def test_a_kafka_format_is_checked_at_create():
 
 
 def test_a_delta_layout_is_checked_at_create():
-    with pytest.raises(InvalidSubscription, match=re.escape("layout = 'wide': one of log, typed")):
+    with pytest.raises(InvalidSubscription, match=re.escape("layout = 'wide': one of log, typed, mirror")):
         Subscription.create("d", Change(table="shop.orders", sink="delta",
                                         sink_config={"path": "/l", "layout": "wide"}))
     assert Subscription.create("d", Change(table="shop.orders", sink="delta", sink_config={
         "path": "/l", "layout": "typed"})).sink_config["layout"] == "typed"
+
+
+@pytest.mark.parametrize("sink, config", [("delta", {"path": "/l"}), ("postgres", {"dsn": "postgresql://h/d"}),
+                                          ("mysql", {"dsn": "mysql://u@h/d"})])
+def test_a_mirror_is_the_whole_table(sink, config):
+    config = {**config, "layout": "mirror"}
+    assert Subscription.create("m", Change(table="shop.orders", sink=sink, sink_config=config,
+                                           start="earliest")).sink_config["layout"] == "mirror"
+    for change, refused in ((Change(filter="qty > 5"), "no filter, columns or operations"),
+                            (Change(columns=("qty",)), "no filter, columns or operations"),
+                            (Change(operations=("insert",)), "no filter, columns or operations"),
+                            (Change(start="snapshot"), "cannot start from a snapshot")):
+        with pytest.raises(InvalidSubscription, match=refused):
+            Subscription.create("m", replace(change, table="shop.orders", sink=sink, sink_config=config))
+    with pytest.raises(InvalidSubscription, match=re.escape("layout = 'typed': one of log, mirror")):
+        Subscription.create("m", Change(table="shop.orders", sink="postgres",
+                                        sink_config={"dsn": "postgresql://h/d", "layout": "typed"}))

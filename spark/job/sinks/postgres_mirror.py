@@ -1,0 +1,223 @@
+"""PostgreSQL mirror: per base table `ks.t`, a table `"ks"."t"` (schema: the keyspace) holding what
+`SELECT * FROM ks.t` returns, merged cell by cell by Cassandra's rules (`spark.mirror`), and beside it
+`"ks"."t$state"`, the cells with their timestamps that decide it (a row per partition and per row:
+`partition`, `row`, `state` as JSON text, `expires`).
+
+One transaction per micro-batch: the batch's ledger entry (a replay is skipped), each table's states and
+mirror rows, the dead letters. Concurrent writers of one mirror take turns (an advisory lock per table).
+
+Columns in their PostgreSQL types: text, smallint (tinyint too), integer, bigint, numeric (varint,
+decimal: exact, each value its scale), real, double precision, boolean, bytea, timestamptz, date,
+bigint (time: ns since midnight), uuid (timeuuid too), inet; a list, set or vector of those as an
+array; every other type (map, tuple, UDT, duration, nested collections) as jsonb in
+`spark.mirror.values`' forms. A mirror table gains the columns its base table gains and loses those it
+drops. A timestamp or date outside years 1–9999, or text holding U+0000 (which PostgreSQL text cannot),
+fails the micro-batch with a `MirrorError` naming the row.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import logging
+import uuid
+from collections.abc import Callable, Collection, Sequence
+from typing import Any
+
+from pyspark.sql import DataFrame
+
+from connector.cql import CqlType, ListType, SetType, VectorType
+from spark.mirror.engine import MirrorRow, StateKey, StoredState
+from spark.mirror.layout import MirrorLayout
+from spark.mirror.tables import Layouts, batch_changes, merge_batch, prepare_batch
+from spark.mirror.values import StoreColumn, json_value, row_values
+
+from .postgres import PostgresSink, ident, schema_statements
+
+log = logging.getLogger(__name__)
+
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+_EPOCH_DATE = dt.date(1970, 1, 1)
+STATE_SUFFIX = "$state"
+
+
+def _timestamp(ms: int) -> dt.datetime:
+    return _EPOCH + dt.timedelta(milliseconds=ms)
+
+
+def _date(days: int) -> dt.date:
+    return _EPOCH_DATE + dt.timedelta(days=days)
+
+
+def _blob(text: str) -> bytes:
+    return bytes.fromhex(text[2:])
+
+
+# CQL type → (PostgreSQL type, the function from the event's value to what psycopg writes for it).
+_NATIVE: dict[str, tuple[str, Callable[[Any], Any]]] = {
+    "ascii": ("text", str), "text": ("text", str), "varchar": ("text", str),
+    "tinyint": ("smallint", int), "smallint": ("smallint", int), "int": ("integer", int), "bigint": ("bigint", int),
+    "varint": ("numeric", decimal.Decimal), "decimal": ("numeric", decimal.Decimal),
+    "float": ("real", float), "double": ("double precision", float), "boolean": ("boolean", bool),
+    "blob": ("bytea", _blob), "timestamp": ("timestamp with time zone", _timestamp), "date": ("date", _date),
+    "time": ("bigint", int), "uuid": ("uuid", uuid.UUID), "timeuuid": ("uuid", uuid.UUID), "inet": ("inet", str),
+}
+
+
+def pg_column(name: str, cql: CqlType) -> StoreColumn:
+    native = _NATIVE.get(cql.cql)
+    if native is not None:
+        return StoreColumn(name, *native)
+    if isinstance(cql, (ListType, SetType, VectorType)) and cql.element.cql in _NATIVE:
+        element_type, element = _NATIVE[cql.element.cql]
+        return StoreColumn(name, element_type + "[]",
+                           lambda values: [None if v is None else element(v) for v in values])
+    from psycopg.types.json import Jsonb
+
+    to_json = json_value(cql)
+    return StoreColumn(name, "jsonb", lambda value: Jsonb(to_json(value)))
+
+
+def _columns(layout: MirrorLayout) -> list[StoreColumn]:
+    types = {c.name: c.type for c in (*layout.key_columns, *layout.columns)}
+    return [pg_column(name, layout.cql(types[name])) for name in layout.names()]
+
+
+class PostgresMirrorStore:
+    """One table's mirror and states, in the micro-batch's transaction (`spark.mirror.engine.MirrorStore`)."""
+
+    def __init__(self, conn: Any, layout: MirrorLayout) -> None:
+        self.conn, self.layout = conn, layout
+        schema = ident(layout.keyspace)
+        self.table = f"{schema}.{ident(layout.table)}"
+        self.state = f"{schema}.{ident(layout.table + STATE_SUFFIX)}"
+        self.columns = _columns(layout)
+        self._staging = ident(f"ringtail$rows${layout.keyspace}.{layout.table}"[:63])
+        self._staged = False
+
+    def prepare(self) -> None:
+        """Create the tables, or bring the mirror's columns to the base table's; take this table's turn."""
+        conn, layout = self.conn, self.layout
+        conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"ringtail.mirror.{layout.qualified}",))
+        conn.execute(f"CREATE SCHEMA IF NOT EXISTS {ident(layout.keyspace)}")
+        body = ", ".join(f"{ident(c.name)} {c.type}" for c in self.columns)
+        conn.execute(f"CREATE TABLE IF NOT EXISTS {self.table} ({body})")
+        keys = ", ".join(ident(c.name) for c in layout.key_columns)
+        conn.execute(f"CREATE INDEX IF NOT EXISTS {ident((layout.table + '$key')[:63])} ON {self.table} ({keys})")
+        conn.execute(f"CREATE TABLE IF NOT EXISTS {self.state} (partition bytea NOT NULL, \"row\" text NOT NULL,"
+                     " state text NOT NULL, expires bigint, PRIMARY KEY (partition, \"row\"))")
+        conn.execute(f"CREATE INDEX IF NOT EXISTS {ident((layout.table + '$expires')[:63])} ON {self.state}"
+                     " (expires) WHERE expires IS NOT NULL")
+        have = {name for (name,) in conn.execute("SELECT column_name FROM information_schema.columns"
+                                                 " WHERE table_schema = %s AND table_name = %s",
+                                                 (layout.keyspace, layout.table)).fetchall()}
+        for column in self.columns:
+            if column.name not in have:
+                conn.execute(f"ALTER TABLE {self.table} ADD COLUMN {ident(column.name)} {column.type}")
+        for name in have - {c.name for c in self.columns}:
+            conn.execute(f"ALTER TABLE {self.table} DROP COLUMN {ident(name)}")
+
+    def load(self, keys: Collection[StateKey]) -> dict[StateKey, str]:
+        if not keys:
+            return {}
+        partitions, rows = zip(*keys)
+        return self._states("(partition, \"row\") IN (SELECT * FROM unnest(%s::bytea[], %s::text[]))",
+                            (list(partitions), list(rows)))
+
+    def load_partitions(self, partitions: Collection[bytes]) -> dict[StateKey, str]:
+        return self._states("partition = ANY(%s::bytea[])", (list(partitions),)) if partitions else {}
+
+    def due(self, now: int) -> list[StateKey]:
+        return [(bytes(p), r) for p, r in self.conn.execute(
+            f"SELECT partition, \"row\" FROM {self.state} WHERE expires <= %s", (now,)).fetchall()]
+
+    def _states(self, where: str, parameters: tuple) -> dict[StateKey, str]:
+        rows = self.conn.execute(f"SELECT partition, \"row\", state FROM {self.state} WHERE {where}", parameters)
+        return {(bytes(p), r): s for p, r, s in rows.fetchall()}
+
+    def save(self, states: list[StoredState], rows: list[MirrorRow]) -> None:
+        conn = self.conn
+        gone = [s for s in states if s.state is None]
+        kept = [s for s in states if s.state is not None]
+        if gone:
+            conn.execute(f"DELETE FROM {self.state} WHERE (partition, \"row\") IN"
+                         " (SELECT * FROM unnest(%s::bytea[], %s::text[]))",
+                         ([s.partition for s in gone], [s.row for s in gone]))
+        if kept:
+            conn.execute(f"INSERT INTO {self.state} (partition, \"row\", state, expires) SELECT * FROM"
+                         " unnest(%s::bytea[], %s::text[], %s::text[], %s::bigint[])"
+                         " ON CONFLICT (partition, \"row\") DO UPDATE SET state = EXCLUDED.state,"
+                         " expires = EXCLUDED.expires",
+                         ([s.partition for s in kept], [s.row for s in kept], [s.state for s in kept],
+                          [s.expires for s in kept]))
+        if rows:
+            self._replace(rows)
+
+    def _replace(self, rows: Sequence[MirrorRow]) -> None:
+        """Remove each row's key from the mirror, then write the rows that have values, through a staging
+        table of the mirror's columns and a flag."""
+        conn, staging = self.conn, self._staging
+        names = [c.name for c in self.columns]
+        if self._staged:
+            conn.execute(f"TRUNCATE {staging}")
+        else:
+            conn.execute(f"CREATE TEMPORARY TABLE {staging} (LIKE {self.table}) ON COMMIT DROP")
+            conn.execute(f"ALTER TABLE {staging} ADD COLUMN \"ringtail$write\" boolean NOT NULL")
+            self._staged = True
+        with conn.cursor() as cursor:
+            with cursor.copy(f"COPY {staging} ({', '.join(map(ident, names))}, \"ringtail$write\") FROM STDIN") as copy:
+                for row in rows:
+                    copy.write_row(self._values(row))
+            partition = [c.name for c in self.layout.partition_key]
+            match = " AND ".join([f"m.{ident(n)} = s.{ident(n)}" for n in partition]
+                                 + [f"m.{ident(c.name)} IS NOT DISTINCT FROM s.{ident(c.name)}"
+                                    for c in self.layout.clustering])
+            cursor.execute(f"DELETE FROM {self.table} m USING {staging} s WHERE {match}")
+            columns = ", ".join(map(ident, names))
+            cursor.execute(f"INSERT INTO {self.table} ({columns}) SELECT {columns} FROM {staging}"
+                           " WHERE \"ringtail$write\"")
+
+    def _values(self, row: MirrorRow) -> list[Any]:
+        return [*row_values(self.layout, self.columns, row, "PostgreSQL"), row.values is not None]
+
+
+class PostgresMirrorSink(PostgresSink):
+    """The PostgreSQL sink in mirror layout: mirrors instead of the log (dead letters, the ledger and the
+    generations as the log's sink keeps them, in `schema`)."""
+
+    merges_cells = True
+
+    def __init__(self, dsn: str, schema: str = "ringtail", app_id: str = "ringtail",
+                 cluster: tuple[Sequence[str], int] = (("127.0.0.1",), 9042), chunk: int = 20_000) -> None:
+        super().__init__(dsn, schema, app_id)
+        self.layouts = Layouts(cluster)
+        self.chunk = chunk
+
+    def _schema_statements(self) -> list[str]:
+        return schema_statements(self.schema, log=False) + [
+            f"CREATE TABLE IF NOT EXISTS {ident(self.schema)}.mirrors (keyspace text NOT NULL, \"table\" text NOT NULL,"
+            " PRIMARY KEY (keyspace, \"table\"))"]
+
+    def _write_rows(self, conn: Any, rows: DataFrame) -> int:
+        return self._merge(conn, batch_changes(rows))
+
+    def purge(self) -> None:
+        """Between batches: remove what has expired from the mirrors."""
+        with self._connect() as conn, conn.transaction():
+            self._merge(conn, {})
+
+    def _merge(self, conn: Any, batch: dict) -> int:
+        registry = f"{ident(self.schema)}.mirrors"
+        known = conn.execute(f"SELECT keyspace, \"table\" FROM {registry}").fetchall()
+
+        def store_of(layout: MirrorLayout) -> PostgresMirrorStore:
+            store = PostgresMirrorStore(conn, layout)
+            store.prepare()
+            conn.execute(f"INSERT INTO {registry} VALUES (%s, %s) ON CONFLICT DO NOTHING",
+                         (layout.keyspace, layout.table))
+            return store
+
+        tables = prepare_batch(self.layouts, batch, [tuple(k) for k in known], store_of)
+        return merge_batch(tables, batch, self.chunk).changes
+
+    def close(self) -> None:
+        self.layouts.close()

@@ -1,0 +1,99 @@
+"""What every mirror sink does around the merge: read each table's layout from the cluster, turn a
+micro-batch's rows into each table's changes, and merge them chunk by chunk into a store."""
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from connector.schema.loader import read_table
+from connector.schema.session import connect
+
+from .engine import Change, MergeCounts, MirrorStore, merge
+from .layout import MirrorLayout
+from .state import Rules
+
+log = logging.getLogger(__name__)
+
+# (serialized partition key, key JSON, cells JSON) of one change, as the batch carries it.
+RawChange = tuple[bytes, str, str]
+
+
+def batch_changes(rows: DataFrame) -> dict[tuple[str, str], list[RawChange]]:
+    """The micro-batch's changes, per (keyspace, table), brought to the driver: a range deletion's second
+    row (its end bound) carries no cells, the first has both bounds."""
+    out: dict[tuple[str, str], list[RawChange]] = defaultdict(list)
+    chosen = rows.where(F.col("cells").isNotNull()).select("keyspace", "table", "partition_key", "key", "cells")
+    for row in chosen.toLocalIterator():
+        out[(row.keyspace, row.table)].append((bytes(row.partition_key), row.key, row.cells))
+    return out
+
+
+def changes_of(layout: MirrorLayout, raw: Iterable[RawChange]) -> Iterable[Change]:
+    names = [c.name for c in layout.partition_key]
+    for partition, key, cells in raw:
+        values = json.loads(key)
+        yield Change(partition, [values[n] for n in names], json.loads(cells))
+
+
+class Layouts:
+    """Each base table's layout, read from the cluster when a batch asks (so DDL is followed); one
+    session for the sink's life."""
+
+    def __init__(self, cluster: tuple[Sequence[str], int]) -> None:
+        self.cluster = cluster
+        self._session: Any = None
+
+    def get(self, keyspace: str, table: str) -> MirrorLayout | None:
+        """None: the table no longer exists."""
+        if self._session is None:
+            _, self._session = connect(*self.cluster)
+        base, user_types = read_table(self._session, keyspace, table)
+        return None if base is None else MirrorLayout.of_table(base, user_types)
+
+    def close(self) -> None:
+        if self._session is not None:
+            self._session.cluster.shutdown()
+            self._session = None
+
+
+def prepare_batch(layouts: Layouts, batch: dict[tuple[str, str], list[RawChange]],
+                  known: Iterable[tuple[str, str]], store_of: Callable[[MirrorLayout], MirrorStore]
+                  ) -> list[tuple[MirrorLayout, MirrorStore]]:
+    """Each table to merge into: those with changes in `batch` and those in `known` (mirrored before,
+    whose expired values must go even without changes), with the store `store_of` prepares for it (its
+    tables created or brought to the base table's columns). A table that no longer exists keeps its
+    mirror as it was; its changes are not merged."""
+    out = []
+    for keyspace, table in sorted(set(batch) | set(known)):
+        layout = layouts.get(keyspace, table)
+        if layout is None:
+            if batch.get((keyspace, table)):
+                log.warning("%s.%s no longer exists: %d of its changes not merged into its mirror, which stays as"
+                            " it was", keyspace, table, len(batch[(keyspace, table)]))
+            continue
+        out.append((layout, store_of(layout)))
+    return out
+
+
+def merge_batch(tables: list[tuple[MirrorLayout, MirrorStore]], batch: dict[tuple[str, str], list[RawChange]],
+                chunk: int) -> MergeCounts:
+    """Merge each table's changes in `batch` into its store, `chunk` changes at a time."""
+    total = MergeCounts()
+    now = int(time.time())
+    for layout, store in tables:
+        rules = Rules(layout)
+        raw = batch.get((layout.keyspace, layout.table), [])
+        for start in range(0, max(len(raw), 1), chunk):
+            total.add(merge(rules, store, changes_of(layout, raw[start:start + chunk]), now))
+    # A purge between batches that finds nothing expired says so only at debug level.
+    log.log(logging.INFO if total.changes or total.rows_written else logging.DEBUG,
+            "mirror: %d changes merged into %d partitions (%d read whole); %d states and %d rows written",
+            total.changes, total.partitions, total.whole_partitions, total.states_written, total.rows_written)
+    return total

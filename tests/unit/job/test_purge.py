@@ -1,0 +1,71 @@
+"""A mirror sink's expired values go between micro-batches too: `BatchWriter.purge_when_due`, on a sink of
+this test's that counts its purges."""
+from __future__ import annotations
+
+import threading
+import time
+
+from spark.job.config import StreamSettings
+from spark.job.pipeline import BatchWriter
+
+
+class CountingSink:
+    def __init__(self, fails: bool = False) -> None:
+        self.purges = 0
+        self.fails = fails
+
+    def purge(self) -> None:
+        self.purges += 1
+        if self.fails:
+            raise ConnectionError("database unreachable")
+
+
+def writer(sink, interval: float = 0.05) -> BatchWriter:
+    return BatchWriter(StreamSettings(mirror_purge_interval=interval), sink, keeper=None)
+
+
+def test_a_purge_comes_once_the_interval_has_passed():
+    sink = CountingSink()
+    w = writer(sink)
+    w.purge_when_due()
+    assert sink.purges == 0  # a writer starts as if it had just purged
+    time.sleep(0.06)
+    w.purge_when_due()
+    w.purge_when_due()  # the interval starts again after a purge
+    assert sink.purges == 1
+
+
+def test_no_purge_while_a_batch_is_in_the_sink():
+    sink = CountingSink()
+    w = writer(sink, interval=0.01)
+    time.sleep(0.02)
+    in_sink = threading.Event()
+    release = threading.Event()
+
+    class Batch:  # what foreachBatch runs: the sink write, here held open
+        pass
+
+    w.write = lambda batch, batch_id: (in_sink.set(), release.wait(5))
+    thread = threading.Thread(target=w, args=(Batch(), 0))
+    thread.start()
+    in_sink.wait(5)
+    w.purge_when_due()
+    assert sink.purges == 0
+    release.set()
+    thread.join(5)
+    w.purge_when_due()
+    assert sink.purges == 0  # the batch itself counted as a purge
+    time.sleep(0.02)
+    w.purge_when_due()
+    assert sink.purges == 1
+
+
+def test_a_failed_purge_is_logged_and_tried_again_later(caplog):
+    sink = CountingSink(fails=True)
+    w = writer(sink, interval=0.01)
+    time.sleep(0.02)
+    w.purge_when_due()
+    assert sink.purges == 1 and "database unreachable" in caplog.text
+    w.purge_when_due()
+    assert sink.purges == 1
+
