@@ -1,0 +1,180 @@
+"""Reading a base table (`SELECT *`) and its mirrors in PostgreSQL, MySQL and Delta into one form, to
+compare them: each row a dict of column → value in `spark.mirror.values`' JSON form, rows sorted."""
+from __future__ import annotations
+
+import datetime as dt
+import json
+import struct
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from connector.cql import CqlType, ListType, SetType, VectorType, maybe_quote
+from connector.schema.loader import read_table
+from spark.mirror.layout import MirrorLayout
+from spark.mirror.values import json_value
+from spark.snapshot.raw import raw_rows
+from spark.snapshot.rows import column_json
+
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+
+
+def layout_of(session: Any, keyspace: str, table: str) -> MirrorLayout:
+    base, user_types = read_table(session, keyspace, table)
+    return MirrorLayout.of_table(base, user_types)
+
+
+def _types(layout: MirrorLayout) -> dict[str, CqlType]:
+    types = {c.name: c.type for c in (*layout.key_columns, *layout.columns)}
+    return {name: layout.cql(types[name]) for name in layout.names()}
+
+
+def ordered(rows: Iterable[dict]) -> list[dict]:
+    return sorted(rows, key=lambda row: json.dumps(row, sort_keys=True, default=str))
+
+
+def source_rows(cluster: Any, layout: MirrorLayout) -> list[dict]:
+    """`SELECT *` of the base table, values decoded from their bytes by the connector's CQL type layer."""
+    session = raw_rows(cluster.connect())
+    try:
+        types = _types(layout)
+        reads = {n: (column_json(t, f"check.{n}"), json_value(t)) for n, t in types.items()}
+        statement = f"SELECT * FROM {maybe_quote(layout.keyspace)}.{maybe_quote(layout.table)}"
+        result = session.execute(statement)
+        names = result.column_names
+        out = []
+        for raw in result:
+            row = {}
+            for name, value in zip(names, raw):
+                read, canonical = reads[name]
+                row[name] = None if value is None else canonical(read(value))
+            out.append(row)
+        return ordered(out)
+    finally:
+        session.shutdown()
+
+
+def _from_pg(cql: CqlType) -> Callable[[Any], Any]:
+    """A PostgreSQL mirror column's value (as psycopg reads it) → the event's form of it."""
+    if isinstance(cql, (ListType, SetType, VectorType)) and not _is_json(cql):
+        element = _from_pg(cql.element)
+        return lambda values: [None if v is None else element(v) for v in values]
+    name = cql.cql
+    if name == "float":  # real's text is the shortest that reads back as the same float32
+        return _float32
+    if name == "blob":
+        return lambda v: "0x" + bytes(v).hex()
+    if name == "timestamp":
+        return lambda v: (v - _EPOCH) // dt.timedelta(milliseconds=1)
+    if name == "date":
+        return lambda v: (v - _EPOCH.date()).days
+    if name in ("uuid", "timeuuid", "inet", "decimal"):
+        return str
+    if name == "varint":
+        return lambda v: str(int(v))
+    return lambda v: v  # numbers, text, booleans; jsonb as parsed, already in the JSON column form
+
+
+def _float32(value: float) -> float:
+    return struct.unpack("<f", struct.pack("<f", value))[0]
+
+
+def _is_json(cql: CqlType) -> bool:
+    from spark.job.sinks.postgres_mirror import pg_column
+
+    return pg_column("x", cql).type == "jsonb"
+
+
+def postgres_rows(conn: Any, layout: MirrorLayout) -> list[dict]:
+    types = _types(layout)
+    reads = {}
+    for name, cql in types.items():
+        read, canonical = _from_pg(cql), json_value(cql)
+        reads[name] = (lambda v: v) if _is_json(cql) else (lambda v, r=read, c=canonical: c(r(v)))
+    table = f'"{layout.keyspace}"."{layout.table}"'
+    cursor = conn.execute(f"SELECT * FROM {table}")
+    names = [d.name for d in cursor.description]
+    return ordered({n: None if v is None else reads[n](v) for n, v in zip(names, row)} for row in cursor.fetchall())
+
+
+def _from_arrow(cql: CqlType) -> Callable[[Any], Any]:
+    """A Delta mirror column's value (Arrow's Python form of its Spark type, `typed_log`) → the event's."""
+    from connector.cql import MapType, TupleType, UserType
+
+    def nullable(convert: Callable[[Any], Any]) -> Callable[[Any], Any]:
+        return lambda v: None if v is None else convert(v)
+
+    if isinstance(cql, (ListType, SetType, VectorType)):
+        element = _from_arrow(cql.element)
+        return nullable(lambda values: [element(v) for v in values])
+    if isinstance(cql, MapType):
+        key, value = _from_arrow(cql.key), _from_arrow(cql.value)
+        return nullable(lambda pairs: [[key(e["key"]), value(e["value"])] if isinstance(e, dict)
+                                       else [key(e[0]), value(e[1])] for e in pairs])
+    if isinstance(cql, TupleType):
+        elements = [_from_arrow(t) for t in cql.elements]
+        return nullable(lambda value: [e(value[f"_{i}"]) for i, e in enumerate(elements, 1)])
+    if isinstance(cql, UserType):
+        fields = [(n, _from_arrow(t)) for n, t in zip(cql.field_names, cql.field_types)]
+        return nullable(lambda value: {n: f(value.get(n)) for n, f in fields})
+    name = cql.cql
+    if name == "blob":
+        return nullable(lambda v: "0x" + v.hex())
+    if name == "timestamp":
+        return nullable(lambda v: (v - _EPOCH) // dt.timedelta(milliseconds=1))
+    if name == "date":
+        return nullable(lambda v: (v - _EPOCH.date()).days)
+    return lambda v: v
+
+
+def delta_rows(spark: Any, path: Any, layout: MirrorLayout) -> list[dict]:
+    types = _types(layout)
+    reads = {n: (_from_arrow(t), json_value(t)) for n, t in types.items()}
+    table = spark.read.format("delta").load(f"{path}/mirror/{layout.keyspace}/{layout.table}").toArrow()
+    return ordered({n: canonical(read(v)) for n, (read, canonical) in reads.items() for v in [row[n]]}
+                   for row in table.to_pylist())
+
+
+def without_negative_zero(rows: list[dict], layout: MirrorLayout) -> list[dict]:
+    """`rows` with -0.0 as 0.0 in float and double columns, as MySQL stores them."""
+    floats = [n for n, t in _types(layout).items() if t.cql in ("float", "double")]
+    return ordered({**row, **{n: 0.0 for n in floats if row[n] == 0.0}} for row in rows)
+
+
+def mysql_rows(conn: Any, layout: MirrorLayout) -> list[dict]:
+    """The MySQL mirror (`SELECT *`: its invisible key stays out), in the event's form."""
+    from spark.job.sinks.mysql_mirror import mysql_column
+
+    types = _types(layout)
+    reads = {}
+    for name, cql in types.items():
+        canonical = json_value(cql)
+        if mysql_column(name, cql).type == "JSON":
+            reads[name] = json.loads
+        elif cql.cql == "boolean":
+            reads[name] = bool
+        elif cql.cql == "timestamp":
+            reads[name] = lambda v: (v.replace(tzinfo=dt.timezone.utc) - _EPOCH) // dt.timedelta(milliseconds=1)
+        else:
+            reads[name] = lambda v, r=_from_pg(cql), c=canonical: c(r(v))
+    with conn.cursor() as cursor:
+        cursor.execute(f"SELECT * FROM `{layout.keyspace}`.`{layout.table}`")
+        names = [d[0] for d in cursor.description]
+        return ordered({n: None if v is None else reads[n](v) for n, v in zip(names, row)} for row in cursor.fetchall())
+
+
+def diff(source: list[dict], mirror: list[dict], limit: int = 20) -> str:
+    """The rows only one side has (at most `limit` of each), or '' when the two are equal."""
+    def key(row: dict) -> str:
+        return json.dumps(row, sort_keys=True, default=str)
+
+    theirs, ours = {key(r) for r in mirror}, {key(r) for r in source}
+    missing = [r for r in source if key(r) not in theirs]
+    extra = [r for r in mirror if key(r) not in ours]
+    if not missing and not extra:
+        return ""
+    lines = [f"{len(source)} rows in the source, {len(mirror)} in the mirror;"
+             f" {len(missing)} only in the source, {len(extra)} only in the mirror"]
+    lines += [f"  source: {key(r)}" for r in missing[:limit]]
+    lines += [f"  mirror: {key(r)}" for r in extra[:limit]]
+    return "\n".join(lines)
+

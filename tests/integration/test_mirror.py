@@ -1,0 +1,175 @@
+"""The mirrors' oracle on the real stack: a seeded random workload (tests/integration/workload.py) in
+Cassandra → the connector → Kafka, every event then sent again in shuffled order as a second node's
+connector would → the Spark job → a mirror in PostgreSQL, Delta and MariaDB; each must equal `SELECT *`
+of its source table, row for row and value for value. The connector is killed (-9) in the middle of the
+workload, the PostgreSQL job in the middle of its run; both start again from where they committed."""
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import psycopg
+import pytest
+from cassandra.concurrent import execute_concurrent
+from cassandra.query import SimpleStatement
+from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
+
+from connector.avro.reader import event_readers
+from connector.avro.wire import frame, schema_id_of, unframe
+from deploy.local.endpoints import ROOT
+from spark.job.config import JobSettings
+from spark.job.sinks.delta import DeltaSink
+from spark.job.sinks.mysql import connect_dsn
+from spark.job.sinks.mysql_mirror import MySqlMirrorSink
+from tests.integration.mirrors import (delta_rows, diff, layout_of, mysql_rows, postgres_rows, source_rows,
+                                       without_negative_zero)
+from tests.integration.pipeline import has_marker, write_marker
+from tests.integration.test_job import drop_mysql_database, mysql_database, run_available
+from tests.integration.workload import TABLES, Workload, ddl
+from tests.support import wait_for
+
+pytestmark = pytest.mark.integration
+
+STATEMENTS = int(os.environ.get("RINGTAIL_TEST_MIRROR_STATEMENTS", "20000"))
+SEED = int(os.environ.get("RINGTAIL_TEST_MIRROR_SEED", "18"))
+SECOND_NODE = "0b5e55ed-0000-4000-8000-00000000000b"
+
+
+def execute(cql, statements: list[str]) -> None:
+    results = execute_concurrent(cql, [(SimpleStatement(s), ()) for s in statements], concurrency=64,
+                                 raise_on_first_error=False)
+    failed = [(s, r.result_or_exc) for s, r in zip(statements, results) if not r.success]
+    assert not failed, failed[:5]
+
+
+def resend_shuffled(stack, prefix: str, seed: int) -> int:
+    """Send every event of the connector's table topics again, in shuffled order, as a second node's
+    connector would: the same keys (so the same Kafka partitions), its own node id in `source`."""
+    consumer = Consumer({"bootstrap.servers": stack.kafka_bootstrap, "group.id": f"resend-{uuid.uuid4()}",
+                         "enable.auto.commit": False})
+    topics = [t for t in consumer.list_topics(timeout=10).topics
+              if t.startswith(prefix + ".") and not t.endswith(".dead_letters") and not t.endswith(".marker")]
+    partitions = [TopicPartition(t, p) for t in topics
+                  for p in consumer.list_topics(t, timeout=10).topics[t].partitions]
+    ends = {(tp.topic, tp.partition): consumer.get_watermark_offsets(tp, timeout=10)[1] for tp in partitions}
+    consumer.assign([TopicPartition(tp.topic, tp.partition, OFFSET_BEGINNING) for tp in partitions])
+    records, remaining = [], {k for k, end in ends.items() if end > 0}
+    while remaining:
+        message = consumer.poll(5)
+        assert message is not None, f"records of {sorted(remaining)} did not arrive"
+        records.append((message.topic(), message.key(), message.value()))
+        if message.offset() + 1 >= ends[(message.topic(), message.partition())]:
+            remaining.discard((message.topic(), message.partition()))
+    consumer.close()
+    readers = event_readers(stack.registry_url)
+    copies = []
+    for topic, key, value in records:
+        schema_id = schema_id_of(value)
+        parsed = readers.get(schema_id).parsed
+        event = unframe(value, parsed)
+        event["source"]["node"] = SECOND_NODE
+        copies.append((topic, key, frame(schema_id, parsed, event)))
+    random.Random(seed).shuffle(copies)
+    producer = Producer({"bootstrap.servers": stack.kafka_bootstrap, "enable.idempotence": True})
+    for topic, key, value in copies:
+        producer.produce(topic, key=key, value=value)
+        producer.poll(0)
+    assert producer.flush(60) == 0
+    return len(copies)
+
+
+def run_job_killed_once(stack, settings: JobSettings, folder: Path) -> None:
+    """`python -m spark.job --available-now` as users run it, killed -9 once its first micro-batch is
+    written (the next one running), then run again to the end."""
+    config = folder / "postgres-job.yaml"
+    config.write_text(json.dumps(settings.model_dump(mode="json")))
+    log = folder / "postgres-job.log"
+
+    def run() -> subprocess.Popen:
+        with open(log, "a") as out:
+            return subprocess.Popen([sys.executable, "-m", "spark.job", "--config", str(config), "--available-now"],
+                                    cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
+
+    process = run()
+    try:
+        wait_for(lambda: "written: " in log.read_text() or process.poll() is not None, 300, "a first micro-batch")
+        assert process.poll() is None, log.read_text()[-3000:]
+        process.send_signal(signal.SIGKILL)
+        process.wait(30)
+        process = run()
+        assert process.wait(600) == 0, log.read_text()[-3000:]
+    finally:
+        if process.poll() is None:
+            process.kill()
+    text = log.read_text()
+    assert text.count("written: ") >= 2 and "Traceback" not in text, text[-3000:]
+
+
+def test_every_mirror_equals_select_star(stack, cql, keyspace, tmp_path, pipeline, spark):
+    connector, consumer = pipeline()
+    connector.start_from_now()
+    connector.start()
+    for statement in ddl(keyspace):
+        cql.execute(statement)
+    statements = Workload(keyspace, SEED).statements(STATEMENTS)
+    quarter = len(statements) // 4
+    started = time.monotonic()
+    execute(cql, statements[:2 * quarter])
+    connector.kill()
+    execute(cql, statements[2 * quarter:3 * quarter])  # while the connector is down
+    connector.start()
+    execute(cql, statements[3 * quarter:])
+    consumer.until(has_marker(write_marker(cql, keyspace)), 300)
+    copies = resend_shuffled(stack, connector.prefix, SEED)
+    print(f"\n{len(statements)} statements, {copies} events, each sent twice: {time.monotonic() - started:.0f} s")
+
+    cluster = ((stack.cassandra_host,), stack.cassandra_port)
+    schema = f"rt_{uuid.uuid4().hex[:10]}"
+    settings = JobSettings(
+        kafka_bootstrap_servers=stack.kafka_bootstrap, registry_url=stack.registry_url, topic_prefix=connector.prefix,
+        cassandra_hosts=cluster[0], cassandra_port=cluster[1], generations_keyspace=f"{keyspace}_gen",
+        # Every copy reaches the mirrors: none is removed on the way, so the merge alone must absorb them.
+        dedup=False, log_format="text", app_id=schema)
+    dsn = mysql_database(stack, schema)
+    try:
+        started = time.monotonic()
+        run_job_killed_once(stack, settings.model_copy(update={
+            "sink": "postgres", "postgres_dsn": stack.postgres_dsn, "postgres_schema": schema,
+            "postgres_layout": "mirror", "checkpoint_dir": tmp_path / "postgres", "max_offsets_per_trigger": 4000,
+            "spark_jars": stack.spark_jars, "spark_conf": {"spark.ui.enabled": "false"}}), tmp_path)
+        print(f"PostgreSQL (killed once): {time.monotonic() - started:.0f} s")
+        for name, sink in (("delta", DeltaSink(spark, tmp_path / "delta", layout="mirror", cluster=cluster)),
+                           ("mysql", MySqlMirrorSink(dsn, cluster=cluster))):
+            started = time.monotonic()
+            run_available(spark, settings.model_copy(update={"checkpoint_dir": tmp_path / name}), sink)
+            print(f"{name}: {time.monotonic() - started:.0f} s")
+
+        differences = []
+        with psycopg.connect(stack.postgres_dsn) as pg:
+            mysql = connect_dsn(dsn)
+            for table in TABLES:
+                layout = layout_of(cql, keyspace, table)
+                source = source_rows(cql.cluster, layout)
+                print(f"{table}: {len(source)} rows")
+                for name, expected, mirror in (
+                        ("postgres", source, postgres_rows(pg, layout)),
+                        ("delta", source, delta_rows(spark, tmp_path / "delta", layout)),
+                        ("mysql", without_negative_zero(source, layout), mysql_rows(mysql, layout))):
+                    found = diff(expected, mirror)
+                    if found:
+                        differences.append(f"{name} mirror of {table}: {found}")
+            mysql.close()
+        assert not differences, "\n".join(differences)
+    finally:
+        drop_mysql_database(stack, dsn)
+        drop_mysql_database(stack, f"/{keyspace}")  # the mirrors' database
+        with psycopg.connect(stack.postgres_dsn, autocommit=True) as pg:
+            pg.execute(f'DROP SCHEMA IF EXISTS "{schema}", "{keyspace}" CASCADE')
+        cql.execute(f"DROP KEYSPACE IF EXISTS {keyspace}_gen")
