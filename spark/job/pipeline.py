@@ -175,7 +175,7 @@ class BatchWriter:
         self.idle = threading.Event()  # set while no micro-batch is in the sink: a stop then cuts none short
         self.idle.set()
         self.error: str | None = None  # why the last micro-batch failed
-        # A mirror's expired values go with each batch, and between batches every `mirror_purge_interval`.
+        # A mirror's expired values are purged every `mirror_purge_interval`, never during a batch.
         self._in_sink = threading.Lock()
         self._purged = time.monotonic()
 
@@ -195,7 +195,6 @@ class BatchWriter:
         try:
             with self._in_sink:
                 self.write(batch, batch_id)
-                self._purged = time.monotonic()
         except Exception as exc:
             # Spark reports it wrapped in a Py4J traceback; the reason is kept here, readable.
             reason = str(exc).strip().splitlines()
@@ -204,13 +203,14 @@ class BatchWriter:
         finally:
             self.idle.set()
 
-    def purge_when_due(self) -> None:
-        """Between batches, once `mirror_purge_interval` has passed since the last batch or purge: remove
-        what has expired from a mirror sink (called from the thread that awaits the query)."""
+    def purge_when_due(self, wait: float = 1.0) -> None:
+        """Once `mirror_purge_interval` has passed since the last purge: remove what has expired from a
+        mirror sink, between batches (waiting at most `wait` seconds for one in the sink to end; the
+        thread that awaits the query calls this again soon)."""
         purge = getattr(self.sink, "purge", None)
         if purge is None or time.monotonic() - self._purged < self.settings.mirror_purge_interval:
             return
-        if self._in_sink.acquire(blocking=False):  # a batch in the sink purges by itself
+        if self._in_sink.acquire(timeout=wait):
             try:
                 purge()
             except Exception as exc:  # the next batch fails on the same cause, and is retried

@@ -4,8 +4,9 @@ table (`MirrorStore`: one per sink, PostgreSQL, MySQL, Delta).
 For each chunk of changes: load the states they touch (each partition's record, each row named), the
 whole partition where a change reaches beyond one row (a partition or range deletion, a static row:
 its values are on every row, and a partition of static values only shows as one row); merge; prune;
-save the states that changed and the mirror rows they decide. Rows whose cells expire are due at their
-expiry (`MirrorStore.due`) and read again with the next batch, so an expired value leaves the mirror.
+save the states that changed and the mirror rows they decide, as of now. A purge (`purge=True`, no
+changes needed) reads again the states whose cells have expired since they were saved
+(`MirrorStore.due`), so an expired value leaves the mirror.
 
 A replayed batch merges the same changes again, which changes nothing: no bookkeeping of batches is
 needed for the mirror's exactness.
@@ -73,8 +74,9 @@ class MergeCounts:
             setattr(self, name, getattr(self, name) + getattr(other, name))
 
 
-def merge(rules: Rules, store: MirrorStore, changes: Iterable[Change], now: int) -> MergeCounts:
-    """Merge `changes` (one table's) into `store`; `now` (s) decides what has expired."""
+def merge(rules: Rules, store: MirrorStore, changes: Iterable[Change], now: int, purge: bool = False) -> MergeCounts:
+    """Merge `changes` (one table's) into `store`; `now` (s) decides what has expired; with `purge`, the
+    states with something expired are read again too."""
     layout = rules.layout
     by_partition: dict[bytes, list[Mapping[str, Any]]] = defaultdict(list)
     partition_keys: dict[bytes, list[Any]] = {}
@@ -90,7 +92,7 @@ def merge(rules: Rules, store: MirrorStore, changes: Iterable[Change], now: int)
             whole.add(change.partition)  # a range or partition deletion, or the static row
         else:
             keys.add((change.partition, row_key(cells["k"])))
-    due = set(store.due(now))
+    due = set(store.due(now)) if purge else set()
     keys |= due
     partitions = set(by_partition) | {p for p, _ in due}
     keys |= {(p, RECORD) for p in partitions}

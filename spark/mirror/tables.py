@@ -6,7 +6,7 @@ import json
 import logging
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from pyspark.sql import DataFrame
@@ -63,18 +63,17 @@ class Layouts:
             self._session = None
 
 
-def prepare_batch(layouts: Layouts, batch: dict[tuple[str, str], list[RawChange]],
-                  known: Iterable[tuple[str, str]], store_of: Callable[[MirrorLayout], MirrorStore]
-                  ) -> list[tuple[MirrorLayout, MirrorStore]]:
-    """Each table to merge into: those with changes in `batch` and those in `known` (mirrored before,
-    whose expired values must go even without changes), with the store `store_of` prepares for it (its
+def prepare_tables(layouts: Layouts, names: Iterable[tuple[str, str]], store_of: Callable[[MirrorLayout], MirrorStore],
+                   batch: Mapping[tuple[str, str], list[RawChange]] | None = None
+                   ) -> list[tuple[MirrorLayout, MirrorStore]]:
+    """Each table named (keyspace, table) to merge into, with the store `store_of` prepares for it (its
     tables created or brought to the base table's columns). A table that no longer exists keeps its
-    mirror as it was; its changes are not merged."""
+    mirror as it was; its changes in `batch` are not merged."""
     out = []
-    for keyspace, table in sorted(set(batch) | set(known)):
+    for keyspace, table in sorted(set(names)):
         layout = layouts.get(keyspace, table)
         if layout is None:
-            if batch.get((keyspace, table)):
+            if batch and batch.get((keyspace, table)):
                 log.warning("%s.%s no longer exists: %d of its changes not merged into its mirror, which stays as"
                             " it was", keyspace, table, len(batch[(keyspace, table)]))
             continue
@@ -83,16 +82,17 @@ def prepare_batch(layouts: Layouts, batch: dict[tuple[str, str], list[RawChange]
 
 
 def merge_batch(tables: list[tuple[MirrorLayout, MirrorStore]], batch: dict[tuple[str, str], list[RawChange]],
-                chunk: int) -> MergeCounts:
-    """Merge each table's changes in `batch` into its store, `chunk` changes at a time."""
+                chunk: int, purge: bool = False) -> MergeCounts:
+    """Merge each table's changes in `batch` into its store, `chunk` changes at a time; with `purge`, remove
+    what has expired too (`engine.merge`)."""
     total = MergeCounts()
     now = int(time.time())
     for layout, store in tables:
         rules = Rules(layout)
         raw = batch.get((layout.keyspace, layout.table), [])
-        for start in range(0, max(len(raw), 1), chunk):
-            total.add(merge(rules, store, changes_of(layout, raw[start:start + chunk]), now))
-    # A purge between batches that finds nothing expired says so only at debug level.
+        for start in range(0, max(len(raw), 1) if purge else len(raw), chunk):
+            total.add(merge(rules, store, changes_of(layout, raw[start:start + chunk]), now, purge and start == 0))
+    # A purge that finds nothing expired says so only at debug level.
     log.log(logging.INFO if total.changes or total.rows_written else logging.DEBUG,
             "mirror: %d changes merged into %d partitions (%d read whole); %d states and %d rows written",
             total.changes, total.partitions, total.whole_partitions, total.states_written, total.rows_written)

@@ -142,7 +142,7 @@ def test_every_mirror_equals_select_star(stack, cql, keyspace, tmp_path, pipelin
         started = time.monotonic()
         run_job_killed_once(stack, settings.model_copy(update={
             "sink": "postgres", "postgres_dsn": stack.postgres_dsn, "postgres_schema": schema,
-            "postgres_layout": "mirror", "checkpoint_dir": tmp_path / "postgres", "max_offsets_per_trigger": 4000,
+            "postgres_layout": "mirror", "checkpoint_dir": tmp_path / "postgres", "max_offsets_per_trigger": 10_000,
             "spark_jars": stack.spark_jars, "spark_conf": {"spark.ui.enabled": "false"}}), tmp_path)
         print(f"PostgreSQL (killed once): {time.monotonic() - started:.0f} s")
         for name, sink in (("delta", DeltaSink(spark, tmp_path / "delta", layout="mirror", cluster=cluster)),

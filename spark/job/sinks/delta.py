@@ -18,7 +18,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from pyspark.errors import AnalysisException
@@ -30,7 +30,7 @@ from connector.schema.loader import read_table
 from connector.schema.session import connect
 from spark.streams.generations import Generations
 from spark.mirror.layout import MirrorLayout
-from spark.mirror.tables import Layouts, batch_changes, merge_batch, prepare_batch
+from spark.mirror.tables import Layouts, batch_changes, merge_batch, prepare_tables
 from spark.subscriptions.model import DELTA_LAYOUTS, MIRROR
 
 from . import utc_time
@@ -87,7 +87,8 @@ class DeltaSink:
 
     def write(self, rows: DataFrame, dead_letters: DataFrame, batch_id: int) -> None:
         if self.layout == MIRROR:
-            self._merge_mirrors(batch_changes(rows))
+            batch = batch_changes(rows)
+            self._merge_mirrors(batch, batch)
             rows = None
         elif self.layout == "typed":
             rows = self._write_typed(rows, batch_id)
@@ -96,10 +97,10 @@ class DeltaSink:
         self._append(dead_letters, "dead_letters", batch_id)
 
     def purge(self) -> None:
-        """Between batches: remove what has expired from the mirrors."""
-        self._merge_mirrors({})
+        """Remove what has expired from every mirror under the path."""
+        self._merge_mirrors({}, known_mirrors(self.spark, self.path), purge=True)
 
-    def _merge_mirrors(self, batch: dict) -> None:
+    def _merge_mirrors(self, batch: dict, names: Iterable[tuple[str, str]], purge: bool = False) -> None:
         def store_of(layout):
             store = DeltaMirrorStore(self.spark, self.path, layout)
             # Its tables are created, or altered, when the base table is new to this sink or has changed.
@@ -108,8 +109,7 @@ class DeltaSink:
                 self._prepared[layout.qualified] = layout
             return store
 
-        merge_batch(prepare_batch(self._mirrors, batch, known_mirrors(self.spark, self.path), store_of), batch,
-                    self.mirror_chunk)
+        merge_batch(prepare_tables(self._mirrors, names, store_of, batch), batch, self.mirror_chunk, purge)
 
     def _write_typed(self, rows: DataFrame, batch_id: int) -> DataFrame | None:
         """Each table's rows to its typed log; the rows of tables without one (for `cdc_log`), or None."""

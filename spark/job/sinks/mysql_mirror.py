@@ -22,7 +22,7 @@ import hashlib
 import json
 import logging
 import math
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from typing import Any
 
 from pyspark.sql import DataFrame
@@ -31,7 +31,7 @@ from connector.cql import CqlType
 from spark.mirror.engine import MirrorRow, StateKey, StoredState
 from spark.mirror.layout import MirrorLayout
 from spark.mirror.state import canonical
-from spark.mirror.tables import Layouts, batch_changes, merge_batch, prepare_batch
+from spark.mirror.tables import Layouts, batch_changes, merge_batch, prepare_tables
 from spark.mirror.values import StoreColumn, json_value, row_values
 
 from . import chunks
@@ -184,23 +184,22 @@ class MySqlMirrorSink(MySqlSink):
 
     def _before_batch(self, conn: Any, rows: DataFrame) -> Any:
         batch = batch_changes(rows)
-        return batch, self._tables(conn, batch)
+        return batch, self._tables(conn, batch, batch)
 
     def purge(self) -> None:
-        """Between batches: remove what has expired from the mirrors."""
+        """Remove what has expired from every mirror of this sink."""
         conn = connect_dsn(self.dsn)
         try:
-            merge_batch(self._tables(conn, {}), {}, self.chunk)
+            with conn.cursor() as cursor:
+                cursor.execute("SELECT keyspace, `table` FROM mirrors")
+                known = [tuple(k) for k in cursor.fetchall()]
+            merge_batch(self._tables(conn, known), {}, self.chunk, purge=True)
             conn.commit()
         finally:
             conn.close()
 
-    def _tables(self, conn: Any, batch: dict) -> list:
+    def _tables(self, conn: Any, names: Iterable[tuple[str, str]], batch: dict | None = None) -> list:
         """Each table to merge into, its tables created or altered (DDL: before the transaction)."""
-        with conn.cursor() as cursor:
-            cursor.execute("SELECT keyspace, `table` FROM mirrors")
-            known = [tuple(k) for k in cursor.fetchall()]
-
         def store_of(layout: MirrorLayout) -> MySqlMirrorStore:
             store = MySqlMirrorStore(conn, layout)
             store.prepare()
@@ -209,7 +208,7 @@ class MySqlMirrorSink(MySqlSink):
             conn.commit()
             return store
 
-        return prepare_batch(self.layouts, batch, known, store_of)
+        return prepare_tables(self.layouts, names, store_of, batch)
 
     def _write_rows(self, cursor: Any, rows: DataFrame, prepared: Any) -> int:
         batch, tables = prepared

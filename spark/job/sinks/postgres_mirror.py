@@ -20,7 +20,7 @@ import datetime as dt
 import decimal
 import logging
 import uuid
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from typing import Any
 
 from pyspark.sql import DataFrame
@@ -28,7 +28,7 @@ from pyspark.sql import DataFrame
 from connector.cql import CqlType, ListType, SetType, VectorType
 from spark.mirror.engine import MirrorRow, StateKey, StoredState
 from spark.mirror.layout import MirrorLayout
-from spark.mirror.tables import Layouts, batch_changes, merge_batch, prepare_batch
+from spark.mirror.tables import Layouts, batch_changes, merge_batch, prepare_tables
 from spark.mirror.values import StoreColumn, json_value, row_values
 
 from .postgres import PostgresSink, ident, schema_statements
@@ -198,26 +198,24 @@ class PostgresMirrorSink(PostgresSink):
             " PRIMARY KEY (keyspace, \"table\"))"]
 
     def _write_rows(self, conn: Any, rows: DataFrame) -> int:
-        return self._merge(conn, batch_changes(rows))
+        batch = batch_changes(rows)
+        return merge_batch(self._tables(conn, batch, batch), batch, self.chunk).changes
 
     def purge(self) -> None:
-        """Between batches: remove what has expired from the mirrors."""
+        """Remove what has expired from every mirror of this sink."""
         with self._connect() as conn, conn.transaction():
-            self._merge(conn, {})
+            known = conn.execute(f"SELECT keyspace, \"table\" FROM {ident(self.schema)}.mirrors").fetchall()
+            merge_batch(self._tables(conn, [tuple(k) for k in known]), {}, self.chunk, purge=True)
 
-    def _merge(self, conn: Any, batch: dict) -> int:
-        registry = f"{ident(self.schema)}.mirrors"
-        known = conn.execute(f"SELECT keyspace, \"table\" FROM {registry}").fetchall()
-
+    def _tables(self, conn: Any, names: Iterable[tuple[str, str]], batch: dict | None = None) -> list:
         def store_of(layout: MirrorLayout) -> PostgresMirrorStore:
             store = PostgresMirrorStore(conn, layout)
             store.prepare()
-            conn.execute(f"INSERT INTO {registry} VALUES (%s, %s) ON CONFLICT DO NOTHING",
+            conn.execute(f"INSERT INTO {ident(self.schema)}.mirrors VALUES (%s, %s) ON CONFLICT DO NOTHING",
                          (layout.keyspace, layout.table))
             return store
 
-        tables = prepare_batch(self.layouts, batch, [tuple(k) for k in known], store_of)
-        return merge_batch(tables, batch, self.chunk).changes
+        return prepare_tables(self.layouts, names, store_of, batch)
 
     def close(self) -> None:
         self.layouts.close()

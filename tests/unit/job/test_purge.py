@@ -39,24 +39,16 @@ def test_no_purge_while_a_batch_is_in_the_sink():
     sink = CountingSink()
     w = writer(sink, interval=0.01)
     time.sleep(0.02)
-    in_sink = threading.Event()
-    release = threading.Event()
-
-    class Batch:  # what foreachBatch runs: the sink write, here held open
-        pass
-
-    w.write = lambda batch, batch_id: (in_sink.set(), release.wait(5))
-    thread = threading.Thread(target=w, args=(Batch(), 0))
+    in_sink, release = threading.Event(), threading.Event()
+    w.write = lambda batch, batch_id: (in_sink.set(), release.wait(5))  # foreachBatch's write, held open
+    thread = threading.Thread(target=w, args=(object(), 0))
     thread.start()
     in_sink.wait(5)
-    w.purge_when_due()
-    assert sink.purges == 0
-    release.set()
+    w.purge_when_due(wait=0.05)
+    assert sink.purges == 0  # not during the batch: tried again on the next call
+    threading.Timer(0.1, release.set).start()
+    w.purge_when_due(wait=5)  # waits for the batch to end
     thread.join(5)
-    w.purge_when_due()
-    assert sink.purges == 0  # the batch itself counted as a purge
-    time.sleep(0.02)
-    w.purge_when_due()
     assert sink.purges == 1
 
 

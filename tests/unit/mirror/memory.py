@@ -45,7 +45,8 @@ def ordered(rows) -> list[dict]:
     return sorted(rows, key=lambda row: json.dumps(row, sort_keys=True))
 
 
-def mirrored(layout: MirrorLayout, changes, now: int, store: MemoryStore | None = None) -> MemoryStore:
+def mirrored(layout: MirrorLayout, changes, now: int, store: MemoryStore | None = None,
+             purge: bool = False) -> MemoryStore:
     store = store or MemoryStore()
-    merge(Rules(layout), store, changes, now)
+    merge(Rules(layout), store, changes, now, purge)
     return store

@@ -65,7 +65,9 @@ def test_the_mirror_is_select_star(layout, changes):
 
 def test_expired_cells_leave_the_mirror(layout, changes):
     store = mirrored(layout, changes, BEFORE_EXPIRY)
-    mirrored(layout, [], AFTER_EXPIRY, store)  # a later batch, with nothing new: the due rows are read again
+    mirrored(layout, [], AFTER_EXPIRY, store)  # a batch of nothing: only what it changes is read
+    assert len(store.select()) == 3
+    mirrored(layout, [], AFTER_EXPIRY, store, purge=True)  # a purge reads the expired rows again
     assert store.select() == [FIRST_ROW]
 
 
