@@ -11,7 +11,9 @@ once as a persisted Spark DataFrame (local[2]), so each sink is timed on its own
 then again in the reverse order), R rounds; the best round of each is shown as rows/s.
 
 `delta` writes the one JSON log, `delta-typed` the table's typed log (`layout=typed`); `kafka` writes
-JSON values, `kafka-avro` Avro through the registry. HTTP posts to a local receiver in
+JSON values, `kafka-avro` Avro through the registry. The `-mirror` sinks merge the same changes (each
+row carries its change's cells, as the job decodes them for a mirror) into the table's mirror
+(`layout=mirror`): each an insert of a new row, whose state is looked up, merged and written. HTTP posts to a local receiver in
 this process that accepts every request (the floor of the JSON encoding and the HTTP round trips, not
 of any real service). Needs the local stack (`deploy/local/start`); prints figures, asserts nothing.
 """
@@ -29,16 +31,20 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
 
+from pyspark.sql.types import StringType, StructField, StructType  # noqa: E402
+
 from deploy.local.endpoints import StackUnavailable, connect_stack  # noqa: E402
 from spark.job import rows as R  # noqa: E402
 from spark.job.config import JobSettings  # noqa: E402
 from spark.job.pipeline import spark_session  # noqa: E402
-from spark.job.sinks import open_sink  # noqa: E402
+from spark.job.sinks import merges_cells, open_sink  # noqa: E402
 from deploy.local.receiver import Receiver  # noqa: E402
 
 # Each a sink kind, with a variant of its settings after a dash.
-SINKS = ("delta", "delta-typed", "postgres", "mysql", "cassandra", "kafka", "kafka-avro", "http")
-_VARIANTS = {"delta-typed": {"layout": "typed"}, "kafka-avro": {"format": "avro"}}
+SINKS = ("delta", "delta-typed", "delta-mirror", "postgres", "postgres-mirror", "mysql", "mysql-mirror", "cassandra",
+         "kafka", "kafka-avro", "http")
+_VARIANTS = {"delta-typed": {"layout": "typed"}, "kafka-avro": {"format": "avro"}, "delta-mirror": {"layout": "mirror"},
+             "postgres-mirror": {"layout": "mirror"}, "mysql-mirror": {"layout": "mirror"}}
 # The rows' source table; the Cassandra sink reads its schema to lay out the log table beside it.
 BENCH_KEYSPACE = "ringtail_bench"
 
@@ -59,12 +65,16 @@ def log_rows(spark, count: int, offset: int = 0):
     micros = int(now.timestamp() * 1_000_000)
 
     def row(i: int) -> tuple:
-        k = offset + i
+        k, written = offset + i, micros + i
+        cells = {"k": [], "s": False, "l": [written, 0, None], "d": None, "c": {
+            "v": [written, 0, None, 0, f"value {k}"], "n": [written, 0, None, 0, k * 7],
+            "tags": [written - 1, [["a", written, 0, None, 0, None], ["b", written, 0, None, 0, None]]]}}
         return (BENCH_KEYSPACE, "orders", k.to_bytes(16, "big"), str(uuid.uuid1()), 0, R.ROW_INSERT, None, True,
                 json.dumps({"k": k}), {"v": json.dumps(f"value {k}"), "n": str(k * 7), "tags": '["a","b"]'},
-                [], {}, now, micros + i, k.to_bytes(4, "big"), k * 7919, now, f"{k:032x}", now,
-                ("node1", 1, i * 40, 0, 0, "bench", 0, k, 1))
-    return spark.createDataFrame([row(i) for i in range(count)], R.LOG_ROW).repartition(2).persist()
+                [], {}, now, written, k.to_bytes(4, "big"), k * 7919, now, f"{k:032x}", now,
+                ("node1", 1, i * 40, 0, 0, "bench", 0, k, 1), json.dumps(cells))
+    schema = StructType([*R.LOG_ROW.fields, StructField(R.CELLS, StringType())])
+    return spark.createDataFrame([row(i) for i in range(count)], schema).repartition(2).persist()
 
 
 def targets(stack, sink: str, run: str, tmp: Path, receiver_url: str) -> dict[str, str]:
@@ -88,18 +98,20 @@ def targets(stack, sink: str, run: str, tmp: Path, receiver_url: str) -> dict[st
 
 
 def cleanup(stack, sink: str, run: str) -> None:
-    """Drop what a run created (Delta paths go with the temporary directory)."""
+    """Drop what a run created (Delta paths go with the temporary directory; a mirror lives in a schema
+    or database named after the keyspace)."""
     if sink == "postgres":
         import psycopg
 
         with psycopg.connect(stack.postgres_dsn, autocommit=True) as conn:
-            conn.execute(f"DROP SCHEMA IF EXISTS {run} CASCADE")
+            conn.execute(f"DROP SCHEMA IF EXISTS {run}, {BENCH_KEYSPACE} CASCADE")
     elif sink == "mysql":
         from spark.job.sinks.mysql import connect_dsn
 
         conn = connect_dsn(stack.mysql_dsn)
         with conn.cursor() as cursor:
             cursor.execute(f"DROP DATABASE IF EXISTS `{run}`")
+            cursor.execute(f"DROP DATABASE IF EXISTS `{BENCH_KEYSPACE}`")
         conn.close()
     elif sink == "cassandra":
         from connector.schema.session import connect
@@ -119,7 +131,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rows", type=int, default=50_000)
     parser.add_argument("--repeat", type=int, default=2)
+    parser.add_argument("--sinks", default=",".join(SINKS), help=f"a comma-separated subset of {', '.join(SINKS)}")
     args = parser.parse_args()
+    chosen = tuple(s for s in SINKS if s in args.sinks.split(","))
     try:
         stack = connect_stack()
     except StackUnavailable as exc:
@@ -135,7 +149,7 @@ def main() -> int:
     best: dict[str, float] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for round_ in range(args.repeat):
-            for sink in SINKS if round_ % 2 == 0 else tuple(reversed(SINKS)):
+            for sink in chosen if round_ % 2 == 0 else tuple(reversed(chosen)):
                 run = f"bench_{uuid.uuid4().hex[:10]}"
                 kind = sink.split("-")[0]
                 config = {**targets(stack, kind, run, Path(tmp), receiver.url), **_VARIANTS.get(sink, {})}
@@ -143,18 +157,21 @@ def main() -> int:
                                    stack.cassandra_port), keyspace=run, kafka=stack.kafka_bootstrap,
                                    registry=stack.registry_url)
                 writer.prepare()
-                writer.write(warm, empty, 0)
+                # A log sink is given the log's columns; a mirror, the cells too.
+                given = [R.CELLS] if merges_cells(writer) else []
+                columns = [f"`{name}`" for name in R.LOG_ROW.fieldNames() + given]
+                writer.write(warm.select(*columns), empty, 0)
                 started = time.perf_counter()
-                writer.write(rows, empty, 1)
+                writer.write(rows.select(*columns), empty, 1)
                 seconds = time.perf_counter() - started
                 writer.close()
                 best[sink] = min(best.get(sink, seconds), seconds)
-                print(f"round {round_ + 1} {sink:10s} {args.rows / seconds:10,.0f} rows/s ({seconds:.1f} s)")
+                print(f"round {round_ + 1} {sink:15s} {args.rows / seconds:10,.0f} rows/s ({seconds:.1f} s)")
                 cleanup(stack, kind, run)
     receiver.close()
     print("\nbest of each, rows/s:")
-    for sink in SINKS:
-        print(f"  {sink:10s} {args.rows / best[sink]:10,.0f}")
+    for sink in chosen:
+        print(f"  {sink:15s} {args.rows / best[sink]:10,.0f}")
     spark.stop()
     return 0
 
