@@ -89,7 +89,7 @@ class JobSettings(StreamSettings):
     delta_layout: Literal[DELTA_LAYOUTS] = "log"  # one JSON log, or a typed log per table (spark.job.sinks.delta)
     postgres_dsn: str = "postgresql://ringtail@127.0.0.1:5432/ringtail"
     postgres_schema: str = "ringtail"
-    # The log, or a mirror of each table (spark.job.sinks.postgres_mirror).
+    # The log, a typed log per table (spark.job.sinks.postgres_typed) or a mirror of each (postgres_mirror).
     postgres_layout: Literal[SQL_LAYOUTS] = "log"
 
 

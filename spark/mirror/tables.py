@@ -13,6 +13,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from connector.schema.loader import read_table
+from connector.schema.model import Table, UserType
 from connector.schema.session import connect
 
 from .engine import Change, MergeCounts, MirrorStore, merge
@@ -43,18 +44,22 @@ def changes_of(layout: MirrorLayout, raw: Iterable[RawChange]) -> Iterable[Chang
 
 
 class Layouts:
-    """Each base table's layout, read from the cluster when a batch asks (so DDL is followed); one
+    """Each base table's schema, read from the cluster when a batch asks (so DDL is followed); one
     session for the sink's life."""
 
     def __init__(self, cluster: tuple[Sequence[str], int]) -> None:
         self.cluster = cluster
         self._session: Any = None
 
-    def get(self, keyspace: str, table: str) -> MirrorLayout | None:
-        """None: the table no longer exists."""
+    def table(self, keyspace: str, table: str) -> tuple[Table | None, Mapping[str, UserType]]:
+        """The table (None: it no longer exists) and its keyspace's user types."""
         if self._session is None:
             _, self._session = connect(*self.cluster)
-        base, user_types = read_table(self._session, keyspace, table)
+        return read_table(self._session, keyspace, table)
+
+    def get(self, keyspace: str, table: str) -> MirrorLayout | None:
+        """The mirror layout; None: the table no longer exists."""
+        base, user_types = self.table(keyspace, table)
         return None if base is None else MirrorLayout.of_table(base, user_types)
 
     def close(self) -> None:

@@ -12,7 +12,7 @@ wrote them:
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -70,16 +70,21 @@ class StoreColumn:
     convert: Callable[[Any], Any]  # the event's value (not null) → the value the store's client writes
 
 
-def row_values(layout: MirrorLayout, columns: Sequence[StoreColumn], row: MirrorRow, store: str) -> list[Any]:
-    """A mirror row's values, one per column, for `store` (named in the error): a value that does not fit
-    its column raises MirrorError naming the row."""
-    values = {**row.key, **(row.values or {})}
+def store_values(columns: Sequence[StoreColumn], values: Mapping[str, Any], store: str, row: str,
+                 error: type[ValueError] = MirrorError) -> list[Any]:
+    """`values` (by column name, as change events carry them) in `store`'s forms, one per column: a value
+    that does not fit its column raises `error` naming the `row` it belongs to."""
     out = []
     for column in columns:
         value = values.get(column.name)
         try:
             out.append(None if value is None else column.convert(value))
         except (ValueError, TypeError, KeyError, OverflowError) as exc:
-            raise MirrorError(f"{layout.qualified} row {row.key}: column {column.name} = {value!r} does not fit"
-                              f" {store}'s {column.type}: {type(exc).__name__}: {exc}") from exc
+            raise error(f"{row}: column {column.name} = {value!r} does not fit {store}'s {column.type}:"
+                        f" {type(exc).__name__}: {exc}") from exc
     return out
+
+
+def row_values(layout: MirrorLayout, columns: Sequence[StoreColumn], row: MirrorRow, store: str) -> list[Any]:
+    """A mirror row's values, one per column, for `store`."""
+    return store_values(columns, {**row.key, **(row.values or {})}, store, f"{layout.qualified} row {row.key}")

@@ -79,21 +79,25 @@ def _float32(value: float) -> float:
 
 
 def _is_json(cql: CqlType) -> bool:
-    from spark.job.sinks.postgres_mirror import pg_column
+    from spark.job.sinks.postgres_types import pg_column
 
     return pg_column("x", cql).type == "jsonb"
 
 
-def postgres_rows(conn: Any, layout: MirrorLayout) -> list[dict]:
-    types = _types(layout)
+def postgres_values(conn: Any, table: str, types: dict[str, CqlType]) -> list[dict]:
+    """The rows of a PostgreSQL table whose columns hold CQL types (`types`, by name) as ringtail writes
+    them (`postgres_types`), in `spark.mirror.values`' JSON forms."""
     reads = {}
     for name, cql in types.items():
         read, canonical = _from_pg(cql), json_value(cql)
         reads[name] = (lambda v: v) if _is_json(cql) else (lambda v, r=read, c=canonical: c(r(v)))
-    table = f'"{layout.keyspace}"."{layout.table}"'
     cursor = conn.execute(f"SELECT * FROM {table}")
     names = [d.name for d in cursor.description]
     return ordered({n: None if v is None else reads[n](v) for n, v in zip(names, row)} for row in cursor.fetchall())
+
+
+def postgres_rows(conn: Any, layout: MirrorLayout) -> list[dict]:
+    return postgres_values(conn, f'"{layout.keyspace}"."{layout.table}"', _types(layout))
 
 
 def _from_arrow(cql: CqlType) -> Callable[[Any], Any]:
@@ -140,11 +144,11 @@ def without_negative_zero(rows: list[dict], layout: MirrorLayout) -> list[dict]:
     return ordered({**row, **{n: 0.0 for n in floats if row[n] == 0.0}} for row in rows)
 
 
-def mysql_rows(conn: Any, layout: MirrorLayout) -> list[dict]:
-    """The MySQL mirror (`SELECT *`: its invisible key stays out), in the event's form."""
-    from spark.job.sinks.mysql_mirror import mysql_column
+def mysql_values(conn: Any, table: str, types: dict[str, CqlType]) -> list[dict]:
+    """The rows of a MySQL table whose columns hold CQL types (`types`) as ringtail writes them
+    (`mysql_types`), in `spark.mirror.values`' JSON forms."""
+    from spark.job.sinks.mysql_types import mysql_column
 
-    types = _types(layout)
     reads = {}
     for name, cql in types.items():
         canonical = json_value(cql)
@@ -157,9 +161,33 @@ def mysql_rows(conn: Any, layout: MirrorLayout) -> list[dict]:
         else:
             reads[name] = lambda v, r=_from_pg(cql), c=canonical: c(r(v))
     with conn.cursor() as cursor:
-        cursor.execute(f"SELECT * FROM `{layout.keyspace}`.`{layout.table}`")
+        cursor.execute(f"SELECT * FROM {table}")
         names = [d[0] for d in cursor.description]
         return ordered({n: None if v is None else reads[n](v) for n, v in zip(names, row)} for row in cursor.fetchall())
+
+
+def mysql_rows(conn: Any, layout: MirrorLayout) -> list[dict]:
+    """The MySQL mirror (`SELECT *`: its invisible key stays out), in the event's form."""
+    return mysql_values(conn, f"`{layout.keyspace}`.`{layout.table}`", _types(layout))
+
+
+def log_json(cql: CqlType, value: Any) -> Any:
+    """A value in `spark.mirror.values`' JSON form → the JSON log's (`spark.job.rows`): a map with text keys
+    as [key, value] pairs, as every map."""
+    from connector.cql import MapType, TupleType, UserType
+
+    if value is None:
+        return None
+    if isinstance(cql, (ListType, SetType, VectorType)):
+        return [log_json(cql.element, v) for v in value]
+    if isinstance(cql, MapType):
+        pairs = value.items() if isinstance(value, dict) else value
+        return [[log_json(cql.key, k), log_json(cql.value, v)] for k, v in pairs]
+    if isinstance(cql, TupleType):
+        return [log_json(t, v) for t, v in zip(cql.elements, value)]
+    if isinstance(cql, UserType):
+        return {n: log_json(t, value.get(n)) for n, t in zip(cql.field_names, cql.field_types)}
+    return value
 
 
 def diff(source: list[dict], mirror: list[dict], limit: int = 20) -> str:

@@ -22,7 +22,13 @@ from spark.job.pipeline import LATE_METRICS, LATE_ROWS, start
 from spark.job.sinks.delta import DeltaSink
 from spark.job.sinks.http import HttpSink
 from spark.job.sinks.kafka import KafkaSink
+from connector.cql import parse_type
+from connector.schema.loader import read_table
+from spark.job.sinks.log_table import LogLayout
 from spark.job.sinks.mysql import MySqlSink, connect_dsn
+from spark.job.sinks.mysql_typed import MySqlTypedSink
+from spark.job.sinks.postgres_typed import PostgresTypedSink
+from tests.integration.mirrors import log_json, mysql_values, postgres_values
 from spark.streams.generations import MICROS_PER_SECOND
 from spark.streams.storage import GenerationStore
 from tests.integration.pipeline import has_marker, write_marker
@@ -526,6 +532,7 @@ def test_every_column_type_reaches_every_sink_as_cql_returns_it(spark, cql, keys
     schema = f"rt_{uuid.uuid4().hex[:12]}"
     receiver = Receiver()
     sink_topic = f"{connector.prefix}-sink"
+    cluster = ((stack.cassandra_host,), stack.cassandra_port)
     sinks = {
         "http": HttpSink(receiver.url, app_id=settings.app_id),
         "kafka": KafkaSink(stack.kafka_bootstrap, sink_topic, app_id=settings.app_id),
@@ -538,6 +545,10 @@ def test_every_column_type_reaches_every_sink_as_cql_returns_it(spark, cql, keys
         "delta-typed": DeltaSink(spark, tmp_path / "typed", settings.app_id, layout="typed",
                                  cluster=([stack.cassandra_host], stack.cassandra_port)),
         "postgres": PostgresSink(stack.postgres_dsn, schema=schema, app_id=settings.app_id),
+        "postgres-typed": PostgresTypedSink(stack.postgres_dsn, schema=f"{schema}_typed", app_id=settings.app_id,
+                                            cluster=cluster),
+        "mysql-typed": MySqlTypedSink(mysql_database(stack, f"{keyspace}_typed"), app_id=settings.app_id,
+                                      cluster=cluster),
         "cassandra": CassandraSink(hosts=[stack.cassandra_host], port=stack.cassandra_port,
                                    keyspace=settings.generations_keyspace),
     }
@@ -603,6 +614,24 @@ def test_every_column_type_reaches_every_sink_as_cql_returns_it(spark, cql, keys
     for name in ("l", "n_udt_list"):
         in_typed[name] = dict(in_typed[name])
     assert in_typed == without_nulls(in_delta)
+    # PostgreSQL's and MySQL's typed logs, their columns in the log's CQL types.
+    base, user_types = read_table(cql, keyspace, "everything")
+    layout = LogLayout.of_table(base, user_types, counters=True)
+    types = {n: parse_type(t, {u.name: u for u in layout.user_types}, keyspace) for n, t in layout.columns().items()}
+    log_table = f"{keyspace}.everything_scylla_cdc_log"
+    with psycopg.connect(stack.postgres_dsn, autocommit=True) as conn:
+        in_pg = postgres_values(conn, '"{}"."{}"'.format(*log_table.split(".")), types)
+        conn.execute(f'DROP SCHEMA "{schema}_typed", "{keyspace}" CASCADE')
+    conn = connect_dsn(sinks["mysql-typed"].dsn)
+    in_my = mysql_values(conn, "`{}`.`{}`".format(*log_table.split(".")), types)
+    conn.close()
+    drop_mysql_database(stack, sinks["mysql-typed"].dsn)
+    drop_mysql_database(stack, f"/{keyspace}")
+    for name, rows in (("postgres", in_pg), ("mysql", in_my)):
+        got = merged([{n: log_json(types[n], row[n]) for n in columns} for row in rows])
+        for list_column in ("l", "n_udt_list"):  # by element timeuuid, as the JSON log has it
+            got[list_column] = dict(got[list_column])
+        assert without_nulls(got) == without_nulls(in_delta), name
 
 
 def json_form(value):

@@ -8,6 +8,7 @@ the same transaction, Cassandra by upserting rows whose primary key is derived f
 from __future__ import annotations
 
 import datetime
+import functools
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, Protocol, TypeVar
 
@@ -40,6 +41,14 @@ def merges_cells(sink: Sink) -> bool:
     """Whether `sink` merges each change's cells by their timestamps (a mirror): its rows then carry the
     `cells` column, which the other sinks never pay for decoding."""
     return getattr(sink, "merges_cells", False)
+
+
+def of_tables(rows: DataFrame, tables: Iterable[tuple[str, str]]) -> DataFrame:
+    """The rows of these (keyspace, table)s (a typed layout's, for the log, of tables that have no typed log)."""
+    from pyspark.sql import functions as F
+
+    return rows.where(functools.reduce(lambda a, b: a | b, [(F.col("keyspace") == k) & (F.col("table") == t)
+                                                          for k, t in tables]))
 
 
 def chunks(items: Iterable[T], size: int) -> Iterator[list[T]]:
@@ -88,6 +97,11 @@ def open_sink(spark: Any, kind: str, config: Mapping[str, str], *, app_id: str, 
 
         return PostgresMirrorSink(config["dsn"], schema=config.get("schema", "ringtail"), app_id=app_id,
                                   cluster=cluster)
+    if kind == "postgres" and config.get("layout") == "typed":
+        from .postgres_typed import PostgresTypedSink
+
+        return PostgresTypedSink(config["dsn"], schema=config.get("schema", "ringtail"), app_id=app_id,
+                                 cluster=cluster)
     if kind == "postgres":
         from .postgres import PostgresSink
 
@@ -102,6 +116,10 @@ def open_sink(spark: Any, kind: str, config: Mapping[str, str], *, app_id: str, 
         from .mysql_mirror import MySqlMirrorSink
 
         return MySqlMirrorSink(config["dsn"], app_id=app_id, cluster=cluster)
+    if kind == "mysql" and config.get("layout") == "typed":
+        from .mysql_typed import MySqlTypedSink
+
+        return MySqlTypedSink(config["dsn"], app_id=app_id, cluster=cluster)
     if kind == "mysql":
         from .mysql import MySqlSink
 

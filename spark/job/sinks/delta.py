@@ -15,8 +15,6 @@ A third layout, `mirror`, keeps no log: each base table's mirror, what `SELECT *
 """
 from __future__ import annotations
 
-import dataclasses
-import functools
 import logging
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -33,9 +31,9 @@ from spark.mirror.layout import MirrorLayout
 from spark.mirror.tables import Layouts, batch_changes, merge_batch, prepare_tables
 from spark.subscriptions.model import DELTA_LAYOUTS, MIRROR
 
-from . import utc_time
+from . import of_tables, utc_time
 from .delta_mirror import DeltaMirrorStore, known_mirrors
-from .log_table import LogLayout
+from .log_table import LogLayout, typed_log_layout
 from .typed_log import TypedLog
 
 log = logging.getLogger(__name__)
@@ -124,10 +122,7 @@ class DeltaSink:
             frame = rows.where((F.col("keyspace") == keyspace) & (F.col("table") == table))
             self._append(frame.mapInArrow(typed.encode(), typed.schema), name, batch_id, mergeSchema="true",
                          **{"delta.columnMapping.mode": "name"})
-        if not untyped:
-            return None
-        return rows.where(functools.reduce(
-            lambda a, b: a | b, [(F.col("keyspace") == k) & (F.col("table") == t) for k, t in untyped]))
+        return of_tables(rows, untyped) if untyped else None
 
     def _typed_log(self, keyspace: str, table: str, name: str) -> TypedLog | None:
         """The base table's columns and those its typed log already has (a column dropped since keeps
@@ -142,14 +137,7 @@ class DeltaSink:
                     self.table(name)).schema, user_types).layout
             except AnalysisException:  # no typed log yet
                 pass
-        if base is None:
-            layout = existing
-        else:
-            layout = LogLayout.of_table(base, user_types, counters=True)
-            if existing is not None:
-                dropped = [c for c in existing.data_columns if c.name not in layout.data_names]
-                layout = dataclasses.replace(layout, data_columns=tuple(sorted(
-                    (*layout.data_columns, *dropped), key=lambda c: c.name)))
+        layout = typed_log_layout(base, user_types, existing)
         if layout is None:
             return None
         self._layouts[name] = layout

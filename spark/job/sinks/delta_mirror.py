@@ -13,7 +13,6 @@ which also lets a column have any name).
 """
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
@@ -29,7 +28,6 @@ from spark.mirror.values import StoreColumn, row_values
 from .cql_values import converter
 from .typed_log import typed
 
-log = logging.getLogger(__name__)
 
 STATE = StructType([StructField("partition", BinaryType(), False), StructField("row", StringType(), False),
                     StructField("state", StringType()), StructField("expires", LongType())])

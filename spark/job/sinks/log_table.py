@@ -18,6 +18,7 @@ the converters from it.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import uuid
@@ -196,6 +197,22 @@ class LogLayout:
         return cls(keyspace, base, keys, tuple(data), udts)
 
 
+def typed_log_layout(base: Table | None, user_types: Mapping[str, UserTypeDefinition], existing: LogLayout | None
+                     ) -> LogLayout | None:
+    """The layout of a typed log (one per base table, counters too): the base table's columns and the
+    data columns its `existing` log has that the base table no longer lists (a column dropped since
+    keeps taking the values of rows written before the drop); the log's own when the base table is
+    gone; None: neither exists."""
+    if base is None:
+        return existing
+    layout = LogLayout.of_table(base, user_types, counters=True)
+    if existing is None:
+        return layout
+    dropped = [c for c in existing.data_columns if c.name not in layout.data_names]
+    columns = tuple(sorted((*layout.data_columns, *dropped), key=lambda c: c.name))
+    return dataclasses.replace(layout, data_columns=columns)
+
+
 def _definitions(user_types: Mapping[str, Any]) -> tuple[UdtDefinition, ...]:
     return tuple(
         UdtDefinition(name, tuple(u.field_names), tuple(u.field_types)) for name, u in sorted(user_types.items())
@@ -207,6 +224,51 @@ def entries(mapping: Any) -> Iterable[tuple[Any, Any]]:
     if mapping is None:
         return ()
     return mapping.items() if isinstance(mapping, Mapping) else mapping
+
+
+def other_columns(row: Mapping[str, Any], known: frozenset[str]) -> dict[str, str | None]:
+    """A log row's values of the columns `known` lacks (dropped from the base table before its log had
+    them), as a typed log keeps them in `cdc$other_columns`: name → the value's JSON text (null: the row
+    deleted the column), `cdc$deleted_elements_<name>` → the keys removed."""
+    other = {name: text for name, text in entries(row["columns"]) if name not in known}
+    other.update((name, None) for name in row["deleted_columns"] or () if name not in known and name not in other)
+    other.update((DELETED_ELEMENTS + name, text) for name, text in entries(row["deleted_elements"])
+                 if name not in known)
+    return other
+
+
+class LogRowValues:
+    """LOG_ROW rows of one base table → the value of each column of its log, as a change event carries a
+    value of the column's CQL type (`spark.mirror.values`), for stores that write from those forms
+    (PostgreSQL's and MySQL's typed logs): the stream id as `0x…`, a non-frozen list (logged as
+    `frozen<map<timeuuid, T>>`) as [timeuuid, value] pairs, a UDT's deleted fields as their indices."""
+
+    def __init__(self, layout: LogLayout) -> None:
+        self.layout = layout
+        udts = {u.name: u for u in layout.user_types}
+        self._maps = {c.name for c in layout.data_columns
+                      if isinstance(parse_type(c.type, udts, layout.keyspace), MapType)}
+        self._fields = {c.name: {f: i for i, f in enumerate(c.udt_fields)} for c in layout.data_columns
+                        if c.udt_fields is not None}
+        self._known = layout.data_names
+
+    def values(self, row: Mapping[str, Any]) -> dict[str, Any]:
+        stream = row[STREAM_ID]
+        out = {STREAM_ID: None if stream is None else "0x" + bytes(stream).hex(), TIME: row[TIME],
+               BATCH_SEQ_NO: row[BATCH_SEQ_NO], OPERATION: row[OPERATION], TTL: row[TTL],
+               END_OF_BATCH: row[END_OF_BATCH], **json.loads(row["key"])}
+        for name, text in entries(row["columns"]):
+            if name in self._known and text is not None:
+                value = json.loads(text)
+                out[name] = ([[k, v] for k, v in value.items()] if name in self._maps and isinstance(value, dict)
+                             else value)
+        out.update((DELETED + name, True) for name in row["deleted_columns"] or () if name in self._known)
+        for name, text in entries(row["deleted_elements"]):
+            if name in self._known and text is not None:
+                keys = json.loads(text)
+                fields = self._fields.get(name)
+                out[DELETED_ELEMENTS + name] = keys if fields is None else [fields[k] for k in keys]
+        return out
 
 
 class UnknownColumn(KeyError):

@@ -8,74 +8,29 @@ micro-batch: the ledger entry (a replay is skipped), each table's states and row
 the tables are created or altered before it (MySQL commits DDL by itself). Writers of one mirror take
 turns (`GET_LOCK` per table).
 
-Columns: LONGTEXT (ascii, text, varchar; varint and decimal as their exact text: DECIMAL holds 65 digits
-at one fixed scale), TINYINT, SMALLINT, INT, BIGINT, DOUBLE (float too), BOOLEAN, LONGBLOB, DATETIME(3)
-(timestamp, UTC), DATE, BIGINT (time: ns since midnight), CHAR(36) (uuid, timeuuid), VARCHAR(45) (inet);
-every other type as JSON in `spark.mirror.values`' forms. MySQL holds no NaN or infinity in DOUBLE, nor
-dates before year 1000: such a value fails the micro-batch with a `MirrorError` naming the row. A DOUBLE
-of -0.0 reads back as 0 (MariaDB stores no negative zero).
+Columns in MySQL's types (`mysql_types`); a value MySQL cannot hold fails the micro-batch with a
+`MirrorError` naming the row.
 """
 from __future__ import annotations
 
-import datetime as dt
 import hashlib
-import json
-import logging
-import math
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from typing import Any
 
 from pyspark.sql import DataFrame
 
-from connector.cql import CqlType
 from spark.mirror.engine import MirrorRow, StateKey, StoredState
 from spark.mirror.layout import MirrorLayout
 from spark.mirror.state import canonical
 from spark.mirror.tables import Layouts, batch_changes, merge_batch, prepare_tables
-from spark.mirror.values import StoreColumn, json_value, row_values
+from spark.mirror.values import row_values
 
 from . import chunks
 from .mysql import _SCHEMA, MySqlSink, connect_dsn
+from .mysql_types import CHUNK, mysql_column, quote
 
-log = logging.getLogger(__name__)
 
-_EPOCH = dt.datetime(1970, 1, 1)
-_EPOCH_DATE = dt.date(1970, 1, 1)
 _KEY = "ringtail$key"
-_CHUNK = 500
-
-
-def _float(value: Any) -> float:
-    number = float(value)
-    if not math.isfinite(number):
-        raise ValueError("MySQL holds no NaN or infinity")
-    return number
-
-
-_NATIVE: dict[str, tuple[str, Callable[[Any], Any]]] = {
-    "ascii": ("LONGTEXT", str), "text": ("LONGTEXT", str), "varchar": ("LONGTEXT", str),
-    "varint": ("LONGTEXT", str), "decimal": ("LONGTEXT", str),
-    "tinyint": ("TINYINT", int), "smallint": ("SMALLINT", int), "int": ("INT", int), "bigint": ("BIGINT", int),
-    # A float in DOUBLE reads back exactly (FLOAT's text has too few digits).
-    "float": ("DOUBLE", _float), "double": ("DOUBLE", _float), "boolean": ("BOOLEAN", bool),
-    "blob": ("LONGBLOB", lambda v: bytes.fromhex(v[2:])),
-    "timestamp": ("DATETIME(3)", lambda ms: _EPOCH + dt.timedelta(milliseconds=ms)),  # the session is in UTC
-    "date": ("DATE", lambda days: _EPOCH_DATE + dt.timedelta(days=days)),
-    "time": ("BIGINT", int), "uuid": ("CHAR(36)", str), "timeuuid": ("CHAR(36)", str), "inet": ("VARCHAR(45)", str),
-}
-
-
-def mysql_column(name: str, cql: CqlType) -> StoreColumn:
-    native = _NATIVE.get(cql.cql)
-    if native is not None:
-        return StoreColumn(name, *native)
-    to_json = json_value(cql)
-    return StoreColumn(name, "JSON", lambda value: json.dumps(to_json(value), ensure_ascii=False,
-                                                              separators=(",", ":"), allow_nan=False))
-
-
-def quote(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"
 
 
 def digest(partition: bytes, row: str) -> bytes:
@@ -123,7 +78,7 @@ class MySqlMirrorStore:
     def _states(self, where: str, values: Sequence[Any]) -> dict[StateKey, str]:
         found: dict[StateKey, str] = {}
         with self.conn.cursor() as cursor:
-            for chunk in chunks(values, _CHUNK):
+            for chunk in chunks(values, CHUNK):
                 cursor.execute(f"SELECT `partition`, `row`, state FROM {self.state} WHERE {where} IN"
                                f" ({', '.join(['%s'] * len(chunk))})", chunk)
                 found.update(((bytes(p), r), s) for p, r, s in cursor.fetchall())
@@ -143,22 +98,22 @@ class MySqlMirrorStore:
     def save(self, states: list[StoredState], rows: list[MirrorRow]) -> None:
         with self.conn.cursor() as cursor:
             gone = [digest(s.partition, s.row) for s in states if s.state is None]
-            for chunk in chunks(gone, _CHUNK):
+            for chunk in chunks(gone, CHUNK):
                 cursor.execute(f"DELETE FROM {self.state} WHERE k IN ({', '.join(['%s'] * len(chunk))})", chunk)
             kept = [(digest(s.partition, s.row), digest(s.partition, ""), s.partition, s.row, s.state, s.expires)
                     for s in states if s.state is not None]
-            for chunk in chunks(kept, _CHUNK):
+            for chunk in chunks(kept, CHUNK):
                 cursor.executemany(f"INSERT INTO {self.state} (k, p, `partition`, `row`, state, expires) VALUES"
                                    " (%s, %s, %s, %s, %s, %s) ON DUPLICATE KEY UPDATE state = VALUES(state),"
                                    " expires = VALUES(expires)", chunk)
             keys = [self._key(r) for r in rows]
-            for chunk in chunks(keys, _CHUNK):
+            for chunk in chunks(keys, CHUNK):
                 cursor.execute(f"DELETE FROM {self.table} WHERE {quote(_KEY)} IN ({', '.join(['%s'] * len(chunk))})",
                                chunk)
             names = ", ".join(quote(c.name) for c in self.columns) + ", " + quote(_KEY)
             written = [row_values(self.layout, self.columns, r, "MySQL") + [k]
                        for r, k in zip(rows, keys) if r.values is not None]
-            for chunk in chunks(written, _CHUNK):
+            for chunk in chunks(written, CHUNK):
                 cursor.executemany(f"INSERT INTO {self.table} ({names}) VALUES"
                                    f" ({', '.join(['%s'] * (len(self.columns) + 1))})", chunk)
 

@@ -6,75 +6,27 @@
 One transaction per micro-batch: the batch's ledger entry (a replay is skipped), each table's states and
 mirror rows, the dead letters. Concurrent writers of one mirror take turns (an advisory lock per table).
 
-Columns in their PostgreSQL types: text, smallint (tinyint too), integer, bigint, numeric (varint,
-decimal: exact, each value its scale), real, double precision, boolean, bytea, timestamptz, date,
-bigint (time: ns since midnight), uuid (timeuuid too), inet; a list, set or vector of those as an
-array; every other type (map, tuple, UDT, duration, nested collections) as jsonb in
-`spark.mirror.values`' forms. A mirror table gains the columns its base table gains and loses those it
-drops. A timestamp or date outside years 1–9999, or text holding U+0000 (which PostgreSQL text cannot),
-fails the micro-batch with a `MirrorError` naming the row.
+Columns in their PostgreSQL types (`postgres_types`). A mirror table gains the columns its base table
+gains and loses those it drops. A value PostgreSQL cannot hold fails the micro-batch with a
+`MirrorError` naming the row.
 """
 from __future__ import annotations
 
-import datetime as dt
-import decimal
-import logging
-import uuid
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from typing import Any
 
 from pyspark.sql import DataFrame
 
-from connector.cql import CqlType, ListType, SetType, VectorType
 from spark.mirror.engine import MirrorRow, StateKey, StoredState
 from spark.mirror.layout import MirrorLayout
 from spark.mirror.tables import Layouts, batch_changes, merge_batch, prepare_tables
-from spark.mirror.values import StoreColumn, json_value, row_values
+from spark.mirror.values import StoreColumn, row_values
 
 from .postgres import PostgresSink, ident, schema_statements
+from .postgres_types import copy_staged, pg_column
 
-log = logging.getLogger(__name__)
 
-_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
-_EPOCH_DATE = dt.date(1970, 1, 1)
 STATE_SUFFIX = "$state"
-
-
-def _timestamp(ms: int) -> dt.datetime:
-    return _EPOCH + dt.timedelta(milliseconds=ms)
-
-
-def _date(days: int) -> dt.date:
-    return _EPOCH_DATE + dt.timedelta(days=days)
-
-
-def _blob(text: str) -> bytes:
-    return bytes.fromhex(text[2:])
-
-
-# CQL type → (PostgreSQL type, the function from the event's value to what psycopg writes for it).
-_NATIVE: dict[str, tuple[str, Callable[[Any], Any]]] = {
-    "ascii": ("text", str), "text": ("text", str), "varchar": ("text", str),
-    "tinyint": ("smallint", int), "smallint": ("smallint", int), "int": ("integer", int), "bigint": ("bigint", int),
-    "varint": ("numeric", decimal.Decimal), "decimal": ("numeric", decimal.Decimal),
-    "float": ("real", float), "double": ("double precision", float), "boolean": ("boolean", bool),
-    "blob": ("bytea", _blob), "timestamp": ("timestamp with time zone", _timestamp), "date": ("date", _date),
-    "time": ("bigint", int), "uuid": ("uuid", uuid.UUID), "timeuuid": ("uuid", uuid.UUID), "inet": ("inet", str),
-}
-
-
-def pg_column(name: str, cql: CqlType) -> StoreColumn:
-    native = _NATIVE.get(cql.cql)
-    if native is not None:
-        return StoreColumn(name, *native)
-    if isinstance(cql, (ListType, SetType, VectorType)) and cql.element.cql in _NATIVE:
-        element_type, element = _NATIVE[cql.element.cql]
-        return StoreColumn(name, element_type + "[]",
-                           lambda values: [None if v is None else element(v) for v in values])
-    from psycopg.types.json import Jsonb
-
-    to_json = json_value(cql)
-    return StoreColumn(name, "jsonb", lambda value: Jsonb(to_json(value)))
 
 
 def _columns(layout: MirrorLayout) -> list[StoreColumn]:
@@ -92,7 +44,6 @@ class PostgresMirrorStore:
         self.state = f"{schema}.{ident(layout.table + STATE_SUFFIX)}"
         self.columns = _columns(layout)
         self._staging = ident(f"ringtail$rows${layout.keyspace}.{layout.table}"[:63])
-        self._staged = False
 
     def prepare(self) -> None:
         """Create the tables, or bring the mirror's columns to the base table's; take this table's turn."""
@@ -155,18 +106,11 @@ class PostgresMirrorStore:
     def _replace(self, rows: Sequence[MirrorRow]) -> None:
         """Remove each row's key from the mirror, then write the rows that have values, through a staging
         table of the mirror's columns and a flag."""
-        conn, staging = self.conn, self._staging
+        staging = self._staging
         names = [c.name for c in self.columns]
-        if self._staged:
-            conn.execute(f"TRUNCATE {staging}")
-        else:
-            conn.execute(f"CREATE TEMPORARY TABLE {staging} (LIKE {self.table}) ON COMMIT DROP")
-            conn.execute(f"ALTER TABLE {staging} ADD COLUMN \"ringtail$write\" boolean NOT NULL")
-            self._staged = True
-        with conn.cursor() as cursor:
-            with cursor.copy(f"COPY {staging} ({', '.join(map(ident, names))}, \"ringtail$write\") FROM STDIN") as copy:
-                for row in rows:
-                    copy.write_row(self._values(row))
+        copy_staged(self.conn, staging, self.table, [*names, "ringtail$write"], (self._values(r) for r in rows),
+                    "\"ringtail$write\" boolean NOT NULL")
+        with self.conn.cursor() as cursor:
             partition = [c.name for c in self.layout.partition_key]
             match = " AND ".join([f"m.{ident(n)} = s.{ident(n)}" for n in partition]
                                  + [f"m.{ident(c.name)} IS NOT DISTINCT FROM s.{ident(c.name)}"

@@ -41,7 +41,7 @@ from pyspark.sql.types import (ArrayType, BinaryType, BooleanType, ByteType, Dat
 from connector.avro.types import varint_text
 from connector.cql import CqlType, ListType, MapType, SetType, TupleType, UserType, VectorType, parse_type
 
-from .log_table import DELETED_ELEMENTS, METADATA, LogLayout, LogRowEncoder, entries
+from .log_table import METADATA, LogLayout, LogRowEncoder, other_columns
 
 Convert = Callable[[Any], Any]
 CQL_TYPE = "cql_type"  # each column's metadata: its CQL type, so a log outlives its base table
@@ -170,12 +170,7 @@ class TypedLog:
             raise TypedLogError(f"{self.layout.keyspace}.{self.layout.base}: change {log_row.get('change_id')}"
                                 f" (cdc$time {log_row.get('cdc$time')}) does not fit the typed log:"
                                 f" {type(exc).__name__}: {exc}") from exc
-        other = {name: text for name, text in entries(log_row["columns"]) if name not in self._known}
-        other.update((name, None) for name in log_row["deleted_columns"] or ()
-                     if name not in self._known and name not in other)
-        other.update((DELETED_ELEMENTS + name, text) for name, text in entries(log_row["deleted_elements"])
-                     if name not in self._known)
-        out[OTHER_COLUMNS] = list(other.items()) or None
+        out[OTHER_COLUMNS] = list(other_columns(log_row, self._known).items()) or None
         return out
 
     def encode(self) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:

@@ -13,9 +13,12 @@ from spark.job.sinks.log_table import (
     DataColumn,
     LogLayout,
     LogRowEncoder,
+    LogRowValues,
     UnknownColumn,
     data_column,
+    other_columns,
     quote,
+    typed_log_layout,
 )
 
 KS = "shop"
@@ -171,6 +174,34 @@ def test_encode_a_row() -> None:
     as_dicts = row(columns={"note": '"m"'}, deleted_elements={}, deleted_columns=[], **{"cdc$ttl": 60})
     values = LogRowEncoder(layout).encode(as_dicts)
     assert values[names.index("note")] == "m" and values[names.index("cdc$ttl")] == 60
+
+
+def test_a_row_as_change_events_carry_values() -> None:
+    # What PostgreSQL's and MySQL's typed logs convert from: each value in its log column type's event form.
+    values = LogRowValues(LogLayout.of_table(ORDERS, UDTS)).values(row())
+    assert values == {
+        "cdc$stream_id": "0x" + STREAM.hex(), "cdc$time": TIME, "cdc$batch_seq_no": 0, "cdc$operation": 2,
+        "cdc$ttl": None, "cdc$end_of_batch": True, "id": 7, "region": "eu", "seq": ELEMENT,
+        "items": [[ELEMENT, 5]],  # a non-frozen list, logged as frozen<map<timeuuid, int>>
+        "home": {"zip": 1}, "note": "n", "pair": None, "cdc$deleted_pair": True,
+        "cdc$deleted_elements_home": [0], "cdc$deleted_elements_tags": [["a"]],
+    }
+
+
+def test_columns_a_typed_log_lacks_are_kept_aside() -> None:
+    extra = row(columns=[("gone", "1"), ("note", '"n"')], deleted_columns=["pair", "gone", "also"],
+                deleted_elements=[("old", '["k"]')])
+    assert other_columns(extra, LogLayout.of_table(ORDERS, UDTS).data_names) == {
+        "gone": "1", "also": None, "cdc$deleted_elements_old": '["k"]'}
+
+
+def test_a_typed_log_keeps_the_columns_its_table_dropped() -> None:
+    logged = LogLayout.of_table(ORDERS, UDTS)
+    dropped = table(*[c for c in ORDERS.columns if c.name != "note"], col("added", "bigint"))
+    layout = typed_log_layout(dropped, UDTS, logged)
+    assert {c.name for c in layout.data_columns} == logged.data_names | {"added"}
+    assert typed_log_layout(None, UDTS, logged) == logged
+    assert typed_log_layout(None, UDTS, None) is None
 
 
 def test_unknown_columns_are_skipped_or_refused() -> None:

@@ -1,0 +1,126 @@
+"""MySQL's typed log: per base table `ks.t`, a log `ks`.`t_scylla_cdc_log` (database: the keyspace) in
+ScyllaDB's log layout (`log_table.LogLayout`, counters too), each column in its MySQL type
+(`mysql_types`; the stream id as VARBINARY(16)), keyed by (`cdc$stream_id`, `cdc$time`,
+`cdc$batch_seq_no`).
+
+As PostgreSQL's typed log (`postgres_typed`): each column's CQL type is its comment, so the log keeps the
+columns its base table drops and gains those it gains; values of columns it never had go to
+`cdc$other_columns` (JSON); rows of a dropped table that never had one go to `cdc_log`. The tables are
+created and altered before the batch's transaction (MySQL commits DDL by itself); a row already there
+(a replica's copy) is left as it is.
+"""
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from pyspark.sql import DataFrame
+
+from connector.cql import parse_type
+from spark.mirror.tables import Layouts
+from spark.mirror.values import StoreColumn
+
+from . import chunks
+from .log_table import BATCH_SEQ_NO, LOG_SUFFIX, STREAM_ID, TIME, LogLayout, LogRowValues
+from .mysql import MySqlSink
+from .mysql_types import CHUNK, mysql_column, quote
+from .typed_log import OTHER_COLUMNS
+from . import of_tables
+from .typed_sql import sql_log_layout, typed_logs, typed_row
+
+
+def _stream_id(text: str) -> bytes:
+    return bytes.fromhex(text[2:])
+
+
+class MySqlTypedLog:
+    """One base table's typed log."""
+
+    def __init__(self, conn: Any, layout: LogLayout) -> None:
+        self.conn, self.layout = conn, layout
+        udts = {u.name: u for u in layout.user_types}
+        self.types = layout.columns()
+        self.columns = [StoreColumn(n, "VARBINARY(16)", _stream_id) if n == STREAM_ID
+                        else mysql_column(n, parse_type(t, udts, layout.keyspace)) for n, t in self.types.items()]
+        self.columns.append(StoreColumn(OTHER_COLUMNS, "JSON", lambda value: json.dumps(value, ensure_ascii=False)))
+        self.table = f"{quote(layout.keyspace)}.{quote(layout.table)}"
+        self.values = LogRowValues(layout)
+
+    def prepare(self) -> None:
+        """Create the log, or add the columns it lacks; each column's CQL type in its comment."""
+        layout = self.layout
+        with self.conn.cursor() as cursor:
+            cursor.execute(f"CREATE DATABASE IF NOT EXISTS {quote(layout.keyspace)}"
+                           " DEFAULT CHARSET = utf8mb4 COLLATE = utf8mb4_bin")
+            body = ", ".join(f"{quote(c.name)} {c.type}{self._comment(c.name)}" for c in self.columns)
+            key = ", ".join(quote(n) for n in (STREAM_ID, TIME, BATCH_SEQ_NO))
+            cursor.execute(f"CREATE TABLE IF NOT EXISTS {self.table} ({body}, PRIMARY KEY ({key}))"
+                           " DEFAULT CHARSET = utf8mb4 COLLATE = utf8mb4_bin")
+            cursor.execute("SELECT column_name FROM information_schema.columns WHERE table_schema = %s"
+                           " AND table_name = %s", (layout.keyspace, layout.table))
+            have = {name for (name,) in cursor.fetchall()}
+            for column in self.columns:
+                if column.name not in have:
+                    cursor.execute(f"ALTER TABLE {self.table} ADD COLUMN {quote(column.name)} {column.type}"
+                                   f"{self._comment(column.name)}")
+        self.conn.commit()
+
+    def _comment(self, name: str) -> str:
+        text = self.types.get(name)
+        return "" if text is None else " COMMENT '" + text.replace("\\", "\\\\").replace("'", "''") + "'"
+
+    def write(self, cursor: Any, rows: Sequence[dict]) -> int:
+        """Insert `rows` (LOG_ROW's, of this base table) in the open transaction; how many were sent."""
+        names = [c.name for c in self.columns]
+        # A row already there (a replica's copy, a replay) is left as it is.
+        statement = (f"INSERT INTO {self.table} ({', '.join(map(quote, names))}) VALUES"
+                     f" ({', '.join(['%s'] * len(names))})"
+                     f" ON DUPLICATE KEY UPDATE {quote(STREAM_ID)} = {quote(STREAM_ID)}")
+        count = 0
+        for chunk in chunks((self._row(r) for r in rows), CHUNK):
+            cursor.executemany(statement, chunk)
+            count += len(chunk)
+        return count
+
+    def _row(self, row: dict) -> list[Any]:
+        return typed_row(self.values, self.columns, row, "MySQL")
+
+
+def logged_types(cursor: Any, keyspace: str, table: str) -> dict[str, str]:
+    """The columns of an existing log table and the CQL type each was made for (its comment)."""
+    cursor.execute("SELECT column_name, column_comment FROM information_schema.columns WHERE table_schema = %s"
+                   " AND table_name = %s", (keyspace, table))
+    return {name: comment for name, comment in cursor.fetchall() if comment}
+
+
+class MySqlTypedSink(MySqlSink):
+    """The MySQL sink in typed layout: a typed log per base table (dead letters, the ledger, the generations
+    and the logs of tables without one as the log's sink keeps them, in the DSN's database)."""
+
+    def __init__(self, dsn: str, app_id: str = "ringtail",
+                 cluster: tuple[Sequence[str], int] = (("127.0.0.1",), 9042)) -> None:
+        super().__init__(dsn, app_id)
+        self.tables = Layouts(cluster)
+
+    def _before_batch(self, conn: Any, rows: DataFrame) -> Any:
+        def layout_of(keyspace: str, table: str) -> LogLayout | None:
+            with conn.cursor() as cursor:
+                return sql_log_layout(self.tables, keyspace, table, logged_types(cursor, keyspace, table + LOG_SUFFIX))
+
+        def log_of(layout: LogLayout) -> MySqlTypedLog:
+            typed = MySqlTypedLog(conn, layout)
+            typed.prepare()
+            return typed
+
+        return typed_logs(rows, layout_of, log_of)
+
+    def _write_rows(self, cursor: Any, rows: DataFrame, prepared: Any) -> int:
+        logs, untyped = prepared
+        written = sum(typed.write(cursor, table_rows) for typed, table_rows in logs)
+        if untyped:
+            written += super()._write_rows(cursor, of_tables(rows, untyped), None)
+        return written
+
+    def close(self) -> None:
+        self.tables.close()

@@ -1,0 +1,57 @@
+"""CQL values in MySQL and MariaDB, for the sinks that keep a base table's columns in their own types (the
+mirror, the typed log): each CQL type's column type and the conversion of a value as a change event
+carries it (`spark.mirror.values`) to what PyMySQL writes.
+
+LONGTEXT (ascii, text, varchar; varint and decimal as their exact text: DECIMAL holds 65 digits at one
+fixed scale), TINYINT, SMALLINT, INT, BIGINT, DOUBLE (float too: it reads back exactly, FLOAT's text has
+too few digits), BOOLEAN, LONGBLOB, DATETIME(3) (timestamp, UTC), DATE, BIGINT (time: ns since
+midnight), CHAR(36) (uuid, timeuuid), VARCHAR(45) (inet); every other type as JSON in
+`spark.mirror.values`' forms. MySQL holds no NaN or infinity in DOUBLE, nor dates before year 1000: such
+a value does not fit. A DOUBLE of -0.0 reads back as 0 (MariaDB stores no negative zero).
+"""
+from __future__ import annotations
+
+import datetime as dt
+import json
+import math
+from collections.abc import Callable
+from typing import Any
+
+from connector.cql import CqlType
+from spark.mirror.values import StoreColumn, json_value
+
+_EPOCH = dt.datetime(1970, 1, 1)
+_EPOCH_DATE = dt.date(1970, 1, 1)
+CHUNK = 500  # rows a statement
+
+
+def quote(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+def _float(value: Any) -> float:
+    number = float(value)
+    if not math.isfinite(number):
+        raise ValueError("MySQL holds no NaN or infinity")
+    return number
+
+
+_NATIVE: dict[str, tuple[str, Callable[[Any], Any]]] = {
+    "ascii": ("LONGTEXT", str), "text": ("LONGTEXT", str), "varchar": ("LONGTEXT", str),
+    "varint": ("LONGTEXT", str), "decimal": ("LONGTEXT", str),
+    "tinyint": ("TINYINT", int), "smallint": ("SMALLINT", int), "int": ("INT", int), "bigint": ("BIGINT", int),
+    "float": ("DOUBLE", _float), "double": ("DOUBLE", _float), "boolean": ("BOOLEAN", bool),
+    "blob": ("LONGBLOB", lambda v: bytes.fromhex(v[2:])),
+    "timestamp": ("DATETIME(3)", lambda ms: _EPOCH + dt.timedelta(milliseconds=ms)),  # sessions are in UTC
+    "date": ("DATE", lambda days: _EPOCH_DATE + dt.timedelta(days=days)),
+    "time": ("BIGINT", int), "uuid": ("CHAR(36)", str), "timeuuid": ("CHAR(36)", str), "inet": ("VARCHAR(45)", str),
+}
+
+
+def mysql_column(name: str, cql: CqlType) -> StoreColumn:
+    native = _NATIVE.get(cql.cql)
+    if native is not None:
+        return StoreColumn(name, *native)
+    to_json = json_value(cql)
+    return StoreColumn(name, "JSON", lambda value: json.dumps(to_json(value), ensure_ascii=False,
+                                                              separators=(",", ":"), allow_nan=False))

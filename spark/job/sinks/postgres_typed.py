@@ -1,0 +1,115 @@
+"""PostgreSQL's typed log: per base table `ks.t`, a log `"ks"."t_scylla_cdc_log"` (schema: the keyspace)
+in ScyllaDB's log layout (`log_table.LogLayout`, counters too), each column in its PostgreSQL type
+(`postgres_types`), keyed by (`cdc$stream_id`, `cdc$time`, `cdc$batch_seq_no`).
+
+It gains the columns its base table gains and keeps those it drops: each column's CQL type is its
+comment, so the log stays writable after a drop (and after its base table is gone). Values of a column
+the log never had and the base table no longer lists are kept as JSON text in `cdc$other_columns`
+(jsonb); rows of a dropped table that never had a typed log go to the sink's `cdc_log`. A batch is one
+transaction with the ledger; a row already there (a replica's copy) is left as it is. A value that
+does not fit its column fails the batch with a `TypedLogError` naming the change.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from pyspark.sql import DataFrame
+
+from connector.cql import parse_type
+from spark.mirror.tables import Layouts
+from spark.mirror.values import StoreColumn
+
+from .log_table import BATCH_SEQ_NO, LOG_SUFFIX, STREAM_ID, TIME, LogLayout, LogRowValues
+from .postgres import PostgresSink, ident
+from .postgres_types import copy_staged, pg_column
+from .typed_log import OTHER_COLUMNS
+from . import of_tables
+from .typed_sql import sql_log_layout, typed_logs, typed_row
+
+
+def _other(value: Any) -> Any:
+    from psycopg.types.json import Jsonb
+
+    return Jsonb(value)
+
+
+class PostgresTypedLog:
+    """One base table's typed log, in the micro-batch's transaction."""
+
+    def __init__(self, conn: Any, layout: LogLayout) -> None:
+        self.conn, self.layout = conn, layout
+        udts = {u.name: u for u in layout.user_types}
+        self.types = layout.columns()
+        self.columns = [pg_column(n, parse_type(t, udts, layout.keyspace)) for n, t in self.types.items()]
+        self.columns.append(StoreColumn(OTHER_COLUMNS, "jsonb", _other))
+        self.table = f"{ident(layout.keyspace)}.{ident(layout.table)}"
+        self.values = LogRowValues(layout)
+
+    def prepare(self) -> None:
+        """Create the log, or add the columns it lacks; each column's CQL type in its comment."""
+        conn, layout = self.conn, self.layout
+        # Concurrent CREATE … IF NOT EXISTS can still collide in the catalog; writers of one log take turns.
+        conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"ringtail.typed.{layout.qualified_table}",))
+        conn.execute(f"CREATE SCHEMA IF NOT EXISTS {ident(layout.keyspace)}")
+        body = ", ".join(f"{ident(c.name)} {c.type}" for c in self.columns)
+        key = ", ".join(ident(n) for n in (STREAM_ID, TIME, BATCH_SEQ_NO))
+        conn.execute(f"CREATE TABLE IF NOT EXISTS {self.table} ({body}, PRIMARY KEY ({key}))")
+        have = set(logged_types(conn, layout.keyspace, layout.table)) | {OTHER_COLUMNS}
+        for column in self.columns:
+            if column.name not in have:
+                conn.execute(f"ALTER TABLE {self.table} ADD COLUMN IF NOT EXISTS {ident(column.name)} {column.type}")
+                conn.execute(f"COMMENT ON COLUMN {self.table}.{ident(column.name)} IS"
+                             f" {_literal(self.types[column.name])}")
+
+    def write(self, rows: Sequence[dict]) -> int:
+        """Insert `rows` (LOG_ROW's, of this base table); how many were new."""
+        staging = ident(f"ringtail$typed${self.layout.keyspace}.{self.layout.table}"[:63])
+        names = [c.name for c in self.columns]
+        copy_staged(self.conn, staging, self.table, names, (self._row(r) for r in rows))
+        columns = ", ".join(map(ident, names))
+        cursor = self.conn.execute(f"INSERT INTO {self.table} ({columns}) SELECT {columns} FROM {staging}"
+                                   " ON CONFLICT DO NOTHING")
+        return cursor.rowcount
+
+    def _row(self, row: dict) -> list[Any]:
+        return typed_row(self.values, self.columns, row, "PostgreSQL")
+
+
+def _literal(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def logged_types(conn: Any, keyspace: str, table: str) -> dict[str, str]:
+    """The columns of an existing log table and the CQL type each was made for (its comment); {} when the
+    table does not exist."""
+    rows = conn.execute("SELECT a.attname, col_description(a.attrelid, a.attnum) FROM pg_attribute a"
+                        " WHERE a.attrelid = to_regclass(%s) AND a.attnum > 0 AND NOT a.attisdropped",
+                        (f"{ident(keyspace)}.{ident(table)}",)).fetchall()
+    return {name: comment for name, comment in rows if comment is not None}
+
+
+class PostgresTypedSink(PostgresSink):
+    """The PostgreSQL sink in typed layout: a typed log per base table (dead letters, the ledger, the
+    generations and the logs of tables without one as the log's sink keeps them, in `schema`)."""
+
+    def __init__(self, dsn: str, schema: str = "ringtail", app_id: str = "ringtail",
+                 cluster: tuple[Sequence[str], int] = (("127.0.0.1",), 9042)) -> None:
+        super().__init__(dsn, schema, app_id)
+        self.tables = Layouts(cluster)
+
+    def _write_rows(self, conn: Any, rows: DataFrame) -> int:
+        def log_of(layout: LogLayout) -> PostgresTypedLog:
+            typed = PostgresTypedLog(conn, layout)
+            typed.prepare()
+            return typed
+
+        logs, untyped = typed_logs(rows, lambda keyspace, table: sql_log_layout(
+            self.tables, keyspace, table, logged_types(conn, keyspace, table + LOG_SUFFIX)), log_of)
+        written = sum(typed.write(table_rows) for typed, table_rows in logs)
+        if untyped:
+            written += super()._write_rows(conn, of_tables(rows, untyped))
+        return written
+
+    def close(self) -> None:
+        self.tables.close()
