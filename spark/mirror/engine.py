@@ -14,7 +14,6 @@ needed for the mirror's exactness.
 from __future__ import annotations
 
 import json
-import logging
 from collections import defaultdict
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
@@ -23,7 +22,6 @@ from typing import Any, NamedTuple, Protocol
 from .layout import MirrorError
 from .state import RECORD, Rules, canonical, row_key
 
-log = logging.getLogger(__name__)
 
 StateKey = tuple[bytes, str]  # (serialized partition key, row key)
 
@@ -88,8 +86,8 @@ def merge(rules: Rules, store: MirrorStore, changes: Iterable[Change], now: int,
         cells = change.cells
         by_partition[change.partition].append(cells)
         partition_keys.setdefault(change.partition, change.key)
-        if cells.get("r") is not None or cells["s"] or cells["k"] is None:
-            whole.add(change.partition)  # a range or partition deletion, or the static row
+        if cells.get("r") is not None or cells["s"] or cells["k"] is None or not rules.statics.isdisjoint(cells["c"]):
+            whole.add(change.partition)  # a range or partition deletion, or the static row (a snapshot's row too)
         else:
             keys.add((change.partition, row_key(cells["k"])))
     due = set(store.due(now)) if purge else set()

@@ -78,7 +78,7 @@ class MirrorLayout:
         columns = []
         for c in sorted((*table.static_columns, *table.regular_columns), key=lambda c: c.name):
             columns.append(DataColumn(c.name, c.type, c in table.static_columns,
-                                      _storage(parse_type(c.type, by_name, table.keyspace))))
+                                      storage_of(parse_type(c.type, by_name, table.keyspace))))
         return cls(
             table.keyspace, table.name,
             tuple(KeyColumn(c.name, c.type) for c in table.partition_key),
@@ -89,7 +89,8 @@ class MirrorLayout:
         )
 
 
-def _storage(cql: Any) -> str:
+def storage_of(cql: Any) -> str:
+    """How a column of type `cql` is stored: SINGLE, or LIST, SET, MAP, UDT for a multi-cell one."""
     if not cql.multi_cell:
         return SINGLE
     if isinstance(cql, ListType):

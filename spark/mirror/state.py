@@ -159,6 +159,7 @@ class Rules:
         timeuuid = layout.cql("timeuuid")
         self.columns = {c.name: ColumnRules(c, layout.cql(c.type), timeuuid) for c in layout.columns}
         self._static = {c.name: c.static for c in layout.columns}
+        self.statics = frozenset(c.name for c in layout.columns if c.static)
         self.dropped = dict(layout.dropped)
         self._clustering = [descending(sort_key(layout.cql(c.type))) if c.descending else sort_key(layout.cql(c.type))
                             for c in layout.clustering]
@@ -191,7 +192,11 @@ class Rules:
             row["l"] = liveness
         if deletion is not None:
             row["d"] = max(row.get("d", _NONE), deletion)
-        self._merge_cells(row, change["c"])
+        cells = change["c"]
+        if self.statics and not self.statics.isdisjoint(cells):  # a snapshot's row: its static values too
+            self._merge_cells(record, {n: c for n, c in cells.items() if n in self.statics})
+            cells = {n: c for n, c in cells.items() if n not in self.statics}
+        self._merge_cells(row, cells)
 
     def _merge_cells(self, state: dict, cells: Mapping[str, Any]) -> None:
         for name, cell in cells.items():

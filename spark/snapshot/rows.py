@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
+import uuid
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -28,11 +29,14 @@ from connector.cql.composite import compose
 from connector.schema.model import ColumnKind, Table
 from spark.job import rows as R
 from spark.job.events import log_time
+from spark.mirror.layout import LIST, MAP, SET, storage_of
 from spark.streams.generations import Generation
 
 import numpy as np
 
 _BIGINT = np.dtype(">i8")
+# writetime() and ttl() of a multi-cell column: one per element (Cassandra 5.0), a TTL null without one.
+_LONGS, _INTS = parse_type("frozen<list<bigint>>", {}, ""), parse_type("frozen<list<int>>", {}, "")
 
 
 def column_json(cql: CqlType, namespace: str) -> Callable[[bytes], Any]:
@@ -62,13 +66,17 @@ class _Cell:
     name: str
     json: Callable[[bytes], Any]
     ttl: bool  # a TTL is selected for it (single-cell columns)
+    elements: str | None = None  # a multi-cell column's storage (list, set, map, udt), read cell by cell
+    fields: tuple[str, ...] = ()  # a non-frozen UDT's fields
 
 
 class TableRows:
-    """How one table's rows are selected by token range and become `DECODED` log rows."""
+    """How one table's rows are selected by token range and become `DECODED` log rows; with `cells`, each
+    with its cells and their write times and TTLs (`cell_changes`), for a mirror."""
 
-    def __init__(self, table: Table, user_types: Mapping[str, Any]) -> None:
+    def __init__(self, table: Table, user_types: Mapping[str, Any], cells: bool = False) -> None:
         self.table = table
+        self.with_cells = cells
         namespace = f"ringtail.snapshot.{table.keyspace}.{table.name}"
 
         def json_of(name: str, type_text: str) -> Callable[[bytes], Any]:
@@ -77,16 +85,21 @@ class TableRows:
         self.partition_key = [(c.name, json_of(c.name, c.type)) for c in table.partition_key]
         self.clustering = [(c.name, json_of(c.name, c.type)) for c in table.clustering]
         self.cells = []
+        self.static = frozenset(c.name for c in table.static_columns)
         for c in table.columns:
             if c.kind in (ColumnKind.STATIC, ColumnKind.REGULAR):
                 cql = parse_type(c.type, user_types, table.keyspace)
-                self.cells.append(_Cell(c.name, json_of(c.name, c.type), not cql.multi_cell and cql.cql != "counter"))
+                elements = storage_of(cql) if cells and cql.multi_cell else None
+                self.cells.append(_Cell(c.name, json_of(c.name, c.type), not cql.multi_cell and cql.cql != "counter",
+                                        elements, tuple(getattr(cql, "field_names", ()))))
         key = ", ".join(maybe_quote(c.name) for c in table.partition_key)
         selected = [f"token({key})", *(maybe_quote(n) for n, _ in self.partition_key),
                     *(maybe_quote(n) for n, _ in self.clustering)]
         for cell in self.cells:
             name = maybe_quote(cell.name)
             selected += [name, f"maxwritetime({name})"] + ([f"ttl({name})"] if cell.ttl else [])
+            if cell.elements is not None:  # Cassandra 5.0: each element's write time and TTL, in element order
+                selected += [f"writetime({name})", f"ttl({name})"]
         self.where = f"token({key}) > ? AND token({key}) <= ?"
         self.select = (f"SELECT {', '.join(selected)} FROM {maybe_quote(table.keyspace)}.{maybe_quote(table.name)}"
                        f" WHERE {self.where}")
@@ -111,20 +124,27 @@ class TableRows:
             for (name, read), raw in zip(self.clustering, row[1 + n_pk:1 + n_pk + n_ck]):
                 if raw is not None:  # a partition of static cells only has no clustering
                     key[name] = read(raw)
-            columns, newest, ttls = [], None, []
+            columns, newest, ttls, read_cells = [], None, [], []
             p = 1 + n_pk + n_ck
             for cell in self.cells:
                 raw, written = row[p], row[p + 1]
                 ttl = row[p + 2] if cell.ttl else None
                 p += 3 if cell.ttl else 2
+                if cell.elements is not None:
+                    element_times, element_ttls = row[p], row[p + 1]
+                    p += 2
                 if raw is None:
                     continue
-                columns.append((cell.name, _json_text(cell.json(raw))))
+                value = cell.json(raw)
+                columns.append((cell.name, _json_text(value)))
                 if written is not None:
                     w = int.from_bytes(written, "big", signed=True)
                     newest = w if newest is None else max(newest, w)
                 if ttl is not None:
                     ttls.append(int.from_bytes(ttl, "big", signed=True))
+                if self.with_cells:
+                    read_cells.append((cell, value, written, ttl) if cell.elements is None else
+                                      (cell, value, _LONGS.decode(element_times), _INTS.decode(element_ttls)))
             partition_key = pk_raw[0] if n_pk == 1 else compose(pk_raw)
             written_us = version_us if newest is None else newest
             key_json = _dumps(key)
@@ -138,8 +158,65 @@ class TableRows:
                 "deleted_columns": [], "deleted_elements": [], "write_time": written_us,
                 "write_time_us": written_us, "partition_key": partition_key, "token": int(tokens[i]),
                 "generation": generation_us, "change_id": digest.hex(), "kafka_time": now_us,
-                "source": {"node": "snapshot"}})
+                "source": {"node": "snapshot"},
+                "cells": self._cells(key, read_cells, now_us // 1_000_000, version_us) if self.with_cells else None})
         return out
+
+    def _cells(self, key: dict, read: list[tuple], now: int, version_us: int) -> str:
+        """A read row as the change a mirror merges (`spark.job.events.cell_changes`): each cell with its write
+        time and TTL (expiring `now` + TTL), a partition of static values only as its static row. CQL reads
+        no row marker: a row is taken as written by INSERT at its oldest cell's write time (the version's
+        time without cells), expiring with its last cell when all of them expire; nor a list element's
+        timeuuid: the elements get keys in list order, from 2010-01-01, between what later prepends and
+        appends write."""
+        clustering = [key.get(name) for name, _ in self.clustering]
+        static_only = bool(self.clustering) and all(v is None for v in clustering)
+        cells, times, expiring = {}, [], []
+        for cell, value, written, ttl in read:
+            if static_only and cell.name not in self.static:
+                continue
+            if cell.elements is None:
+                wt = int.from_bytes(written, "big", signed=True)
+                left = 0 if ttl is None else int.from_bytes(ttl, "big", signed=True)
+                cells[cell.name] = [wt, left, now + left if left else None, 0, value]
+                element_cells = [(wt, left)]
+            else:
+                # One write time per element; a UDT's has one per field, null where it has no cell.
+                element_cells = [(kv, wt, left or 0) for kv, wt, left in zip(_elements(cell, value), written, ttl)
+                                 if wt is not None]
+                cells[cell.name] = [None, [[k, wt, left, now + left if left else None, 0, v]
+                                           for (k, v), wt, left in element_cells]]
+                element_cells = [(wt, left) for _, wt, left in element_cells]
+            if cell.name not in self.static:
+                times += [wt for wt, _ in element_cells]
+                expiring += [left for _, left in element_cells]
+        if static_only:
+            return _dumps({"k": None, "s": True, "l": None, "d": None, "c": cells})
+        ttl = max(expiring) if expiring and all(expiring) else 0
+        liveness = [min(times, default=version_us), ttl, now + ttl if ttl else None]
+        return _dumps({"k": clustering, "s": False, "l": liveness, "d": None, "c": cells})
+
+
+# 2010-01-01 in a timeuuid's 100 ns ticks since 1582-10-15: Cassandra's prepends count down from it.
+_LIST_KEYS_FROM = (1262304000 * 10_000_000) + 0x01B21DD213814000
+
+
+def _list_key(index: int) -> str:
+    ticks = _LIST_KEYS_FROM + index
+    return str(uuid.UUID(fields=(ticks & 0xFFFFFFFF, (ticks >> 32) & 0xFFFF, ((ticks >> 48) & 0x0FFF) | 0x1000,
+                                 0x80, 0, 0)))
+
+
+def _elements(cell: _Cell, value: Any) -> list[tuple[Any, Any]]:
+    """A multi-cell column's read value as (element key, element value), in element order; a UDT's every
+    field."""
+    if cell.elements == LIST:
+        return [(_list_key(i), v) for i, v in enumerate(value)]
+    if cell.elements == SET:
+        return [(e, None) for e in value]
+    if cell.elements == MAP:
+        return [(k, v) for k, v in value]
+    return [(name, value.get(name)) for name in cell.fields]
 
 
 def paged(session: Any, statement: Any, values: tuple, fetch_size: int) -> Iterator[list[tuple]]:

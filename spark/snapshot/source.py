@@ -61,6 +61,7 @@ class SnapshotPlan:
     rate_limit: float = 0.0  # rows/s per range being read; 0: none
     attempts: int = 5  # per page, before the micro-batch fails (and is retried whole)
     tasks: int = 2  # per micro-batch: the cores Spark reads with
+    cells: bool = False  # each row with its cells' write times and TTLs, for a mirror (`TableRows`)
 
     def option(self) -> str:
         return json.dumps(asdict(self))
@@ -173,7 +174,7 @@ class SnapshotReader(DataSourceStreamReader):
         return [RangeSteps(tuple(steps[i::tasks]), table, user_types, generation) for i in range(tasks)]
 
     def read(self, partition: RangeSteps) -> Iterator[pa.RecordBatch]:
-        table_rows = TableRows(partition.table, partition.user_types)
+        table_rows = TableRows(partition.table, partition.user_types, cells=self.plan.cells)
         for after, end in partition.steps:
             yield from read_step(self.plan, table_rows, partition.generation, after, end)
 

@@ -20,7 +20,7 @@ STARTS = ("now", "earliest", "snapshot")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]{0,99}\Z")
 KAFKA_FORMATS = ("json", "avro")  # the Kafka sink's record values
 DELTA_LAYOUTS = ("log", "typed", "mirror")  # the Delta sink's: one JSON log, a typed log per table, or mirrors
-SQL_LAYOUTS = ("log", "mirror")  # PostgreSQL's and MySQL's: the log, or a mirror of each table (spark.mirror)
+SQL_LAYOUTS = ("log", "typed", "mirror")  # PostgreSQL's and MySQL's: the log, a typed log or a mirror per table
 MIRROR = "mirror"
 
 
@@ -163,13 +163,9 @@ class Subscription:
                 except ValueError as exc:
                     raise InvalidSubscription(f"sink {self.sink} setting {name} = {self.sink_config[name]!r}: "
                                               f"{exc}") from None
-        if self.sink_config.get("layout") == MIRROR:
-            if self.filter is not None or self.columns is not None or set(self.operations) != set(OPERATIONS):
-                raise InvalidSubscription("a mirror holds the whole table: it takes no filter, columns or operations")
-            if self.start == "snapshot":
-                # A snapshot reads values, not the cells' timestamps a mirror merges by.
-                raise InvalidSubscription("a mirror cannot start from a snapshot yet: start it at earliest (the"
-                                          " log Kafka holds) or at a time")
+        if self.sink_config.get("layout") == MIRROR and (
+                self.filter is not None or self.columns is not None or set(self.operations) != set(OPERATIONS)):
+            raise InvalidSubscription("a mirror holds the whole table: it takes no filter, columns or operations")
         bad = set(self.operations) - set(OPERATIONS)
         if bad or not self.operations:
             raise InvalidSubscription(f"operations are {', '.join(OPERATIONS)}; got {', '.join(self.operations)}")

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
 import signal
 import subprocess
 import sys
@@ -28,6 +29,7 @@ from spark.job.config import JobSettings
 from spark.job.sinks.delta import DeltaSink
 from spark.job.sinks.mysql import connect_dsn
 from spark.job.sinks.mysql_mirror import MySqlMirrorSink
+from spark.subscriptions.model import Change
 from tests.integration.mirrors import (delta_rows, diff, layout_of, mysql_rows, postgres_rows, source_rows,
                                        without_negative_zero)
 from tests.integration.pipeline import has_marker, write_marker
@@ -173,3 +175,41 @@ def test_every_mirror_equals_select_star(stack, cql, keyspace, tmp_path, pipelin
         with psycopg.connect(stack.postgres_dsn, autocommit=True) as pg:
             pg.execute(f'DROP SCHEMA IF EXISTS "{schema}", "{keyspace}" CASCADE')
         cql.execute(f"DROP KEYSPACE IF EXISTS {keyspace}_gen")
+
+
+# Changes whose outcome a snapshot cannot foresee (README, "Mirrors"): a row's cells all removed or expired
+# (did an INSERT make it, which keeps it, or an UPDATE?) and list elements removed (by their timeuuids).
+UNFORESEEABLE = re.compile(r"= null|^DELETE (?!FROM)|\w+ = \w+ - |TTL ")
+
+
+def test_a_mirror_subscription_starts_from_a_snapshot_then_follows_the_log(stack, cql, keyspace, served, tmp_path):
+    control, registry, run_runner, _ = served
+    for statement in ddl(keyspace):
+        cql.execute(statement)
+    workload = Workload(keyspace, SEED + 1)
+    execute(cql, [s for s in workload.statements(1500) if ".wide" in s])  # the table as the snapshot finds it
+    schema = f"rt_{uuid.uuid4().hex[:10]}"
+    control.create("copy", Change(table=f"{keyspace}.wide", sink="postgres", start="snapshot", sink_config={
+        "dsn": stack.postgres_dsn, "schema": schema, "layout": "mirror"}))
+    runner = run_runner(runner_id="mirror", mirror_purge_interval=1.0)
+    wait_for(lambda: runner.held.get("copy") and runner.held["copy"].delivery, 90, "the subscription running")
+    execute(cql, [s for s in workload.statements(1500) if ".wide" in s and not UNFORESEEABLE.search(s)])
+    layout = layout_of(cql, keyspace, "wide")
+    found, source = "nothing compared", []
+    try:
+        with psycopg.connect(stack.postgres_dsn, autocommit=True) as pg:
+            deadline = time.monotonic() + 240
+            while time.monotonic() < deadline:
+                source = source_rows(cql.cluster, layout)
+                try:
+                    found = diff(source, postgres_rows(pg, layout))
+                except psycopg.errors.UndefinedTable:
+                    found = "no mirror table yet"
+                if not found:
+                    break
+                time.sleep(3)
+            assert not found, found
+            assert len(source) > 100, len(source)  # rows of every kind, read by the snapshot and changed after it
+    finally:
+        with psycopg.connect(stack.postgres_dsn, autocommit=True) as pg:
+            pg.execute(f'DROP SCHEMA IF EXISTS "{schema}", "{keyspace}" CASCADE')

@@ -125,6 +125,13 @@ def test_static_values_show_on_every_row_or_alone():
     assert store.select() == [row(None, None, s="T")]
 
 
+def test_a_snapshot_row_carries_its_partitions_static_values():
+    # A snapshot reads each row with its partition's static values: they belong to the partition.
+    read = change([1, "a"], liveness=[10, 0, None], cells={"s": cell(10, "S"), "v": cell(10, 1)})
+    assert select([read, insert(10, 2, "a")]) == ordered([row(1, "a", s="S", v=1), row(2, "a", s="S")])
+    assert select([read, change([1, "a"], deletion=20)]) == [row(None, None, s="S")]
+
+
 def test_collections_change_element_by_element():
     timeuuids = ["00000000-0000-1000-8000-000000000000", "00000001-0000-1000-8000-000000000000",
                  "00000002-0000-1000-8000-000000000000"]

@@ -85,3 +85,42 @@ def test_the_statement_selects_each_cells_write_time_and_the_ttl_of_single_cell_
     assert rows.select == ('SELECT token("Id"), "Id", tags, maxwritetime(tags), n, maxwritetime(n), ttl(n)'
                            ' FROM shop.orders WHERE token("Id") > ? AND token("Id") <= ?')
     assert rows.probe.endswith('WHERE token("Id") > ? AND token("Id") <= ? PER PARTITION LIMIT 1 LIMIT ?')
+
+
+def ttls(*values: int | None) -> bytes:
+    """ttl() of a multi-cell column: a list<int>, null for an element without a TTL."""
+    return len(values).to_bytes(4, "big") + b"".join(
+        b"\xff\xff\xff\xff" if v is None else (4).to_bytes(4, "big") + v.to_bytes(4, "big") for v in values)
+
+
+def test_for_a_mirror_each_row_carries_its_cells_with_their_write_times_and_ttls():
+    t = table(Column("id", "int", P, 0), Column("line", "int", K, 0), Column("owner", "text", S),
+              Column("note", "text", R_), Column("tags", "set<text>", R_), Column("items", "list<int>", R_))
+    rows = TableRows(t, {}, cells=True)
+    assert rows.select == ("SELECT token(id), id, line, owner, maxwritetime(owner), ttl(owner), note,"
+                           " maxwritetime(note), ttl(note), tags, maxwritetime(tags), writetime(tags), ttl(tags), items,"
+                           " maxwritetime(items), writetime(items), ttl(items) FROM shop.orders"
+                           " WHERE token(id) > ? AND token(id) <= ?")
+    key = enc("int", 7)
+    token = big(int(tokens_of_keys([key])[0]))
+    before = int(dt.datetime.now().timestamp())
+    read, static_only = rows.log_rows([
+        (token, key, enc("int", 1), enc("text", "ann"), big(10), None, enc("text", "n"), big(20),
+         (600).to_bytes(4, "big"), enc("set<text>", ["a", "b"]), big(31), enc("list<bigint>", [30, 31]),
+         ttls(None, 60), enc("list<int>", [5, 6]), big(40), enc("list<bigint>", [40, 40]), ttls(None, None)),
+        (token, key, None, enc("text", "bo"), big(9), None, None, None, None, None, None, None, None, None, None,
+         None, None),
+    ], GENERATION, VERSION_US)
+    cells = json.loads(read["cells"])
+    expiry = cells["c"]["note"][2]
+    assert before <= expiry - 600 <= int(dt.datetime.now().timestamp())  # now + the TTL left
+    items = cells["c"].pop("items")
+    assert cells == {"k": [1], "s": False, "l": [20, 0, None], "d": None, "c": {
+        "owner": [10, 0, None, 0, "ann"], "note": [20, 600, expiry, 0, "n"],
+        "tags": [None, [["a", 30, 0, None, 0, None], ["b", 31, 60, expiry - 540, 0, None]]]}}
+    # A list's elements get keys in its order (CQL does not give their timeuuids).
+    assert [e[1:] for e in items[1]] == [[40, 0, None, 0, 5], [40, 0, None, 0, 6]]
+    keys = [uuid.UUID(e[0]) for e in items[1]]
+    assert keys[0].time < keys[1].time and all(k.version == 1 for k in keys)
+    assert json.loads(static_only["cells"]) == {"k": None, "s": True, "l": None, "d": None,
+                                                "c": {"owner": [9, 0, None, 0, "bo"]}}

@@ -117,14 +117,14 @@ def test_a_delta_layout_is_checked_at_create():
                                           ("mysql", {"dsn": "mysql://u@h/d"})])
 def test_a_mirror_is_the_whole_table(sink, config):
     config = {**config, "layout": "mirror"}
-    assert Subscription.create("m", Change(table="shop.orders", sink=sink, sink_config=config,
-                                           start="earliest")).sink_config["layout"] == "mirror"
+    for start in ("earliest", "snapshot"):
+        assert Subscription.create("m", Change(table="shop.orders", sink=sink, sink_config=config,
+                                               start=start)).sink_config["layout"] == "mirror"
     for change, refused in ((Change(filter="qty > 5"), "no filter, columns or operations"),
                             (Change(columns=("qty",)), "no filter, columns or operations"),
-                            (Change(operations=("insert",)), "no filter, columns or operations"),
-                            (Change(start="snapshot"), "cannot start from a snapshot")):
+                            (Change(operations=("insert",)), "no filter, columns or operations")):
         with pytest.raises(InvalidSubscription, match=refused):
             Subscription.create("m", replace(change, table="shop.orders", sink=sink, sink_config=config))
-    with pytest.raises(InvalidSubscription, match=re.escape("layout = 'typed': one of log, mirror")):
+    with pytest.raises(InvalidSubscription, match=re.escape("layout = 'wide': one of log, typed, mirror")):
         Subscription.create("m", Change(table="shop.orders", sink="postgres",
-                                        sink_config={"dsn": "postgresql://h/d", "layout": "typed"}))
+                                        sink_config={"dsn": "postgresql://h/d", "layout": "wide"}))
