@@ -59,6 +59,9 @@ WORKLOAD = [
     ("delete a column", "DELETE notes FROM {t} WHERE customer = 'alice' AND order_id = 1"),
     ("delete a row", "DELETE FROM {t} WHERE customer = 'bob' AND order_id = 7"),
     ("delete a partition", "DELETE FROM {t} WHERE customer = 'alice'"),
+    ("insert another row", "INSERT INTO {t} (customer, order_id, item, quantity, tags, notes) "
+                           "VALUES ('carol', 3, 'oolong', 1, {{'loose'}}, {{'wrap': 'blue paper'}})"),
+    ("update it", "UPDATE {t} SET quantity = 4, tags = tags + {{'gift'}} WHERE customer = 'carol' AND order_id = 3"),
 ]
 
 
@@ -86,12 +89,12 @@ def main(argv: list[str] | None = None) -> int:
                         " tags set<text>, notes map<text, text>, PRIMARY KEY ((customer), order_id)) WITH cdc = true")
 
         demo_dir = run_dir / "demo"
+        events = Events(stack)  # this run's events: from the topic's offsets now
         connector = Connector(stack, demo_dir, durable_end(cdc_raw))
         say(f"starting the connector: python -m connector run --config {connector.config} (log: {connector.log})")
         took = connector.start()
         say(f"connector ready in {took:.1f}s, reading {cdc_raw}")
 
-        events = Events(stack)
         say(f"workload on {KEYSPACE}.orders:")
         for what, statement in WORKLOAD:
             cql = statement.format(t=f"{KEYSPACE}.orders")
@@ -115,7 +118,8 @@ def main(argv: list[str] | None = None) -> int:
             connector.stop()
             say(f"connector stopped; events stay on topic {TOPIC}")
         cluster.shutdown()
-    return run_spark_job(stack, run_dir / "demo" / "spark", since_us=started_us)
+    status = run_spark_job(stack, run_dir / "demo" / "spark", since_us=started_us)
+    return status or run_mirror(stack, run_dir / "demo" / "mirror", events.start)
 
 
 # -- the connector ---------------------------------------------------------------------------------
@@ -230,6 +234,81 @@ def run_spark_job(stack: dict, directory: Path, since_us: int) -> int:
     finally:
         spark.stop()
     return 0
+
+
+MIRROR_QUERY = f"SELECT * FROM {KEYSPACE}.orders WHERE customer = 'carol'"
+
+
+def run_mirror(stack: dict, directory: Path, offsets: dict[int, int]) -> int:
+    """This run's events → Spark → a PostgreSQL mirror of the table, then `SELECT *` of both side by side."""
+    import psycopg
+
+    from spark.job.config import JobSettings
+    from spark.job.pipeline import Source, spark_session, start
+    from spark.job.sinks.postgres_mirror import PostgresMirrorSink
+
+    dsn = stack["postgres"]["dsn"]
+    with psycopg.connect(dsn, autocommit=True) as pg:  # the table is new in each run: so is its mirror
+        pg.execute(f"DROP SCHEMA IF EXISTS {KEYSPACE}, {KEYSPACE}_sink CASCADE")
+    shutil.rmtree(directory, ignore_errors=True)
+    settings = JobSettings(
+        kafka_bootstrap_servers=stack["kafka"]["bootstrap_servers"], registry_url=stack["registry"]["url"],
+        topic_prefix=PREFIX, cassandra_hosts=(stack["cassandra"]["host"],), cassandra_port=stack["cassandra"]["port"],
+        checkpoint_dir=directory / "checkpoint", spark_master="local[2]", spark_jars=stack["spark-jars"]["jars"],
+        spark_conf={"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "2"}, log_level="WARNING",
+        log_format="text", app_id="demo-mirror")
+    say(f"mirror: this run's events -> Spark -> PostgreSQL table {KEYSPACE}.orders, equal to SELECT * of the source")
+    spark = spark_session(settings)
+    spark.sparkContext.setLogLevel("ERROR")
+    try:
+        # The topic's offsets before this run's first write (none: the topic is new in this run).
+        starting = json.dumps({TOPIC: {str(p): o for p, o in offsets.items()}}) if offsets else "earliest"
+        source = Source(TOPIC.replace(".", "[.]"), {"startingOffsets": starting})
+        sink = PostgresMirrorSink(dsn, f"{KEYSPACE}_sink", settings.app_id,
+                                  cluster=((stack["cassandra"]["host"],), stack["cassandra"]["port"]))
+        job = start(spark, settings, sink, available_now=True, source=source)
+        job.query.awaitTermination()
+        job.close()
+    finally:
+        spark.stop()
+    cluster, session = connect([stack["cassandra"]["host"]], stack["cassandra"]["port"])
+    try:
+        source_rows = [tuple(r) for r in session.execute(f"SELECT * FROM {KEYSPACE}.orders")]
+        carol = list(session.execute(MIRROR_QUERY))
+    finally:
+        cluster.shutdown()
+    with psycopg.connect(dsn) as pg:
+        mirror_rows = pg.execute(f"SELECT * FROM {KEYSPACE}.orders").fetchall()
+        mirror_carol = pg.execute(MIRROR_QUERY).fetchall()
+    print(f"  cqlsh> {MIRROR_QUERY}")
+    for r in carol:
+        print("    " + " | ".join(_shown(v) for v in r))
+    print(f"  psql>  {MIRROR_QUERY}")
+    for r in mirror_carol:
+        print("    " + " | ".join(_shown(v) for v in r))
+    same = {_comparable(r) for r in source_rows} == {_comparable(r) for r in mirror_rows}
+    say(f"{len(source_rows)} rows in Cassandra, {len(mirror_rows)} in the mirror: "
+        + ("every row equal" if same and len(source_rows) == len(mirror_rows) else "THEY DIFFER"))
+    return 0 if same else 1
+
+
+def _shown(value) -> str:
+    """A value as cqlsh shows it: a set in braces (the driver's SortedSet otherwise prints its class)."""
+    if type(value).__name__ == "SortedSet":
+        return "{" + ", ".join(map(repr, value)) + "}"
+    return str(value)
+
+
+def _comparable(row: tuple) -> tuple:
+    """A row of either side as plain values: sets and lists as sorted tuples, maps as sorted pairs."""
+    out = []
+    for value in row:
+        if isinstance(value, (set, frozenset, list, tuple)) or type(value).__name__ == "SortedSet":
+            value = tuple(sorted(value))
+        elif hasattr(value, "items"):
+            value = tuple(sorted(value.items()))
+        out.append(value)
+    return tuple(out)
 
 
 # -- the events --------------------------------------------------------------------------------------
