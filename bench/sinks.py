@@ -1,21 +1,23 @@
 """Every sink writing the same log rows, side by side in one run.
 
-    python bench/sinks.py [--rows N] [--repeat R]
+    python bench/sinks.py [--rows N] [--repeat R] [--sinks delta,delta-mirror,…]
 
 Input: N log rows (default 50,000) in the job's `LOG_ROW` layout — a table (`ringtail_bench.orders`,
-created in Cassandra) of an int key, a text, a bigint and a set<text> column, one insert each, with stream ids and every metadata column set — built
-once as a persisted Spark DataFrame (local[2]), so each sink is timed on its own write only:
-`sink.write(rows, no dead letters, batch id)` from the call to its return, on a fresh target
-(a new Delta path, PostgreSQL schema, MariaDB database, Cassandra keyspace, Kafka topic), after
-`prepare()` and one warm-up write of 1,000 rows that is not counted. The sinks run in turns (A B C …,
-then again in the reverse order), R rounds; the best round of each is shown as rows/s.
+created in Cassandra) of an int key, a text, a bigint and a set<text> column, one insert each, with
+stream ids and every metadata column set — built once as a persisted Spark DataFrame (local[2]), so
+each sink is timed on its own write only: `sink.write(rows, no dead letters, batch id)` from the call
+to its return, on a fresh target (a new Delta path, PostgreSQL schema, MariaDB database, Cassandra
+keyspace, Kafka topic), after `prepare()` and one warm-up write of 1,000 rows that is not counted. The
+sinks run in turns (A B C …, then again in the reverse order), R rounds; the best round of each is
+shown as rows/s.
 
-`delta` writes the one JSON log, `delta-typed` the table's typed log (`layout=typed`); `kafka` writes
-JSON values, `kafka-avro` Avro through the registry. The `-mirror` sinks merge the same changes (each
-row carries its change's cells, as the job decodes them for a mirror) into the table's mirror
-(`layout=mirror`): each an insert of a new row, whose state is looked up, merged and written. HTTP posts to a local receiver in
-this process that accepts every request (the floor of the JSON encoding and the HTTP round trips, not
-of any real service). Needs the local stack (`deploy/local/start`); prints figures, asserts nothing.
+`delta` writes the one JSON log, `delta-typed` the table's typed log (`layout=typed`; `postgres-typed`,
+`mysql-typed` likewise); `kafka` writes JSON values, `kafka-avro` Avro through the registry. The
+`-mirror` sinks merge the same changes (each row carries its change's cells, as the job decodes them for
+a mirror) into the table's mirror (`layout=mirror`): each an insert of a new row, whose state is looked
+up, merged and written. HTTP posts to a local receiver in this process that accepts every request (the
+floor of the JSON encoding and the HTTP round trips, not of any real service). Needs the local stack
+(`deploy/local/start`); prints figures, asserts nothing.
 """
 from __future__ import annotations
 
@@ -41,10 +43,11 @@ from spark.job.sinks import merges_cells, open_sink  # noqa: E402
 from deploy.local.receiver import Receiver  # noqa: E402
 
 # Each a sink kind, with a variant of its settings after a dash.
-SINKS = ("delta", "delta-typed", "delta-mirror", "postgres", "postgres-mirror", "mysql", "mysql-mirror", "cassandra",
-         "kafka", "kafka-avro", "http")
-_VARIANTS = {"delta-typed": {"layout": "typed"}, "kafka-avro": {"format": "avro"}, "delta-mirror": {"layout": "mirror"},
-             "postgres-mirror": {"layout": "mirror"}, "mysql-mirror": {"layout": "mirror"}}
+SINKS = ("delta", "delta-typed", "delta-mirror", "postgres", "postgres-typed", "postgres-mirror", "mysql", "mysql-typed",
+         "mysql-mirror", "cassandra", "kafka", "kafka-avro", "http")
+_VARIANTS = {"kafka-avro": {"format": "avro"},
+             **{f"{sink}-{layout}": {"layout": layout} for sink in ("delta", "postgres", "mysql")
+                for layout in ("typed", "mirror")}}
 # The rows' source table; the Cassandra sink reads its schema to lay out the log table beside it.
 BENCH_KEYSPACE = "ringtail_bench"
 
