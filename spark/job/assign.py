@@ -1,4 +1,7 @@
-"""Token, generation and stream id of every decoded row, a whole Arrow batch at a time.
+"""Token, generation and stream id of every decoded row, a whole Arrow batch at a time, in the same pass
+as decoding (`StreamAssigner`, handed to `events.decode_partition`): each Python worker loads the
+generations from the cluster and loads them again every `refresh` seconds, so it knows a generation the
+job publishes well before it starts (`generation_delay` after the ring change, 65 s by default).
 
 A row that no generation covers, or whose write time lies outside the acceptance window, is
 not logged but kept as a dead letter with its reason. The window is judged against the time
@@ -8,7 +11,11 @@ so its mirror must too; one that no generation covers keeps a null stream id.
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -69,10 +76,47 @@ def assign_batch(batch: pa.RecordBatch, generations: Generations, leeway_us: int
                                       schema=batch.schema)
 
 
-def assign_partition(generations: Generations, leeway_us: int, max_age_us: int | None, reject_rows: bool = True
-                     ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
-    """The `mapInArrow` function assigning stream ids with `generations`."""
-    def assign(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        for batch in batches:
-            yield assign_batch(batch, generations, leeway_us, max_age_us, reject_rows)
-    return assign
+@dataclass(frozen=True)
+class StreamAssigner:
+    """How the decoding pass assigns stream ids: the generations in `keyspace` of the cluster, the
+    acceptance window, and whether rows are rejected (not for a mirror's: `assign_batch`)."""
+
+    hosts: Sequence[str]
+    port: int
+    keyspace: str
+    ignore_msb: int
+    leeway_us: int
+    max_age_us: int | None
+    reject_rows: bool = True
+    refresh: float = 10.0  # seconds between two loads of the generations in a worker
+
+    def assign(self, batch: pa.RecordBatch) -> pa.RecordBatch:
+        return assign_batch(batch, self.generations(), self.leeway_us, self.max_age_us, self.reject_rows)
+
+    def generations(self) -> Generations:
+        """This process's generations, loaded again once `refresh` seconds old."""
+        key = (tuple(self.hosts), self.port, self.keyspace, self.ignore_msb)
+        with _LOCK:
+            loaded = _GENERATIONS.get(key)
+            if loaded is None or time.monotonic() - loaded[0] >= self.refresh:
+                from spark.streams.storage import GenerationStore
+
+                generations = GenerationStore(_session(self.hosts, self.port), self.keyspace).load(
+                    leeway=self.leeway_us, ignore_msb=self.ignore_msb)
+                loaded = _GENERATIONS[key] = (time.monotonic(), generations)
+            return loaded[1]
+
+
+_LOCK = threading.Lock()
+_GENERATIONS: dict[tuple, tuple[float, Generations]] = {}
+_SESSIONS: dict[tuple, Any] = {}
+
+
+def _session(hosts: Sequence[str], port: int) -> Any:
+    """One session per worker process and cluster (Spark reuses its Python workers)."""
+    key = (tuple(hosts), port)
+    if key not in _SESSIONS:
+        from connector.schema.session import connect
+
+        _SESSIONS[key] = connect(list(hosts), port)[1]
+    return _SESSIONS[key]

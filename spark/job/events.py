@@ -19,6 +19,7 @@ from connector.avro.reader import ColumnReader, EventReader, EventReaders, event
 from connector.avro.wire import schema_id_of, unframe
 
 from . import rows as R
+from .assign import StreamAssigner
 from .rows import DECODED, arrow_schema
 
 _OPS = {"insert": R.ROW_INSERT, "update": R.ROW_UPDATE, "row_delete": R.ROW_DELETE,
@@ -191,11 +192,13 @@ def decode_records(records: pa.RecordBatch, readers: EventReaders, cells: bool =
 _DECODED_ARROW = arrow_schema(DECODED)
 
 
-def decode_partition(registry_url: str, cells: bool = False
+def decode_partition(registry_url: str, cells: bool = False, assigner: StreamAssigner | None = None
                      ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
-    """The `mapInArrow` function decoding Kafka records with schemas from `registry_url`."""
+    """The `mapInArrow` function decoding Kafka records with schemas from `registry_url`, and with an
+    `assigner` giving each row its stream id in the same pass."""
     def decode(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         readers = event_readers(registry_url)
         for batch in batches:
-            yield decode_records(batch, readers, cells)
+            decoded = decode_records(batch, readers, cells)
+            yield decoded if assigner is None else assigner.assign(decoded)
     return decode

@@ -1,4 +1,4 @@
-"""The streaming query: Kafka → decoded log rows → (replica copies removed) → stream ids → sink.
+"""The streaming query: Kafka → decoded log rows with their stream ids → (replica copies removed) → sink.
 
 Exactly once: Spark's checkpoint records each micro-batch's Kafka offsets before the batch
 runs and its completion after the sink write; a batch cut short is replayed with the same id
@@ -25,7 +25,7 @@ from pyspark.sql.streaming import StreamingQuery
 from spark.streams.generations import MICROS_PER_SECOND
 
 from . import rows as R
-from .assign import assign_partition
+from .assign import StreamAssigner
 from .config import StreamSettings
 from .events import decode_partition
 from .generations import GenerationKeeper
@@ -79,9 +79,10 @@ def spark_session(settings: StreamSettings) -> SparkSession:
 
 
 def read_changes(spark: SparkSession, settings: StreamSettings, source: Source | None = None,
-                 cells: bool = False) -> DataFrame:
+                 cells: bool = False, assigner: StreamAssigner | None = None) -> DataFrame:
     """The connector's events as `DECODED` rows, replica copies removed when configured; from every
-    table's topic (the job) or from `source`'s; with `cells`, each change's cells (for a mirror)."""
+    table's topic (the job) or from `source`'s; with `cells`, each change's cells (for a mirror); with an
+    `assigner`, each row's stream id, given in the decoding pass."""
     source = source or Source(settings.topic_pattern, {"startingOffsets": settings.starting_offsets})
     reader = (spark.readStream.format("kafka")
               .option("kafka.bootstrap.servers", settings.kafka_bootstrap_servers)
@@ -94,7 +95,7 @@ def read_changes(spark: SparkSession, settings: StreamSettings, source: Source |
     if settings.max_offsets_per_trigger:
         reader = reader.option("maxOffsetsPerTrigger", settings.max_offsets_per_trigger)
     decoded = (reader.load().select("topic", "partition", "offset", "timestamp", "key", "value")
-               .mapInArrow(decode_partition(settings.registry_url, cells), R.DECODED))
+               .mapInArrow(decode_partition(settings.registry_url, cells, assigner), R.DECODED))
     return remove_replica_copies(decoded, settings.dedup_watermark) if settings.dedup else decoded
 
 
@@ -157,15 +158,15 @@ def split(assigned: DataFrame, cells: bool = False) -> tuple[DataFrame, DataFram
 
 
 class BatchWriter:
-    """The `foreachBatch` function: stream ids with the current generations, the selection, then the sink."""
+    """The `foreachBatch` function: the generations published, the selection, then the sink (the rows come
+    with their stream ids: given in the decoding pass, or by the snapshot)."""
 
     def __init__(self, settings: StreamSettings, sink: Sink, keeper: GenerationKeeper | None,
                  selection: Selection = Selection(), after_write: AfterWrite | None = None,
-                 published: MutableMapping[str, int] | None = None, target: str = "", assign: bool = True) -> None:
+                 published: MutableMapping[str, int] | None = None, target: str = "") -> None:
         self.settings = settings
         self.sink = sink
         self.keeper = keeper
-        self.assign = assign  # False: the rows come with their streams (a snapshot's)
         self.selection = selection
         self.after_write = after_write
         # The generation version each sink target holds, shared by the writers of one process that
@@ -221,13 +222,6 @@ class BatchWriter:
 
     def write(self, batch: DataFrame, batch_id: int) -> None:
         self.publish_generations()
-        s = self.settings
-        if self.keeper is not None and self.assign:
-            batch = batch.mapInArrow(
-                assign_partition(self.keeper.generations, int(s.leeway * MICROS_PER_SECOND),
-                                 None if s.max_age is None else int(s.max_age * MICROS_PER_SECOND),
-                                 reject_rows=not merges_cells(self.sink)),
-                batch.schema)
         batch = batch.persist()
         delivered = None
         try:
@@ -301,7 +295,17 @@ def start(spark: SparkSession, settings: StreamSettings, sink: Sink, *, availabl
         writer = BatchWriter(settings, sink, keeper)
     writer.publish_generations()
     if changes is None:
-        changes = read_changes(spark, settings, source, cells=merges_cells(sink))
+        assigner = None
+        if settings.assign_streams:
+            assigner = StreamAssigner(
+                settings.cassandra_hosts, settings.cassandra_port, settings.generations_keyspace, settings.ignore_msb,
+                int(settings.leeway * MICROS_PER_SECOND),
+                None if settings.max_age is None else int(settings.max_age * MICROS_PER_SECOND),
+                # A mirror's rows are never rejected for their write time (spark.job.assign).
+                reject_rows=not merges_cells(sink),
+                # Workers learn a new generation well before it starts (the job publishes it that much ahead).
+                refresh=min(10.0, settings.generation_delay / 4))
+        changes = read_changes(spark, settings, source, cells=merges_cells(sink), assigner=assigner)
     stream = (changes.writeStream
               .queryName(name or settings.app_id)
               .foreachBatch(writer)

@@ -208,7 +208,7 @@ class Delivery:
             self._recorder = RangeProgressRecorder(registry, s, keeper)
             changes = None
         writer = BatchWriter(settings, sink, keeper, selection_of(s, session), after_write=self._after_write,
-                             published=published, target=target, assign=not self.snapshot)
+                             published=published, target=target)
         self.job: Job = start(spark, settings, sink, source=source_of(settings, s, version), changes=changes,
                               writer=writer, name=f"subscription-{s.name}" + ("-snapshot" if self.snapshot else ""),
                               checkpoint=checkpoint)
