@@ -6,6 +6,7 @@ schemas by id, from the registry, once per process.
 from __future__ import annotations
 
 import datetime as dt
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -14,6 +15,7 @@ from confluent_kafka.schema_registry import SchemaRegistryClient
 
 from connector.cql import type_name
 
+from .errors import UnknownSchemaId
 from .names import ENTRY, TUPLE, cql_name
 from .registry import SchemaRegistry
 
@@ -207,17 +209,28 @@ class EventReader:
 
 
 class EventReaders:
-    """An `EventReader` per writer schema id, the schema asked of the registry once."""
+    """An `EventReader` per writer schema id, the schema asked of the registry once; an id the registry
+    does not know is asked again only after `unknown_for` seconds (a topic of records whose schemas are
+    gone would otherwise cost a request each)."""
 
-    def __init__(self, registry: SchemaRegistry) -> None:
+    def __init__(self, registry: SchemaRegistry, unknown_for: float = 30.0) -> None:
         self.registry = registry
+        self.unknown_for = unknown_for
         self._readers: dict[int, EventReader] = {}
+        self._unknown: dict[int, tuple[float, UnknownSchemaId]] = {}
 
     def get(self, schema_id: int) -> EventReader:
         """Raises UnknownSchemaId when the registry has no such id, RegistryError when it fails."""
         reader = self._readers.get(schema_id)
         if reader is None:
-            reader = self._readers[schema_id] = EventReader(self.registry.schema(schema_id))
+            unknown = self._unknown.get(schema_id)
+            if unknown is not None and time.monotonic() - unknown[0] < self.unknown_for:
+                raise unknown[1]
+            try:
+                reader = self._readers[schema_id] = EventReader(self.registry.schema(schema_id))
+            except UnknownSchemaId as exc:
+                self._unknown[schema_id] = (time.monotonic(), exc)
+                raise
         return reader
 
 

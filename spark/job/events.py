@@ -31,19 +31,22 @@ _UUID_EPOCH_OFFSET = 0x01B21DD213814000
 def change_id(keyspace: str, table: str, partition_key: bytes, event: dict) -> bytes:
     """A digest of what the change is, leaving out where it was read: equal for the copies of
     one write that every replica's connector sends, different for any two different changes."""
-    content = _dumps([keyspace, table, event["kind"], event["static"], event["after"], event["liveness"],
-                          event["deletion"], event.get("range")], sort_keys=True, default=_json_bytes)
+    content = _content([keyspace, table, event["kind"], event["static"], event["after"], event["liveness"],
+                        event["deletion"], event.get("range")])
     return hashlib.blake2b(partition_key + content.encode(), digest_size=16).digest()
-
-
-def _dumps(value, **options) -> str:
-    return json.dumps(value, ensure_ascii=False, **options)
 
 
 def _json_bytes(value):
     if isinstance(value, bytes):
         return "0x" + value.hex()
     raise TypeError(f"{type(value).__name__} is not JSON serializable")
+
+
+# One encoder each (json.dumps with options builds a new one per call, for every row and value):
+_dumps = json.JSONEncoder(ensure_ascii=False).encode  # a value's JSON, as the log holds it
+_key = json.JSONEncoder(ensure_ascii=False, default=_json_bytes).encode  # a key, whose blobs are bytes
+_content = json.JSONEncoder(ensure_ascii=False, sort_keys=True, default=_json_bytes).encode
+_compact = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode  # the `cells` column
 
 
 def log_time(write_time_us: int, digest: bytes) -> str:
@@ -63,7 +66,7 @@ def _key_json(event_after: dict, columns: list[ColumnReader], clustering: dict |
         value = source.get(column.field)
         if value is not None:
             out[column.name] = column.read(value)
-    return _dumps(out, default=_json_bytes)
+    return _key(out)
 
 
 def cell_changes(event: dict, schema: EventReader) -> str:
@@ -88,7 +91,7 @@ def cell_changes(event: dict, schema: EventReader) -> str:
     if event["kind"] == "range_delete":
         out["r"] = [None if bound is None else [_prefix(bound["clustering"], schema), bound["inclusive"]]
                     for bound in (event["range"]["start"], event["range"]["end"])]
-    return _dumps(out, separators=(",", ":"))
+    return _compact(out)
 
 
 def _prefix(clustering: dict, schema: EventReader) -> list:

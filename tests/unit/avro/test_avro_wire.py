@@ -1,6 +1,7 @@
 """Confluent framing, the registry wrapper's caching and typed errors, and serialized events;
 the registry is a stand-in here (tests/integration/test_avro_registry.py uses the real one)."""
 import json
+import time
 
 import httpx
 import pytest
@@ -9,6 +10,7 @@ from fastavro import parse_schema
 
 from connector.avro import (ChangeEncoder, ChangeSerializer, MalformedPayload, RegistryError, SchemaRegistry,
                             SchemaRejected, UnknownSchemaId, topic_name)
+from connector.avro.reader import EventReaders
 from connector.avro.wire import frame, unframe
 from tests.unit.avro.support import PROCESSED_MS, SOURCE
 from tests.unit.commitlog.test_cassandra50_segment import SCHEMA, SEGMENT, changes
@@ -98,6 +100,19 @@ def test_decoding_fetches_an_unknown_writer_schema_once():
     assert [c for c in client.calls if c[0] == "get_schema"] == [("get_schema", schema_id)]
     with pytest.raises(UnknownSchemaId, match="the registry has no schema with id 99"):
         reader.deserialize(frame(99, parse_schema(SCHEMA_INT), {"n": 5}))
+
+
+def test_readers_ask_for_an_unknown_id_again_only_after_a_while():
+    client = FakeRegistryClient()
+    readers = EventReaders(SchemaRegistry(client), unknown_for=0.05)
+    for _ in range(3):  # a topic of records whose schema is gone: one request, not one per record
+        with pytest.raises(UnknownSchemaId):
+            readers.get(99)
+    assert client.calls == [("get_schema", 99)]
+    time.sleep(0.06)
+    with pytest.raises(UnknownSchemaId):
+        readers.get(99)
+    assert client.calls == [("get_schema", 99)] * 2
 
 
 def test_serialized_events():
