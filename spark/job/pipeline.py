@@ -266,12 +266,23 @@ class Job:
         while not query.awaitTermination(poll):
             self.writer.purge_when_due()
             if stop.is_set():
-                self.writer.idle.wait()
-                query.stop()
+                self.stop_between_batches()
                 progress = query.lastProgress
                 log.info("stopped after micro-batch %s; the next start resumes after it",
                          progress["batchId"] if progress else "none")
                 return
+
+    def stop_between_batches(self, timeout: float = 60.0, poll: float = 0.05) -> None:
+        """Stop the query once no trigger runs (neither a micro-batch in the sink nor one being planned:
+        Spark interrupts a running trigger, and an interrupted sink write is replayed at the next start),
+        or after `timeout` with a backlog that leaves no gap between triggers."""
+        query, deadline = self.query, time.monotonic() + timeout
+        while time.monotonic() < deadline and query.isActive:
+            self.writer.idle.wait(max(0.0, deadline - time.monotonic()))
+            if not query.status["isTriggerActive"]:
+                break
+            time.sleep(poll)
+        query.stop()
 
     def close(self) -> None:
         """Close the sink, and the keeper when the job started it."""

@@ -255,9 +255,8 @@ class Delivery:
 
     def stop(self, timeout: float = 30.0) -> None:
         """Stop between micro-batches when one ends within `timeout`; otherwise cut it (it is replayed)."""
-        self.job.writer.idle.wait(timeout)
         try:
-            self.job.query.stop()
+            self.job.stop_between_batches(timeout)
         except Exception as exc:  # a query that failed raises its failure again on stop
             log.debug("stopping subscription %s: %s", self.subscription.name, exc)
         self.job.close()
