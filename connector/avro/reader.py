@@ -39,6 +39,31 @@ def _without_logical_types(schema):
     return schema
 
 
+def _expanded(schema, named: dict | None = None, namespace: str = ""):
+    """The schema with each reference to a named type replaced by its definition: the writer defines a
+    type once and names it after (a set's element type reappears as the key of its removed elements),
+    and the readers need the definition wherever it is used."""
+    named = {} if named is None else named
+    if isinstance(schema, str):
+        return named.get(schema, named.get(f"{namespace}.{schema}", schema))
+    if isinstance(schema, list):
+        return [_expanded(s, named, namespace) for s in schema]
+    if not isinstance(schema, dict):
+        return schema
+    kind = schema.get("type")
+    if kind == "record":
+        namespace = schema.get("namespace", namespace)
+        out = dict(schema)
+        named[f"{namespace}.{schema['name']}"] = out
+        out["fields"] = [{**f, "type": _expanded(f["type"], named, namespace)} for f in schema["fields"]]
+        return out
+    if kind == "array":
+        return {**schema, "items": _expanded(schema["items"], named, namespace)}
+    if kind == "map":
+        return {**schema, "values": _expanded(schema["values"], named, namespace)}
+    return schema
+
+
 def _branch(schema):
     """The non-null branch of a nullable union."""
     if isinstance(schema, list):
@@ -195,7 +220,7 @@ class EventReader:
 
     def __init__(self, schema: dict) -> None:
         self.parsed = fastavro.parse_schema(_without_logical_types(schema))
-        after = next(f for f in schema["fields"] if f["name"] == "after")["type"]
+        after = next(f for f in _expanded(schema)["fields"] if f["name"] == "after")["type"]
         self.columns = [
             ColumnReader(cql_name(f), f["name"], f["cql_kind"], f["cql_type"], value_reader(f["type"]))
             if f["cql_kind"] in KEY_KINDS else
@@ -209,28 +234,36 @@ class EventReader:
 
 
 class EventReaders:
-    """An `EventReader` per writer schema id, the schema asked of the registry once; an id the registry
-    does not know is asked again only after `unknown_for` seconds (a topic of records whose schemas are
-    gone would otherwise cost a request each)."""
+    """The writer schema and an `EventReader` per schema id, the schema asked of the registry once; an
+    id the registry does not know is asked again only after `unknown_for` seconds (a topic of records
+    whose schemas are gone would otherwise cost a request each)."""
 
     def __init__(self, registry: SchemaRegistry, unknown_for: float = 30.0) -> None:
         self.registry = registry
         self.unknown_for = unknown_for
+        self._schemas: dict[int, dict] = {}
         self._readers: dict[int, EventReader] = {}
         self._unknown: dict[int, tuple[float, UnknownSchemaId]] = {}
 
-    def get(self, schema_id: int) -> EventReader:
+    def schema(self, schema_id: int) -> dict:
         """Raises UnknownSchemaId when the registry has no such id, RegistryError when it fails."""
-        reader = self._readers.get(schema_id)
-        if reader is None:
+        schema = self._schemas.get(schema_id)
+        if schema is None:
             unknown = self._unknown.get(schema_id)
             if unknown is not None and time.monotonic() - unknown[0] < self.unknown_for:
                 raise unknown[1]
             try:
-                reader = self._readers[schema_id] = EventReader(self.registry.schema(schema_id))
+                schema = self._schemas[schema_id] = self.registry.schema(schema_id)
             except UnknownSchemaId as exc:
                 self._unknown[schema_id] = (time.monotonic(), exc)
                 raise
+        return schema
+
+    def get(self, schema_id: int) -> EventReader:
+        """The reader of `schema_id`'s events; raises as `schema` does."""
+        reader = self._readers.get(schema_id)
+        if reader is None:
+            reader = self._readers[schema_id] = EventReader(self.schema(schema_id))
         return reader
 
 

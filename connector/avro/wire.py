@@ -10,7 +10,7 @@ from fastavro import schemaless_reader, schemaless_writer
 from .errors import MalformedPayload
 
 MAGIC = 0
-_HEADER = struct.Struct(">bI")
+_HEADER = struct.Struct(">bi")  # the id is a Java int in Confluent's serializers: signed
 
 
 def frame(schema_id: int, parsed_schema, datum) -> bytes:

@@ -26,6 +26,7 @@ _OPS = {"insert": R.ROW_INSERT, "update": R.ROW_UPDATE, "row_delete": R.ROW_DELE
         "partition_delete": R.PARTITION_DELETE}
 # 100 ns intervals between the UUID epoch (1582-10-15) and the Unix epoch.
 _UUID_EPOCH_OFFSET = 0x01B21DD213814000
+_INT_RANGE = 1 << 31
 
 
 def change_id(keyspace: str, table: str, partition_key: bytes, event: dict) -> bytes:
@@ -176,6 +177,9 @@ def decode_records(records: pa.RecordBatch, readers: EventReaders, cells: bool =
             event = unframe(value, schema.parsed)
             source = event["source"]
             position = source["position"]
+            for name in ("update_index", "row_index"):  # fastavro reads an Avro int without checking its range
+                if not -_INT_RANGE <= position[name] < _INT_RANGE:
+                    raise MalformedPayload(f"source.position.{name} {position[name]} is out of an int's range")
             meta = {**kafka, "source": {
                 "node": source["node"], "segment_id": position["segment_id"], "entry_offset": position["entry_offset"],
                 "update_index": position["update_index"], "row_index": position["row_index"], "topic": topic,

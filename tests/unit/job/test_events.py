@@ -8,11 +8,11 @@ import pyarrow as pa
 import pytest
 from fastavro import parse_schema
 
-from connector.avro import ChangeEncoder, SourceInfo
+from connector.avro import ChangeEncoder, SourceInfo, TableEncoder
 from connector.avro.wire import frame
 from spark.job import rows as R
 from connector.avro import RegistryError, SchemaRegistry
-from connector.avro.reader import EventReader, EventReaders
+from connector.avro.reader import EventReaders
 from spark.job.events import decode_records, log_time
 from tests.unit.avro.support import PROCESSED_MS, SOURCE
 from tests.unit.commitlog.test_cassandra50_segment import SCHEMA, SEGMENT, changes
@@ -27,7 +27,7 @@ def preloaded_cache(schemas: dict[int, dict]) -> EventReaders:
 
     readers = EventReaders(SchemaRegistry(SchemaRegistryClient({"url": "http://127.0.0.1:9", "max.retries": 0})))
     for schema_id, schema in schemas.items():
-        readers._readers[schema_id] = EventReader(schema)
+        readers._schemas[schema_id] = schema
     return readers
 
 
@@ -201,3 +201,20 @@ def test_columns_and_udt_fields_keep_their_cql_names(tmp_path):
     assert json.loads(decoded["key"]) == {"Key-1": 1, "Clust Col": 2}
     assert {name: json.loads(v) for name, v in decoded["columns"]} == {
         "N": {"first-name": "Bo"}, "Odd Col": "odd", "U": {"first-name": "Ann", "plain": 7}}
+
+
+def test_removed_elements_of_a_set_of_tuples_read_as_the_elements_added():
+    """The writer defines the element's record once and names it where the removed keys use it again:
+    a removed element reads as the element itself ([1, "0x01"]), not as the raw record (which a mirror
+    would never match to the element it removes, and whose bytes the log's JSON cannot hold)."""
+    from connector.avro.reader import EventReader
+    from connector.schema import parse_ddl
+
+    schema = parse_ddl("CREATE TABLE ks.t (k int PRIMARY KEY, s set<frozen<tuple<int, blob>>>) "
+                       "WITH ID = 657e5210-7cbb-11ee-9858-c9aa1eb53e69;")
+    (column,) = EventReader(TableEncoder(next(iter(schema.tables.values())), {}).value_schema).cell_columns
+    element = {"field1": 1, "field2": b"\x01"}
+    cell = {"deletion": None, "added": [{"key": element, "timestamp": 4, "ttl": 0, "local_deletion_time": None}],
+            "removed": [{"key": element, "timestamp": 5, "local_deletion_time": 7}]}
+    assert column.read(cell) == ([[1, "0x01"]], False, [[1, "0x01"]], None)
+    assert column.cells(cell) == [None, [[[1, "0x01"], 4, 0, None, 0, None], [[1, "0x01"], 5, 0, None, 1, None]]]
