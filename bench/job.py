@@ -1,4 +1,5 @@
-"""The Spark job with stream-id assignment against the same job passing rows through, in one run.
+"""The Spark job as users run it (native decoding, stream ids) against the same job passing rows through
+and the same job decoding with the Python reference, in one run.
 
     python bench/job.py [--rows N] [--repeat R] [--batch B]
 
@@ -6,12 +7,13 @@ Input: real connector events. A cdc=true table (k int, c int, v text, n bigint, 
 gets N rows (execute_concurrent_with_args); the connector runs as users run it (`python -m connector
 run`), positioned at the end of cdc_raw before the writes, until its topic holds all N events, and is
 stopped. Then the job (`start(..., available_now=True)`, local[2], Delta sink, replica removal on)
-reads those topics R times per variant, alternating (A B, B A, …), after one warm-up run, not counted
-(JVM, Python workers, the first generation), each run with a fresh checkpoint and Delta path:
+reads those topics R times per variant, taking turns (A B C, B C A, …), after one warm-up run, not
+counted (JVM, Python workers, the first generation), each run with a fresh checkpoint and Delta path:
 
-- with stream ids: `assign_streams=True` (the default): generations kept in Cassandra, tokens and
-  stream ids per row (`assign_batch` in `mapInArrow`), generations published to the sink;
-- pass-through: `assign_streams=False`: the same rows, without stream ids.
+- with stream ids: the defaults: events decoded by the native core, generations kept in Cassandra,
+  tokens and stream ids per row in the same pass, generations published to the sink;
+- pass-through: `assign_streams=False`: the same rows, without stream ids;
+- Python decoder: `decoder=python`: with stream ids, events decoded by the Python reference.
 
 A run is timed from `start()` to the query's termination ("setup" is the `start()` call itself:
 with stream ids that includes the generation keeper's connection to Cassandra, loading the
@@ -24,8 +26,9 @@ where decoding and assignment run); each is reset before every run (/proc/<pid>/
 the kernel allows it, else it covers the whole run of the script.
 
 In process, the same events as Arrow batches of B records (Spark's default maxRecordsPerBatch):
-`decode_records` alone against `assign_batch` of its output, per row — the vectorized step alone
-(its stream ids are checked against the job's Delta rows, by change id).
+`decode_records` (Python) against `NativeEvents.decode` (their batches checked equal) and
+`assign_batch` of the output, per row (its stream ids are checked against the job's Delta rows, by
+change id).
 
 Needs the local stack (`deploy/local/start`); prints figures, asserts nothing.
 """
@@ -55,6 +58,7 @@ from deploy.local.processes import ConnectorProcess, peak_rss  # noqa: E402
 from spark.job.assign import assign_batch  # noqa: E402
 from spark.job.config import JobSettings  # noqa: E402
 from spark.job.events import decode_records  # noqa: E402
+from spark.job.native_events import NativeEvents  # noqa: E402
 from spark.streams.generations import MICROS_PER_SECOND  # noqa: E402
 from spark.streams.storage import GenerationStore  # noqa: E402
 from timing import best_seconds  # noqa: E402 - bench/ is the script's directory
@@ -62,7 +66,10 @@ from timing import best_seconds  # noqa: E402 - bench/ is the script's directory
 MiB = 1 << 20
 TABLE = "t"
 SPARK_CONF = {"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "2"}
-WITH, WITHOUT = "with stream ids", "pass-through"
+WITH, WITHOUT, PYTHON = "with stream ids", "pass-through", "Python decoder"
+# The settings each variant changes: the job as users run it (native decoding, stream ids), the same
+# without stream ids, and the same decoding with the Python reference.
+VARIANTS = {WITH: {}, WITHOUT: {"assign_streams": False}, PYTHON: {"decoder": "python"}}
 
 
 # --- processes and their memory --------------------------------------------------------------
@@ -225,7 +232,7 @@ class Run:
         return self.rows / self.seconds
 
 
-def run_job(spark, settings: JobSettings, keyspace: str, jvm: int | None) -> Run:
+def run_job(spark, settings: JobSettings, keyspace: str, jvm: int | None, variant: str) -> Run:
     from pyspark.sql import functions as F
 
     from spark.job.pipeline import start
@@ -255,15 +262,19 @@ def run_job(spark, settings: JobSettings, keyspace: str, jvm: int | None) -> Run
     rows, with_stream_id = log.agg(F.count(F.lit(1)), F.count("`cdc$stream_id`")).first()
     dead_path = settings.delta_path / "dead_letters"
     dead = spark.read.format("delta").load(str(dead_path)).count() if dead_path.exists() else 0
-    return Run(WITH if settings.assign_streams else WITHOUT, set_up - started, finished - set_up, rows,
+    return Run(variant, set_up - started, finished - set_up, rows,
                with_stream_id, dead, jvm_peak, driver_peak, worker_peak)
 
 
 def in_process(records: list[pa.RecordBatch], settings: JobSettings, cql, repeat: int
-               ) -> tuple[float, float, dict[str, bytes | None]]:
-    """(decode s, assign s, stream id by change id) over `records`, best of `repeat`."""
+               ) -> tuple[float, float, float, dict[str, bytes | None]]:
+    """(Python decode s, native decode s, assign s, stream id by change id) over `records`, best of
+    `repeat`; the two decoders' batches are checked equal."""
     cache = event_readers(settings.registry_url)
     decoded = [decode_records(batch, cache) for batch in records]  # also fetches the writer schemas
+    native = NativeEvents(cache)
+    if not all(native.decode(batch).equals(expected) for batch, expected in zip(records, decoded)):
+        raise SystemExit("error: the native decoder's rows differ from the Python reference's")
     generations = GenerationStore(cql, settings.generations_keyspace).load(
         leeway=int(settings.leeway * MICROS_PER_SECOND), ignore_msb=settings.ignore_msb)
     leeway_us = int(settings.leeway * MICROS_PER_SECOND)
@@ -275,8 +286,9 @@ def in_process(records: list[pa.RecordBatch], settings: JobSettings, cql, repeat
     streams = {change: stream for batch in assign() for change, stream in
                zip(batch.column("change_id").to_pylist(), batch.column("cdc$stream_id").to_pylist())}
     decode_seconds = best_seconds(lambda: [decode_records(batch, cache) for batch in records], repeat)
+    native_seconds = best_seconds(lambda: [native.decode(batch) for batch in records], repeat)
     assign_seconds = best_seconds(assign, repeat)
-    return decode_seconds, assign_seconds, streams
+    return decode_seconds, native_seconds, assign_seconds, streams
 
 
 def job_streams(spark, delta_path: Path) -> dict[str, bytes | None]:
@@ -367,15 +379,15 @@ def main() -> int:
             jvm = driver_jvm()
             resettable = reset_peak(jvm) and reset_peak(os.getpid())
             # Run 0 warms up (JVM, Python workers, the generations keyspace and first generation) and
-            # is not counted; then the variants alternate, each round in the other order than the last
-            # (A B, B A, A B…): the JVM still speeds up over the first runs, which would favour the later.
-            order = [True] + [flag for r in range(args.repeat) for flag in ((True, False) if r % 2 == 0 else
-                                                                            (False, True))]
-            for number, assign in enumerate(order):
+            # is not counted; then the variants take turns, each round starting one later than the last
+            # (A B C, B C A, C A B…): the JVM still speeds up over the first runs, which would favour the later.
+            names = list(VARIANTS)
+            order = [WITH] + [names[(r + i) % len(names)] for r in range(args.repeat) for i in range(len(names))]
+            for number, variant in enumerate(order):
                 settings = base.model_copy(update={
-                    "assign_streams": assign, "delta_path": scratch / f"run{number}" / "delta",
+                    **VARIANTS[variant], "delta_path": scratch / f"run{number}" / "delta",
                     "checkpoint_dir": scratch / f"run{number}" / "checkpoint"})
-                run = run_job(spark, settings, keyspace, jvm)
+                run = run_job(spark, settings, keyspace, jvm, variant)
                 if number:
                     runs.append(run)
                 print(f"  run {number}: {run.variant:<16} {run.seconds:6.2f} s (setup {run.setup:.2f} s)"
@@ -384,9 +396,9 @@ def main() -> int:
 
             print("decoding and assigning in process", flush=True)
             records = record_batches(consumer, topic, args.batch)
-            decode_s, assign_s, streams = in_process(records, base, cql, args.repeat)
+            decode_s, native_s, assign_s, streams = in_process(records, base, cql, args.repeat)
             in_rows, in_ids = len(streams), sum(stream is not None for stream in streams.values())
-            last_with = max(number for number, assign in enumerate(order) if assign)
+            last_with = max(number for number, variant in enumerate(order) if variant == WITH)
             same_as_job = streams == job_streams(spark, scratch / f"run{last_with}" / "delta")
         finally:
             cleanup(connector.stop)
@@ -399,13 +411,13 @@ def main() -> int:
             cleanup(lambda: delete_topics(admin, prefix_topics(admin, prefix)))
 
     best = {variant: min((r for r in runs if r.variant == variant), key=lambda r: r.seconds)
-            for variant in (WITH, WITHOUT)}
+            for variant in VARIANTS}
 
     def largest(variant: str, field: str) -> int | None:
         return max((getattr(r, field) for r in runs if r.variant == variant and getattr(r, field)), default=None)
 
     peaks = {variant: tuple(largest(variant, f) for f in ("jvm_peak", "driver_peak", "worker_peak"))
-             for variant in (WITH, WITHOUT)}
+             for variant in VARIANTS}
     print(f"\nringtail Spark job, local[2], Delta sink, replica removal on: {args.rows:,} rows of "
           f"(k int, c int, v text, n bigint) through the real connector; best of {args.repeat} runs per variant")
     print(f"  {'variant':<16} {'seconds':>8} {'setup':>6} {'query':>7} {'log rows':>9} {'stream ids':>10}"
@@ -419,17 +431,21 @@ def main() -> int:
     print(f"  peaks: VmHWM, the largest over a variant's runs ({scope}); worker: the largest Python worker")
     per_row = 1e6 / in_rows if in_rows else float("nan")
     print(f"\nin process, {len(records)} Arrow batch(es) of up to {args.batch:,} records, best of {args.repeat}:")
-    print(f"  decode_records            {decode_s * per_row:8.2f} µs/row")
+    print(f"  decode_records (Python)   {decode_s * per_row:8.2f} µs/row")
+    print(f"  NativeEvents.decode       {native_s * per_row:8.2f} µs/row  ({decode_s / native_s:.1f}x faster, the same"
+          f" batches)")
     print(f"  assign_batch              {assign_s * per_row:8.2f} µs/row  ({in_ids:,} of {in_rows:,} rows given a"
-          f" stream id, {'the same as' if same_as_job else 'NOT the same as'} the job's; {assign_s / decode_s:.1%}"
-          f" of decoding)")
-    print(f"  decode + assign / decode  {(decode_s + assign_s) / decode_s:8.2f}x")
+          f" stream id, {'the same as' if same_as_job else 'NOT the same as'} the job's; {assign_s / native_s:.1%}"
+          f" of native decoding)")
 
     with_ids, without = best[WITH], best[WITHOUT]
     extra = (with_ids.query - without.query) * 1e6 / with_ids.rows if with_ids.rows else float("nan")
     print(f"\nsummary: {with_ids.rate:,.0f} rows/s with stream-id assignment, {without.rate:,.0f} rows/s without:"
           f" {with_ids.seconds / without.seconds:.2f}x the time (query alone {with_ids.query / without.query:.2f}x,"
           f" {extra:+.1f} µs/row); assign_batch alone {assign_s * per_row:.2f} µs/row")
+    python = best[PYTHON]
+    print(f"         {python.rate:,.0f} rows/s with the Python decoder: native {python.seconds / with_ids.seconds:.2f}x"
+          f" as fast end to end (query alone {python.query / with_ids.query:.2f}x)")
     return 0
 
 

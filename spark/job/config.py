@@ -48,6 +48,9 @@ class StreamSettings(FileSettings):
     # Replica copies (one connector per node) are removed within this watermark on Kafka time.
     dedup: bool = True
     dedup_watermark: str = "10 minutes"
+    # How events are decoded: the native core, or the Python reference it is tested against (slower;
+    # also used, with a warning at start, when the native core is not built).
+    decoder: Literal["native", "python"] = "native"
     # Bench switch: pass rows through without stream ids.
     assign_streams: bool = True
     # A mirror sink removes expired values with every micro-batch, and this often between them.

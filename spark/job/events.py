@@ -20,6 +20,7 @@ from connector.avro.wire import schema_id_of, unframe
 
 from . import rows as R
 from .assign import StreamAssigner
+from .native_events import native_events
 from .rows import DECODED, arrow_schema
 
 _OPS = {"insert": R.ROW_INSERT, "update": R.ROW_UPDATE, "row_delete": R.ROW_DELETE,
@@ -199,13 +200,20 @@ def decode_records(records: pa.RecordBatch, readers: EventReaders, cells: bool =
 _DECODED_ARROW = arrow_schema(DECODED)
 
 
-def decode_partition(registry_url: str, cells: bool = False, assigner: StreamAssigner | None = None
-                     ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
-    """The `mapInArrow` function decoding Kafka records with schemas from `registry_url`, and with an
-    `assigner` giving each row its stream id in the same pass."""
+def decode_partition(registry_url: str, cells: bool = False, assigner: StreamAssigner | None = None,
+                     decoder: str = "native") -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """The `mapInArrow` function decoding Kafka records with schemas from `registry_url`, with the native
+    core (`spark.job.native_events`) or this module (`decoder` "python"), and with an `assigner` giving
+    each row its stream id in the same pass."""
     def decode(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        readers = event_readers(registry_url)
+        if decoder == "native":
+            rows = native_events(registry_url, cells).decode
+        else:
+            readers = event_readers(registry_url)
+
+            def rows(batch: pa.RecordBatch) -> pa.RecordBatch:
+                return decode_records(batch, readers, cells)
         for batch in batches:
-            decoded = decode_records(batch, readers, cells)
+            decoded = rows(batch)
             yield decoded if assigner is None else assigner.assign(decoded)
     return decode

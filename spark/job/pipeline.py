@@ -29,6 +29,7 @@ from .assign import StreamAssigner
 from .config import StreamSettings
 from .events import decode_partition
 from .generations import GenerationKeeper
+from .native_events import EventDecoder
 from .selection import Selection
 from .sinks import Sink, merges_cells
 
@@ -95,8 +96,17 @@ def read_changes(spark: SparkSession, settings: StreamSettings, source: Source |
     if settings.max_offsets_per_trigger:
         reader = reader.option("maxOffsetsPerTrigger", settings.max_offsets_per_trigger)
     decoded = (reader.load().select("topic", "partition", "offset", "timestamp", "key", "value")
-               .mapInArrow(decode_partition(settings.registry_url, cells, assigner), R.DECODED))
+               .mapInArrow(decode_partition(settings.registry_url, cells, assigner, decoder(settings)), R.DECODED))
     return remove_replica_copies(decoded, settings.dedup_watermark) if settings.dedup else decoded
+
+
+def decoder(settings: StreamSettings) -> str:
+    """The decoder the settings ask for, or "python" (said loudly) when the native core is not built."""
+    if settings.decoder == "native" and EventDecoder is None:
+        log.warning("the native core (connector._native) is not built: events are decoded in Python, several "
+                    "times slower; `pip install -e .` builds it")
+        return "python"
+    return settings.decoder
 
 
 def remove_replica_copies(decoded: DataFrame, window: str) -> DataFrame:

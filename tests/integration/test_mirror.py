@@ -30,6 +30,7 @@ from spark.job.sinks.delta import DeltaSink
 from spark.job.sinks.mysql import connect_dsn
 from spark.job.sinks.mysql_mirror import MySqlMirrorSink
 from spark.subscriptions.model import Change
+from tests.integration.decoders import assert_decoders_agree
 from tests.integration.mirrors import (delta_rows, diff, layout_of, mysql_rows, postgres_rows, source_rows,
                                        without_negative_zero)
 from tests.integration.pipeline import has_marker, write_marker
@@ -66,13 +67,15 @@ def resend_shuffled(stack, prefix: str, seed: int) -> int:
     while remaining:
         message = consumer.poll(5)
         assert message is not None, f"records of {sorted(remaining)} did not arrive"
-        records.append((message.topic(), message.key(), message.value()))
+        records.append(message)
         if message.offset() + 1 >= ends[(message.topic(), message.partition())]:
             remaining.discard((message.topic(), message.partition()))
     consumer.close()
+    # Every event the workload made, decoded by the job's native core as by the reference.
+    assert_decoders_agree(stack.registry_url, records, cells=True)
     readers = event_readers(stack.registry_url)
     copies = []
-    for topic, key, value in records:
+    for topic, key, value in ((m.topic(), m.key(), m.value()) for m in records):
         schema_id = schema_id_of(value)
         parsed = readers.get(schema_id).parsed
         event = unframe(value, parsed)

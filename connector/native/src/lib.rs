@@ -13,6 +13,7 @@ pub mod descriptor;
 pub mod entry;
 pub mod error;
 pub mod event;
+pub mod events;
 pub mod header;
 pub mod layout;
 pub mod mutation;
@@ -26,3 +27,4 @@ pub mod value;
 pub mod vint;
 
 mod python;
+mod python_events;

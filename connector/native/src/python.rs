@@ -533,5 +533,6 @@ fn change_tuple<'py>(py: Python<'py>, c: &Change<'_>) -> PyResult<Bound<'py, PyT
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Segment>()?;
     m.add_class::<Decoder>()?;
+    crate::python_events::register(m)?;
     Ok(())
 }

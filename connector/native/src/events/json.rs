@@ -1,0 +1,110 @@
+//! JSON text exactly as Python's `json` module writes it with `ensure_ascii=False`, so the native
+//! decoder's text equals the reference decoder's byte for byte: floats as `repr` gives them (shortest
+//! round trip, `1e+16`, `1.5e-05`, `0.0`, `NaN`, `Infinity`), only `"`, `\` and control characters
+//! escaped.
+
+use std::fmt::Write;
+
+#[derive(Clone, Copy)]
+pub struct Style {
+    pub item: &'static str,
+    pub key: &'static str,
+}
+
+/// `json.dumps` defaults: `", "` and `": "`.
+pub const SPACED: Style = Style { item: ", ", key: ": " };
+/// `separators=(",", ":")`.
+pub const COMPACT: Style = Style { item: ",", key: ":" };
+
+pub fn string(out: &mut String, s: &str) {
+    out.push('"');
+    let mut start = 0;
+    for (i, c) in s.char_indices() {
+        let escaped = match c {
+            '"' => "\\\"",
+            '\\' => "\\\\",
+            '\n' => "\\n",
+            '\r' => "\\r",
+            '\t' => "\\t",
+            '\u{8}' => "\\b",
+            '\u{c}' => "\\f",
+            c if (c as u32) < 0x20 => "",
+            _ => continue,
+        };
+        out.push_str(&s[start..i]);
+        if escaped.is_empty() {
+            let _ = write!(out, "\\u{:04x}", c as u32);
+        } else {
+            out.push_str(escaped);
+        }
+        start = i + c.len_utf8();
+    }
+    out.push_str(&s[start..]);
+    out.push('"');
+}
+
+pub fn int(out: &mut String, v: i64) {
+    let _ = write!(out, "{v}");
+}
+
+/// Python's `float.__repr__`, as `json` writes floats.
+pub fn float(out: &mut String, x: f64) {
+    if x.is_nan() {
+        out.push_str("NaN");
+        return;
+    }
+    if x.is_infinite() {
+        out.push_str(if x > 0.0 { "Infinity" } else { "-Infinity" });
+        return;
+    }
+    if x == 0.0 {
+        out.push_str(if x.is_sign_negative() { "-0.0" } else { "0.0" });
+        return;
+    }
+    // Rust's `{:e}` gives the shortest digits that read back as `x`, as Python's repr does.
+    let shortest = format!("{x:e}");
+    let (mantissa, exponent) = shortest.split_once('e').unwrap();
+    let exponent: i32 = exponent.parse().unwrap();
+    let (sign, mantissa) = match mantissa.strip_prefix('-') {
+        Some(m) => ("-", m),
+        None => ("", mantissa),
+    };
+    let digits: String = mantissa.chars().filter(|c| *c != '.').collect();
+    out.push_str(sign);
+    if !(-4..16).contains(&exponent) {
+        out.push_str(&digits[..1]);
+        if digits.len() > 1 {
+            out.push('.');
+            out.push_str(&digits[1..]);
+        }
+        let _ = write!(out, "e{}{:02}", if exponent < 0 { '-' } else { '+' }, exponent.abs());
+    } else if exponent < 0 {
+        out.push_str("0.");
+        for _ in 0..(-exponent - 1) {
+            out.push('0');
+        }
+        out.push_str(&digits);
+    } else {
+        let whole = exponent as usize + 1;
+        if digits.len() > whole {
+            out.push_str(&digits[..whole]);
+            out.push('.');
+            out.push_str(&digits[whole..]);
+        } else {
+            out.push_str(&digits);
+            for _ in digits.len()..whole {
+                out.push('0');
+            }
+            out.push_str(".0");
+        }
+    }
+}
+
+pub fn hex(out: &mut String, bytes: &[u8]) {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    out.reserve(bytes.len() * 2);
+    for b in bytes {
+        out.push(DIGITS[(b >> 4) as usize] as char);
+        out.push(DIGITS[(b & 15) as usize] as char);
+    }
+}

@@ -1,0 +1,16 @@
+//! Reading change events back, for the Spark job: Confluent-framed Avro values of a Kafka batch →
+//! CDC log rows as Arrow columns, in one pass without Python objects per row. The reference is
+//! `spark.job.events` with `connector.avro.reader`; the tests hold this one to it byte for byte.
+//!
+//! One module per step: `schema` (a writer schema), `datum` (Avro binary), `json` (Python's JSON
+//! text), `values` (a datum as JSON), `layout` (a schema version compiled for reading events),
+//! `rows` (an event's log rows), `columns` (the Arrow buffers), `batch` (a Kafka batch).
+
+pub mod batch;
+pub mod columns;
+pub mod datum;
+pub mod json;
+pub mod layout;
+pub mod rows;
+pub mod schema;
+pub mod values;

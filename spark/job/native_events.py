@@ -1,0 +1,126 @@
+"""Kafka records → `DECODED` rows with the native core (`connector._native.EventDecoder`, the Rust
+crate's `events` modules): the Arrow buffers of Spark's batch go in by address and the columns come
+back as buffers, without a Python object per row or value. `spark.job.events` is the reference it is
+tested against byte for byte; the job uses it when the extension is missing or `decoder` is `python`.
+"""
+from __future__ import annotations
+
+import json
+
+import pyarrow as pa
+
+from connector.avro.errors import UnknownSchemaId
+from connector.avro.reader import EventReaders, event_readers
+
+from .rows import DECODED, SOURCE, arrow_schema
+
+try:
+    from connector._native import EventDecoder
+except ImportError:  # the job says so at start and decodes in Python
+    EventDecoder = None
+
+_DECODED_ARROW = arrow_schema(DECODED)
+_SOURCE_ARROW = arrow_schema(SOURCE)
+_ALWAYS_NULL = ("cdc$stream_id", "token", "generation")  # filled by the stream assignment
+# As Spark's Kafka source gives them (a timestamp's buffer holds µs as int64).
+_KAFKA_TYPES = {"topic": pa.string(), "partition": pa.int32(), "offset": pa.int64(),
+                "timestamp": pa.timestamp("us", tz="UTC"), "key": pa.binary(), "value": pa.binary()}
+
+
+def _address(array: pa.Array) -> tuple[int, int, int, int, int, int]:
+    """(validity, offsets, data, data size, offset, length) of a text, binary or fixed-width array."""
+    buffers = array.buffers()
+    validity = buffers[0].address if buffers[0] is not None and array.null_count else 0
+    if len(buffers) == 3:
+        offsets, data = buffers[1], buffers[2]
+        return validity, offsets.address, data.address if data else 0, data.size if data else 0, array.offset, len(array)
+    values = buffers[1]
+    return validity, 0, values.address, values.size, array.offset, len(array)
+
+
+def _buffer(raw: bytes | None) -> pa.Buffer | None:
+    return None if raw is None else pa.py_buffer(raw)
+
+
+def _var(kind: pa.DataType, spec, length: int) -> pa.Array:
+    validity, offsets, data, nulls = spec
+    return pa.Array.from_buffers(kind, length, [_buffer(validity), pa.py_buffer(offsets), pa.py_buffer(data)],
+                                 null_count=nulls)
+
+
+def _fixed(kind: pa.DataType, spec, length: int) -> pa.Array:
+    validity, values, nulls = spec
+    return pa.Array.from_buffers(kind, length, [_buffer(validity), pa.py_buffer(values)], null_count=nulls)
+
+
+def _children(spec) -> int:
+    return len(spec[1]) // 4 - 1  # an offsets buffer holds one more offset than values
+
+
+def _map(kind: pa.MapType, spec, length: int) -> pa.Array:
+    (validity, offsets, nulls), keys, items = spec
+    entries = pa.StructArray.from_arrays(
+        [_var(kind.key_type, keys, _children(keys)), _var(kind.item_type, items, _children(items))],
+        fields=[kind.key_field, kind.item_field])
+    return pa.Array.from_buffers(kind, length, [_buffer(validity), pa.py_buffer(offsets)], null_count=nulls,
+                                 children=[entries])
+
+
+def _list(kind: pa.ListType, spec, length: int) -> pa.Array:
+    (validity, offsets, nulls), items = spec
+    return pa.Array.from_buffers(kind, length, [_buffer(validity), pa.py_buffer(offsets)], null_count=nulls,
+                                 children=[_var(kind.value_type, items, _children(items))])
+
+
+def _column(name: str, kind: pa.DataType, buffers: dict, length: int) -> pa.Array:
+    if name in _ALWAYS_NULL:
+        return pa.nulls(length, kind)
+    if name == "write_time":
+        return _fixed(kind, buffers["write_time_us"], length)
+    if name == "source":
+        return pa.StructArray.from_arrays([_column(f.name, f.type, buffers, length) for f in _SOURCE_ARROW],
+                                          fields=list(_SOURCE_ARROW))
+    spec = buffers[name]
+    if pa.types.is_map(kind):
+        return _map(kind, spec, length)
+    if pa.types.is_list(kind):
+        return _list(kind, spec, length)
+    if len(spec) == 4:
+        return _var(kind, spec, length)
+    return _fixed(kind, spec, length)
+
+
+class NativeEvents:
+    """Decodes Kafka record batches with schemas from `readers`; `cells`: with each change's cells (for a
+    mirror). One per Python worker and registry, like the readers."""
+
+    def __init__(self, readers: EventReaders, cells: bool = False) -> None:
+        self.readers = readers
+        self._decoder = EventDecoder(cells)
+
+    def decode(self, records: pa.RecordBatch) -> pa.RecordBatch:
+        columns = tuple(records.column(name).cast(kind) for name, kind in _KAFKA_TYPES.items())
+        addresses = tuple(_address(c) for c in columns)
+        unknown = {}
+        for schema_id in self._decoder.missing(addresses[-1]):
+            try:  # a registry that fails raises: the batch fails and is retried, nothing is dead-lettered
+                schema = self.readers.schema(schema_id)
+            except UnknownSchemaId as exc:
+                unknown[schema_id] = f"{type(exc).__name__}: {exc}"
+                continue
+            self._decoder.add_schema(schema_id, json.dumps(schema))
+        buffers = self._decoder.decode(addresses, unknown)
+        length = buffers["rows"]
+        return pa.RecordBatch.from_arrays([_column(f.name, f.type, buffers, length) for f in _DECODED_ARROW],
+                                          schema=_DECODED_ARROW)
+
+
+_decoders: dict[tuple[str, bool], NativeEvents] = {}
+
+
+def native_events(registry_url: str, cells: bool) -> NativeEvents:
+    """The process's decoder for `registry_url` (Spark reuses its Python workers: schemas are given once)."""
+    decoder = _decoders.get((registry_url, cells))
+    if decoder is None:
+        decoder = _decoders[(registry_url, cells)] = NativeEvents(event_readers(registry_url), cells)
+    return decoder
