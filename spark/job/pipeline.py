@@ -92,7 +92,11 @@ def read_changes(spark: SparkSession, settings: StreamSettings, source: Source |
               # Lost offsets (retention passed before the job read them) must stop the job, not be skipped.
               .option("failOnDataLoss", "true")
               # New tables' topics are found within seconds, not Kafka's default 5 minutes.
-              .option("kafka.metadata.max.age.ms", "5000"))
+              .option("kafka.metadata.max.age.ms", "5000")
+              # A task reads a range that exists; its last fetch reaches the end of a partition, where the
+              # broker would hold it for fetch.max.wait.ms (500 ms by default) waiting for more: per task
+              # and micro-batch, 1 s of a 100,000-record batch on two cores.
+              .option("kafka.fetch.max.wait.ms", "10"))
     if settings.max_offsets_per_trigger:
         reader = reader.option("maxOffsetsPerTrigger", settings.max_offsets_per_trigger)
     decoded = (reader.load().select("topic", "partition", "offset", "timestamp", "key", "value")

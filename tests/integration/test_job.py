@@ -128,6 +128,9 @@ def test_cql_writes_become_cdc_log_rows_with_the_library_streams(spark, cql, key
             assert row["token"] == tokens[shop]
         assert row["cdc$stream_id"] == generations.get_stream(row["write_time_us"], row["token"]).value
     assert not dead_letters(spark, settings)
+    # File statistics only for the times (the table property given with its first write).
+    properties = dict(spark.sql(f"SHOW TBLPROPERTIES delta.`{settings.delta_path}/cdc_log`").collect())
+    assert properties["delta.dataSkippingStatsColumns"] == "write_time,write_time_us,kafka_time"
 
     # The generation tables are published to the sink too.
     published = spark.read.format("delta").load(f"{settings.delta_path}/cdc_streams_descriptions_v2").collect()

@@ -36,6 +36,11 @@ from .delta_mirror import DeltaMirrorStore, known_mirrors
 from .log_table import LogLayout, typed_log_layout
 from .typed_log import TypedLog
 
+# File statistics of the log (set when Delta creates it) only for the times readers filter on: by
+# default Delta computes them for the first 32 columns, a third of a write's time (the JSON text
+# columns' minimums and maximums, which no query can use).
+STATS_COLUMNS, LOG_STATS = "delta.dataSkippingStatsColumns", "write_time,write_time_us,kafka_time"
+
 log = logging.getLogger(__name__)
 
 TIMESTAMPS = StructType([StructField("time", TimestampType(), False), StructField("expired", TimestampType())])
@@ -91,7 +96,7 @@ class DeltaSink:
         elif self.layout == "typed":
             rows = self._write_typed(rows, batch_id)
         if rows is not None:
-            self._append(rows, "cdc_log", batch_id, "keyspace", "table")
+            self._append(rows, "cdc_log", batch_id, "keyspace", "table", **{STATS_COLUMNS: LOG_STATS})
         self._append(dead_letters, "dead_letters", batch_id)
 
     def purge(self) -> None:
