@@ -321,6 +321,7 @@ class Cassandra(Service):
             data_dir=data_dir,
             cdc_total_space=s.cdc_total_space,
             commitlog_sync=self.sync_setting(),
+            concurrent_writes=64 if s.commitlog_sync == "group" else 8,
             commitlog_segment_size=s.commitlog_segment_size,
             storage_compatibility_mode=s.storage_compatibility_mode,
         )
