@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -65,3 +66,17 @@ def test_cassandra_image_config_has_cdc_on() -> None:
     assert config["commitlog_directory"] == "/var/lib/cassandra/commitlog"
     assert config["commitlog_segment_size"] == "1MiB"
     assert config["commitlog_sync"] == "periodic"
+
+
+def test_group_sync_gets_the_mutation_threads_its_writes_hold() -> None:
+    """Under group sync a write holds its mutation thread until the sync: 8 threads would cap the node at
+    8 writes per window."""
+    def config(**env: str) -> dict:
+        result = subprocess.run([sys.executable, str(ROOT / "deploy" / "local" / "stack.py"), "cassandra-yaml"],
+                                capture_output=True, text=True, check=True, env={**os.environ, **env})
+        return yaml.safe_load(result.stdout)
+
+    group = config(RINGTAIL_STACK_COMMITLOG_SYNC="group")
+    assert (group["commitlog_sync"], group["commitlog_sync_group_window"], group["concurrent_writes"]) == (
+        "group", "15ms", 64)
+    assert config(RINGTAIL_STACK_COMMITLOG_SYNC="periodic")["concurrent_writes"] == 8
