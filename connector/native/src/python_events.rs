@@ -8,7 +8,7 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 
-use crate::events::batch::{Decoded, Decoder, Flags, FixedIn, Records, VarIn};
+use crate::events::batch::{Decoded, Decoder, FixedIn, Flags, Records, VarIn};
 use crate::events::columns::{Bits, Fixed, Items, Pairs, Var};
 
 /// (validity address or 0, offsets address, data address, data size, offset, length) of a text or
@@ -110,7 +110,11 @@ fn flags_out<'py>(py: Python<'py>, f: &Flags) -> FixedOut<'py> {
 }
 
 fn pairs_out<'py>(py: Python<'py>, p: &Pairs) -> (FixedOut<'py>, VarOut<'py>, VarOut<'py>) {
-    ((bits(py, &p.valid), PyBytes::new(py, raw(&p.offsets)), p.valid.unset), var_out(py, &p.keys), var_out(py, &p.values))
+    (
+        (bits(py, &p.valid), PyBytes::new(py, raw(&p.offsets)), p.valid.unset),
+        var_out(py, &p.keys),
+        var_out(py, &p.values),
+    )
 }
 
 fn items_out<'py>(py: Python<'py>, i: &Items) -> (FixedOut<'py>, VarOut<'py>) {

@@ -146,7 +146,14 @@ impl Decoded {
 
     fn dead_letter(&mut self, origin: &Origin<'_>, detail: &str, key: Option<&[u8]>, value: Option<&[u8]>) {
         self.rows += 1;
-        for column in [&mut self.keyspace, &mut self.table, &mut self.time, &mut self.key, &mut self.partition_key, &mut self.node] {
+        for column in [
+            &mut self.keyspace,
+            &mut self.table,
+            &mut self.time,
+            &mut self.key,
+            &mut self.partition_key,
+            &mut self.node,
+        ] {
             column.push(None);
         }
         self.batch_seq_no.push(None);
@@ -183,7 +190,10 @@ pub fn schema_id(payload: &[u8]) -> Result<i32, String> {
         return Err(format!("MalformedPayload: {} bytes are too few for a Confluent-framed payload", payload.len()));
     }
     if payload[0] != 0 {
-        return Err(format!("MalformedPayload: magic byte {} instead of 0: not a Confluent-framed payload", payload[0] as i8));
+        return Err(format!(
+            "MalformedPayload: magic byte {} instead of 0: not a Confluent-framed payload",
+            payload[0] as i8
+        ));
     }
     Ok(i32::from_be_bytes(payload[1..5].try_into().unwrap()))
 }
@@ -247,7 +257,12 @@ impl Decoder {
         let layout = match self.layouts.get(&id) {
             Some(Ok(layout)) => layout,
             Some(Err(why)) => return Err(why.clone()),
-            None => return Err(unknown.get(&id).cloned().unwrap_or_else(|| format!("UnknownSchemaId: schema id {id} was not looked up"))),
+            None => {
+                return Err(unknown
+                    .get(&id)
+                    .cloned()
+                    .unwrap_or_else(|| format!("UnknownSchemaId: schema id {id} was not looked up")))
+            }
         };
         let mut input = Input::new(value, 5);
         let datum = input

@@ -46,7 +46,8 @@ impl<'a> Input<'a> {
 
     fn take(&mut self, n: usize, what: &str) -> Result<&'a [u8], DatumError> {
         if n > self.remaining() {
-            return self.error(self.pos, format!("{what} of {n} bytes overruns the payload ({} left)", self.remaining()));
+            return self
+                .error(self.pos, format!("{what} of {n} bytes overruns the payload ({} left)", self.remaining()));
         }
         let out = &self.bytes[self.pos..self.pos + n];
         self.pos += n;
@@ -86,12 +87,17 @@ impl<'a> Input<'a> {
         let start = self.pos;
         let mut count = self.long()?;
         if count < 0 {
-            count = count.checked_neg().ok_or(DatumError { position: start, message: "a block count out of range".into() })?;
+            count = count
+                .checked_neg()
+                .ok_or(DatumError { position: start, message: "a block count out of range".into() })?;
             self.long()?; // the block's size in bytes, which a reader reading every item does not need
         }
         let count = count as u64;
         if item_size > 0 && count > (self.remaining() / item_size) as u64 {
-            return self.error(start, format!("a block of {count} items overruns the payload ({} bytes left)", self.remaining()));
+            return self.error(
+                start,
+                format!("a block of {count} items overruns the payload ({} bytes left)", self.remaining()),
+            );
         }
         Ok(count as usize)
     }
@@ -109,37 +115,14 @@ impl<'a> Input<'a> {
                 let n = self.length("bytes")?;
                 Datum::Bytes(self.take(n, "bytes")?)
             }
-            Node::String => self.read_string()?,
+            Node::String => Datum::Str(self.text()?),
             Node::Array(items) => {
                 let size = schema.min_size(*items);
-                let mut out = Vec::new();
-                loop {
-                    let count = self.block(size)?;
-                    if count == 0 {
-                        break;
-                    }
-                    out.reserve(count);
-                    for _ in 0..count {
-                        out.push(self.read(schema, *items)?);
-                    }
-                }
-                Datum::Array(out)
+                Datum::Array(self.blocks(size, |input| input.read(schema, *items))?)
             }
             Node::Map(values) => {
                 let size = 1 + schema.min_size(*values);
-                let mut out = Vec::new();
-                loop {
-                    let count = self.block(size)?;
-                    if count == 0 {
-                        break;
-                    }
-                    out.reserve(count);
-                    for _ in 0..count {
-                        let Datum::Str(key) = self.read_string()? else { unreachable!() };
-                        out.push((key, self.read(schema, *values)?));
-                    }
-                }
-                Datum::Map(out)
+                Datum::Map(self.blocks(size, |input| Ok((input.text()?, input.read(schema, *values)?)))?)
             }
             Node::Record(record) => {
                 let mut out = Vec::with_capacity(record.fields.len());
@@ -161,12 +144,30 @@ impl<'a> Input<'a> {
         })
     }
 
-    fn read_string(&mut self) -> Result<Datum<'a>, DatumError> {
+    fn text(&mut self) -> Result<&'a str, DatumError> {
         let at = self.pos;
         let n = self.length("a string")?;
         let raw = self.take(n, "a string")?;
         std::str::from_utf8(raw)
-            .map(Datum::Str)
             .map_err(|e| DatumError { position: at, message: format!("a string that is not UTF-8: {e}") })
+    }
+
+    /// The items of an array or map, block by block, each read by `item`.
+    fn blocks<T>(
+        &mut self,
+        item_size: usize,
+        mut item: impl FnMut(&mut Self) -> Result<T, DatumError>,
+    ) -> Result<Vec<T>, DatumError> {
+        let mut out = Vec::new();
+        loop {
+            let count = self.block(item_size)?;
+            if count == 0 {
+                return Ok(out);
+            }
+            out.reserve(count);
+            for _ in 0..count {
+                out.push(item(self)?);
+            }
+        }
     }
 }

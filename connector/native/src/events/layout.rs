@@ -64,7 +64,14 @@ pub enum Cell {
     /// A simple or frozen column: one cell, maybe a tombstone.
     Atomic { live: Live, tombstone: usize },
     /// A non-frozen collection or UDT: a column deletion, elements added, elements removed.
-    Multi { deletion: usize, added: usize, removed: usize, removed_key: (usize, NodeId), removed_timestamp: usize, elements: Elements },
+    Multi {
+        deletion: usize,
+        added: usize,
+        removed: usize,
+        removed_key: (usize, NodeId),
+        removed_timestamp: usize,
+        elements: Elements,
+    },
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -76,7 +83,11 @@ pub enum Collection {
 }
 
 pub enum Elements {
-    Collection { kind: Collection, key: (usize, NodeId), live: Live },
+    Collection {
+        kind: Collection,
+        key: (usize, NodeId),
+        live: Live,
+    },
     /// Per UDT field: its index in `added`, its CQL name, and its element's fields.
     Udt(Vec<(usize, String, Live)>),
 }
@@ -122,7 +133,9 @@ impl EventLayout {
                 other => return Err(format!("column {} has the kind {other:?}", column.name)),
             };
             let cell = match kind {
-                ColumnKind::Cell => Some(cell(&schema, column.node, column.cql_type.as_deref().unwrap_or(""), &column.name)?),
+                ColumnKind::Cell => {
+                    Some(cell(&schema, column.node, column.cql_type.as_deref().unwrap_or(""), &column.name)?)
+                }
                 _ => None,
             };
             columns.push(Column {

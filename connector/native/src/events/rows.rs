@@ -97,7 +97,9 @@ pub fn change<'a>(layout: &EventLayout, event: &Datum<'a>, with_cells: bool) -> 
     let kind = text(&envelope[layout.kind])?;
     let keyspace = text(&source[s.keyspace])?;
     let table = text(&source[s.table])?;
-    let Datum::Bytes(partition_key) = source[s.partition_key] else { return Err("InvalidEvent: partition_key is not bytes".into()) };
+    let Datum::Bytes(partition_key) = source[s.partition_key] else {
+        return Err("InvalidEvent: partition_key is not bytes".into());
+    };
     let range = layout.range.map(|r| &envelope[r]);
 
     // The digest of what the change is, leaving out where it was read.
@@ -308,7 +310,9 @@ fn read_cell(layout: &EventLayout, column: &Column, cell: &Datum<'_>, row: &mut 
                     n
                 }
                 Elements::Collection { kind, key, live } => {
-                    let Datum::Array(items) = &cell_fields[*added] else { return Err("InvalidEvent: added is not an array".into()) };
+                    let Datum::Array(items) = &cell_fields[*added] else {
+                        return Err("InvalidEvent: added is not an array".into());
+                    };
                     let mut entries: Vec<(String, String)> = Vec::with_capacity(items.len());
                     for item in items {
                         let element = fields(item)?;
@@ -330,7 +334,9 @@ fn read_cell(layout: &EventLayout, column: &Column, cell: &Datum<'_>, row: &mut 
             if !matches!(cell_fields[*deletion], Datum::Null) {
                 row.deleted_columns.push(column.name.clone());
             }
-            let Datum::Array(gone) = &cell_fields[*removed] else { return Err("InvalidEvent: removed is not an array".into()) };
+            let Datum::Array(gone) = &cell_fields[*removed] else {
+                return Err("InvalidEvent: removed is not an array".into());
+            };
             if !gone.is_empty() {
                 let mut out = String::from("[");
                 for (i, r) in gone.iter().enumerate() {
@@ -395,7 +401,13 @@ fn collection(out: &mut String, kind: Collection, entries: Vec<(String, String)>
 }
 
 /// `[timestamp, ttl, expiry if ttl else null, 0, value]` of a live cell in `style`.
-fn live_cell(out: &mut String, layout: &EventLayout, live: &Live, cell: &[Datum<'_>], style: Style) -> Result<(), String> {
+fn live_cell(
+    out: &mut String,
+    layout: &EventLayout,
+    live: &Live,
+    cell: &[Datum<'_>],
+    style: Style,
+) -> Result<(), String> {
     let ttl = long(&cell[live.ttl])?;
     let _ = write!(out, "{}{}{}{}", long(&cell[live.timestamp])?, style.item, ttl, style.item);
     if ttl != 0 {
@@ -410,6 +422,23 @@ fn live_cell(out: &mut String, layout: &EventLayout, live: &Live, cell: &[Datum<
         Some((i, node)) => value(out, &layout.schema, node, &cell[i], style),
         None => out.push_str("null"),
     }
+    Ok(())
+}
+
+/// `[key, timestamp, ttl, expiry, 0, value]` of a collection element or UDT field written.
+fn keyed_cell(
+    out: &mut String,
+    layout: &EventLayout,
+    live: &Live,
+    cell: &[Datum<'_>],
+    style: Style,
+    key: impl FnOnce(&mut String),
+) -> Result<(), String> {
+    out.push('[');
+    key(out);
+    out.push_str(style.item);
+    live_cell(out, layout, live, cell, style)?;
+    out.push(']');
     Ok(())
 }
 
@@ -498,27 +527,25 @@ fn cell_changes(
                         for (index, name, live) in udt {
                             let Datum::Record(element) = &added[*index] else { continue };
                             next(&mut out);
-                            out.push('[');
-                            json::string(&mut out, name);
-                            out.push(',');
-                            live_cell(&mut out, layout, live, element, style)?;
-                            out.push(']');
+                            keyed_cell(&mut out, layout, live, element, style, |o| json::string(o, name))?;
                         }
                     }
                     Elements::Collection { key, live, .. } => {
-                        let Datum::Array(items) = &cell[*added] else { return Err("InvalidEvent: added is not an array".into()) };
+                        let Datum::Array(items) = &cell[*added] else {
+                            return Err("InvalidEvent: added is not an array".into());
+                        };
                         for item in items {
                             let element = fields(item)?;
                             next(&mut out);
-                            out.push('[');
-                            value(&mut out, schema, key.1, &element[key.0], style);
-                            out.push(',');
-                            live_cell(&mut out, layout, live, element, style)?;
-                            out.push(']');
+                            keyed_cell(&mut out, layout, live, element, style, |o| {
+                                value(o, schema, key.1, &element[key.0], style)
+                            })?;
                         }
                     }
                 }
-                let Datum::Array(gone) = &cell[*removed] else { return Err("InvalidEvent: removed is not an array".into()) };
+                let Datum::Array(gone) = &cell[*removed] else {
+                    return Err("InvalidEvent: removed is not an array".into());
+                };
                 for r in gone {
                     let r = fields(r)?;
                     next(&mut out);
@@ -533,7 +560,9 @@ fn cell_changes(
     out.push('}');
     if kind == "range_delete" {
         out.push_str(",\"r\":[");
-        let Some(Datum::Record(bounds)) = range else { return Err("InvalidEvent: a range deletion without its range".into()) };
+        let Some(Datum::Record(bounds)) = range else {
+            return Err("InvalidEvent: a range deletion without its range".into());
+        };
         for (i, bound) in bounds.iter().enumerate() {
             if i > 0 {
                 out.push(',');

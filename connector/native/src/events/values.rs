@@ -65,11 +65,12 @@ pub fn value(out: &mut String, schema: &Schema, id: NodeId, datum: &Datum<'_>, s
                     out.push_str(style.item);
                 }
                 match (entry, element) {
-                    (Some((Some(k), Some(v), record)), Datum::Record(fields)) => {
-                        pair(out, style, |o| value(o, schema, record.fields[k].node, &fields[k], style), |o| {
-                            value(o, schema, record.fields[v].node, &fields[v], style)
-                        })
-                    }
+                    (Some((Some(k), Some(v), record)), Datum::Record(fields)) => pair(
+                        out,
+                        style,
+                        |o| value(o, schema, record.fields[k].node, &fields[k], style),
+                        |o| value(o, schema, record.fields[v].node, &fields[v], style),
+                    ),
                     _ => value(out, schema, items, element, style),
                 }
             }
