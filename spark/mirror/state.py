@@ -124,8 +124,10 @@ class ColumnRules:
         else:
             self.element_order, self.tie = sort_key(cql.key), value_bytes(cql.value)
 
-    def element_tie(self, key: Any) -> Callable[[Any], bytes]:
-        return self._field_ties.get(key, self.tie)
+    def element_tie(self, stored_key: str) -> Callable[[Any], bytes]:
+        """The tie-break of an element by its stored key (a UDT field's name; a set of tuples' keys are lists,
+        which only their stored text can look up)."""
+        return self._field_ties.get(stored_key, self.tie)
 
     def read(self, cell: Any, shadow: int, now: int) -> tuple[Any, bool]:
         """(The value `SELECT` shows, whether any cell of it is live) of this column's stored cell."""
@@ -221,7 +223,7 @@ class Rules:
                     continue
                 element_key, new = rules.store_key(key), [ts, ttl, expiry, tombstone, value]
                 old = stored[1].get(element_key)
-                if old is None or _wins(new, old, rules.element_tie(key)):
+                if old is None or _wins(new, old, rules.element_tie(element_key)):
                     stored[1][element_key] = new
 
     # Deletions

@@ -28,7 +28,8 @@ def ddl(keyspace: str) -> list[str]:
             PRIMARY KEY ((p), c1, c2)) WITH CLUSTERING ORDER BY (c1 DESC, c2 ASC) AND cdc = true""",
         f"""CREATE TABLE {keyspace}.events (p text, at timeuuid, id uuid, v int, tags set<text>,
             PRIMARY KEY ((p), at, id)) WITH CLUSTERING ORDER BY (at DESC, id ASC) AND cdc = true""",
-        f"""CREATE TABLE {keyspace}.kv ("Key" text PRIMARY KEY, v int, w text, l list<int>) WITH cdc = true""",
+        f"""CREATE TABLE {keyspace}.kv ("Key" text PRIMARY KEY, v int, w text, l list<int>,
+            pairs set<frozen<tuple<int, blob>>>) WITH cdc = true""",
     ]
 
 
@@ -209,8 +210,11 @@ class Workload:
             return (f'INSERT INTO {ks}.kv ("Key", v, w, l) VALUES ({key}, {self.value("v")}, {self.word()},'
                     f' [{r.randint(0, 9)}]){self.using()}')
         if roll < 0.75:
+            # A set of tuples: its elements are removed by value, as they were added.
+            pair = f"({r.randint(0, 2)}, 0x{r.choice(['', '00', '01ff'])})"
             return (f"UPDATE {ks}.kv{self.using()} SET "
-                    + r.choice([f"v = {self.value('v')}", f"w = {self.word()}", f"l = l + [{r.randint(0, 9)}]"])
+                    + r.choice([f"v = {self.value('v')}", f"w = {self.word()}", f"l = l + [{r.randint(0, 9)}]",
+                                f"pairs = pairs + {{{pair}}}", f"pairs = pairs - {{{pair}}}"])
                     + f' WHERE "Key" = {key}')
         if roll < 0.85:
             return f'DELETE w, l FROM {ks}.kv{self.using(ttl=False)} WHERE "Key" = {key}'

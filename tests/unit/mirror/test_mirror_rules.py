@@ -17,6 +17,8 @@ CREATE TABLE ks.t (p int, c1 int, c2 text, s text static, v int, w text, l list<
     m map<int, text>, u pair, PRIMARY KEY (p, c1, c2))
     WITH ID = 5a1c0de0-0000-4000-8000-000000000001 AND CLUSTERING ORDER BY (c1 DESC, c2 ASC);
 CREATE TABLE ks.kv (k int PRIMARY KEY, v int) WITH ID = 5a1c0de0-0000-4000-8000-000000000002;
+CREATE TABLE ks.pairs (k int PRIMARY KEY, sp set<frozen<tuple<int, blob>>>)
+    WITH ID = 5a1c0de0-0000-4000-8000-000000000003;
 """
 SCHEMA = parse_ddl(DDL)
 T = MirrorLayout.of_table(SCHEMA.table_by_name("ks", "t"), SCHEMA.types_of("ks"))
@@ -152,6 +154,15 @@ def test_collections_change_element_by_element():
     assert select(overwritten)[0]["l"] == [7]
     emptied = written + [update(1, "a", st=[None, [["a", 13, 0, None, 1, None]]])]
     assert select(emptied)[0]["st"] is None  # an empty collection reads as null
+
+
+def test_a_set_of_tuples_changes_element_by_element():
+    """Elements that are lists (a tuple's values) are found again by value, ties included."""
+    pairs = MirrorLayout.of_table(SCHEMA.table_by_name("ks", "pairs"), {})
+    added = change([], cells={"sp": [None, [[[1, "0x01"], 10, 0, None, 0, None], [[2, "0x"], 10, 0, None, 0, None]]]})
+    removed = change([], cells={"sp": [None, [[[1, "0x01"], 10, 0, None, 1, None]]]})  # a tie: the removal wins
+    for written in ([added, removed], [removed, added]):
+        assert select(written, layout=pairs) == [{"k": 1, "sp": [[2, "0x"]]}]
 
 
 def test_values_and_rows_expire():
