@@ -104,9 +104,13 @@ def test_refused_payloads_are_dead_letters_worded_alike():
     schemas = value_schemas(cassandra50.SCHEMA)
     good = events[1][-1]
     unknown = good[:1] + (999).to_bytes(4, "big") + good[5:]
-    rows = assert_same(batch_of([None, b"", b"\x00\x01", b"\x07" + good[1:], unknown, good + b"\x00\x00", good[:-3],
-                                 good]), schemas)
+    batch = batch_of([None, b"", b"\x00\x01", b"\x07" + good[1:], unknown, good + b"\x00\x00", good[:-3], good])
+    # A record without a key (none the connector writes) keeps its missing key; a sliced batch reads alike.
+    batch = batch.set_column(4, "key", pa.array([None] + [b"k"] * 7, pa.binary()))
+    assert_same(batch.slice(2, 5), schemas)
+    rows = assert_same(batch, schemas)
     assert [r["failure"] is not None for r in rows] == [True] * 7 + [False]
+    assert rows[0]["raw_key"] is None and rows[1]["raw_key"] == b"k"
     assert rows[5]["failure_detail"] == "MalformedPayload: 2 bytes follow the datum"
     assert rows[3]["raw_value"] == b"\x07" + good[1:] and rows[3]["change_id"] == "undecodable:" \
         "ringtail.ringtail_decoder_check.everything:0:3"
