@@ -1,6 +1,7 @@
 //! A value schema version compiled once for reading events: where the envelope's fields are, and
-//! one reader per column of `after`, as `connector.avro.reader.EventReader` builds them (fields
-//! found by name, so a writer's field order does not matter).
+//! one reader per column of `after`, as `connector.avro.reader.EventReader` builds them. The envelope,
+//! source, position, column and cell records are found by field name; the contract's small fixed
+//! records (liveness, deletion, range, bound) are read in the order `connector.avro.table` writes them.
 
 use super::schema::{Node, NodeId, Record, Schema};
 
@@ -15,7 +16,6 @@ pub struct EventLayout {
     /// Absent for a table without clustering columns.
     pub range: Option<usize>,
     pub src: SourceFields,
-    pub after_node: NodeId,
     pub columns: Vec<Column>,
 }
 
@@ -42,8 +42,8 @@ pub enum ColumnKind {
 pub struct Column {
     /// As in CQL.
     pub name: String,
-    /// Its Avro field name, which range bounds' clustering records share.
-    pub field_name: String,
+    /// A clustering column's index in a range bound's clustering record.
+    pub bound: Option<usize>,
     /// Its index in `after`.
     pub field: usize,
     pub kind: ColumnKind,
@@ -122,8 +122,13 @@ impl EventLayout {
             partition_key: s("partition_key")?,
         };
         let after = f("after")?;
-        let after_node = envelope.fields[after].node;
-        let row = record(&schema, after_node, "after")?;
+        let row = record(&schema, envelope.fields[after].node, "after")?;
+        let range = envelope.index("range");
+        // range → its start bound → the bound's clustering record, whose fields share `after`'s names.
+        let bound_clustering = range
+            .and_then(|r| schema.record(envelope.fields[r].node))
+            .and_then(|r| schema.record(r.fields[0].node))
+            .and_then(|b| schema.record(b.fields[0].node));
         let mut columns = Vec::with_capacity(row.fields.len());
         for (index, column) in row.fields.iter().enumerate() {
             let kind = match column.cql_kind.as_deref() {
@@ -140,7 +145,7 @@ impl EventLayout {
             };
             columns.push(Column {
                 name: column.cql_name.clone(),
-                field_name: column.name.clone(),
+                bound: bound_clustering.and_then(|c| c.index(&column.name)),
                 field: index,
                 kind,
                 node: column.node,
@@ -154,9 +159,8 @@ impl EventLayout {
             static_row: f("static")?,
             liveness: f("liveness")?,
             deletion: f("deletion")?,
-            range: envelope.index("range"),
+            range,
             src,
-            after_node,
             columns,
             schema,
         })

@@ -232,7 +232,7 @@ fn key_json(layout: &EventLayout, after: &[Datum<'_>], clustering: Option<&[Datu
     let mut first = true;
     for column in layout.columns.iter().filter(|c| c.kind != ColumnKind::Cell) {
         let datum = match clustering {
-            Some(bound) if column.kind == ColumnKind::Clustering => bound_value(layout, bound, column),
+            Some(bound) if column.kind == ColumnKind::Clustering => bound_value(bound, column),
             _ => &after[column.field],
         };
         if matches!(datum, Datum::Null) {
@@ -250,17 +250,10 @@ fn key_json(layout: &EventLayout, after: &[Datum<'_>], clustering: Option<&[Datu
     Ok(out)
 }
 
-/// A clustering column's value in a range bound's clustering record (found by field name).
-fn bound_value<'d, 'a>(layout: &EventLayout, bound: &'d [Datum<'a>], column: &Column) -> &'d Datum<'a> {
+/// A clustering column's value in a range bound's clustering record.
+fn bound_value<'d, 'a>(bound: &'d [Datum<'a>], column: &Column) -> &'d Datum<'a> {
     const NULL: &Datum<'static> = &Datum::Null;
-    let Some(range) = layout.range else { return NULL };
-    let schema = &layout.schema;
-    let envelope = schema.record(schema.root).unwrap();
-    let clustering = schema
-        .record(envelope.fields[range].node)
-        .and_then(|r| schema.record(r.fields[0].node))
-        .and_then(|b| schema.record(b.fields[0].node));
-    match clustering.and_then(|c| c.index(&column.field_name)) {
+    match column.bound {
         Some(i) if i < bound.len() => &bound[i],
         _ => NULL,
     }
@@ -574,7 +567,7 @@ fn cell_changes(
                     out.push('[');
                     let mut n = 0;
                     for column in &clustering {
-                        let v = bound_value(layout, prefix, column);
+                        let v = bound_value(prefix, column);
                         if matches!(v, Datum::Null) {
                             break;
                         }
