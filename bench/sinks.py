@@ -5,9 +5,9 @@
 Input: N log rows (default 50,000) in the job's `LOG_ROW` layout — a table (`ringtail_bench.orders`,
 created in Cassandra) of an int key, a text, a bigint and a set<text> column, one insert each, with
 stream ids and every metadata column set — built once as a persisted Spark DataFrame (local[2]), so
-each sink is timed on its own write only: `sink.write(rows, no dead letters, batch id)` from the call
-to its return, on a fresh target (a new Delta path, PostgreSQL schema, MariaDB database, Cassandra
-keyspace, Kafka topic), after `prepare()` and one warm-up write of 1,000 rows that is not counted. The
+each sink is timed on its own write only: `sink.write` of a micro-batch of those rows and no dead
+letters, from the call to its return, on a fresh target (a new Delta path, PostgreSQL schema, MariaDB
+database, Cassandra keyspace, Kafka topic), after `prepare()` and one warm-up write of 1,000 rows that is not counted. The
 sinks run in turns (A B C …, then again in the reverse order), R rounds; the best round of each is
 shown as rows/s.
 
@@ -39,7 +39,7 @@ from deploy.local.endpoints import StackUnavailable, connect_stack  # noqa: E402
 from spark.job import rows as R  # noqa: E402
 from spark.job.config import JobSettings  # noqa: E402
 from spark.job.pipeline import spark_session  # noqa: E402
-from spark.job.sinks import merges_cells, open_sink  # noqa: E402
+from spark.job.sinks import MicroBatch, merges_cells, open_sink  # noqa: E402
 from deploy.local.receiver import Receiver  # noqa: E402
 
 # Each a sink kind, with a variant of its settings after a dash.
@@ -163,9 +163,9 @@ def main() -> int:
                 # A log sink is given the log's columns; a mirror, the cells too.
                 given = [R.CELLS] if merges_cells(writer) else []
                 columns = [f"`{name}`" for name in R.LOG_ROW.fieldNames() + given]
-                writer.write(warm.select(*columns), empty, 0)
+                writer.write(MicroBatch(0, warm.select(*columns), empty, lambda: 0))
                 started = time.perf_counter()
-                writer.write(rows.select(*columns), empty, 1)
+                writer.write(MicroBatch(1, rows.select(*columns), empty, lambda: 0))
                 seconds = time.perf_counter() - started
                 writer.close()
                 best[sink] = min(best.get(sink, seconds), seconds)

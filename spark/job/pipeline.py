@@ -8,14 +8,13 @@ past write never change: new ones start later than any row already logged).
 """
 from __future__ import annotations
 
-import datetime as dt
 import logging
 import os
 import sys
 import threading
 import time
 from collections.abc import Callable, Mapping, MutableMapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 from pyspark.sql import DataFrame, SparkSession
@@ -31,7 +30,8 @@ from .events import decode_partition
 from .generations import GenerationKeeper
 from .native_events import EventDecoder
 from .selection import Selection
-from .sinks import Sink, merges_cells
+from .sinks import MicroBatch, Sink, merges_cells, reads_batch_whole
+from .tally import BatchCounts, Tally
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +63,9 @@ def spark_session(settings: StreamSettings) -> SparkSession:
         "spark.sql.shuffle.partitions": "4",
         # Progress bars overwrite log lines; ringtail logs each micro-batch itself.
         "spark.ui.showConsoleProgress": "false",
+        # Without new records a micro-batch would only move the replica-copy removal's watermark (its state
+        # is evicted at the next batch all the same), and cost the sink an empty commit.
+        "spark.sql.streaming.noDataMicroBatches.enabled": "false",
     }
     if settings.spark_master and settings.spark_master.startswith("local"):
         # Delta rebuilds table snapshots in 50 tasks by default: seconds of overhead per batch on one machine.
@@ -145,17 +148,7 @@ class Source:
     starting: Mapping[str, str]
 
 
-@dataclass(frozen=True)
-class BatchCounts:
-    batch_id: int
-    rows: int  # log rows of the batch
-    delivered: int  # of them, selected and written
-    dead_letters: int
-    late: int
-    newest_kafka_time: dt.datetime | None  # of the rows delivered
-
-
-# Called after a batch is in the sink, with the rows delivered (persisted; valid during the call).
+# Called after a batch is in the sink, with the rows delivered (read from the batch's cache; valid during the call).
 AfterWrite = Callable[[BatchCounts, DataFrame], None]
 
 
@@ -236,33 +229,29 @@ class BatchWriter:
 
     def write(self, batch: DataFrame, batch_id: int) -> None:
         self.publish_generations()
-        batch = batch.persist()
-        delivered = None
+        tally = Tally(batch_id, F.col(LATE) if LATE in batch.columns else F.lit(False))
+        batch = tally.observe(batch).persist()
         try:
             rows, dead = split(batch, merges_cells(self.sink))
-            logged = F.col("failure").isNull()
-            late = F.col(LATE) if LATE in batch.columns else F.lit(False)
-            counts = batch.agg(F.count_if(logged).alias("rows"), F.count_if(~logged).alias("dead_letters"),
-                               F.count_if(late).alias("late"),
-                               F.max(F.when(logged, F.col("kafka_time"))).alias("newest")).first()
-            result = BatchCounts(batch_id, counts.rows, counts.rows, counts.dead_letters, counts.late, counts.newest)
-            if not self.selection.everything:
-                rows = delivered = self.selection.apply(rows).persist()
-                chosen = delivered.agg(F.count(F.lit(1)).alias("n"), F.max("kafka_time").alias("newest")).first()
-                result = replace(result, delivered=chosen.n, newest_kafka_time=chosen.newest)
-            # An empty batch (Spark runs them to move the watermark) writes nothing: it is a no-op on replay too.
-            if result.delivered or result.dead_letters:
-                self.sink.write(rows, dead, batch_id)
+            rows = tally.deliver(rows, self.selection)
+            micro = MicroBatch(batch_id, rows, dead, lambda: tally.counts().dead_letters)
+            if self.selection.everything and reads_batch_whole(self.sink):
+                self.sink.write(micro)  # its first read is the batch's one pass
+                counts = tally.counts()
+            else:
+                tally.read()
+                counts = tally.counts()
+                # Nothing to write (every row filtered out) writes nothing: a no-op on replay too.
+                if counts.delivered or counts.dead_letters:
+                    self.sink.write(micro)
             late_note = (f"; {counts.late} of them late (read more than {self.settings.dedup_watermark} after they"
                          f" reached Kafka), delivered all the same" if counts.late else "")
-            selected = f" ({result.delivered} selected)" if delivered is not None else ""
+            selected = f" ({counts.delivered} selected)" if not self.selection.everything else ""
             log.info("batch %d written: %d rows%s, %d dead letters%s", batch_id, counts.rows, selected,
                      counts.dead_letters, late_note)
             if self.after_write is not None:
-                self.after_write(result, rows)
+                self.after_write(counts, rows)
         finally:
-            if delivered is not None:
-                delivered.unpersist()
             batch.unpersist()
 
 

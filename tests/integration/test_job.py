@@ -11,14 +11,17 @@ import sys
 import time
 import uuid
 
+import psycopg
 import pytest
 from confluent_kafka.schema_registry import SchemaRegistryClient
 
 from connector.avro.registry import SchemaRegistry
 from deploy.local.endpoints import ROOT
+from pyspark.sql import functions as F
 from spark.job import rows as R
 from spark.job.config import JobSettings
-from spark.job.pipeline import LATE_METRICS, LATE_ROWS, start
+from spark.job.generations import GenerationKeeper
+from spark.job.pipeline import LATE_METRICS, LATE_ROWS, BatchWriter, start
 from spark.job.sinks.delta import DeltaSink
 from spark.job.sinks.http import HttpSink
 from spark.job.sinks.kafka import KafkaSink
@@ -27,7 +30,9 @@ from connector.schema.loader import read_table
 from spark.job.sinks.log_table import LogLayout
 from spark.job.sinks.mysql import MySqlSink, connect_dsn
 from spark.job.sinks.mysql_typed import MySqlTypedSink
+from spark.job.sinks.postgres import PostgresSink
 from spark.job.sinks.postgres_typed import PostgresTypedSink
+from spark.job.tally import BatchCounts
 from tests.integration.decoders import assert_decoders_agree
 from tests.integration.mirrors import log_json, mysql_values, postgres_values
 from spark.streams.generations import MICROS_PER_SECOND
@@ -70,15 +75,22 @@ def drop_mysql_database(stack, dsn: str) -> None:
     conn.close()
 
 
-def run_available(spark, settings: JobSettings, sink=None) -> None:
-    """Run the job over what Kafka holds now, to the end."""
-    job = start(spark, settings, sink or DeltaSink(spark, settings.delta_path, settings.app_id), available_now=True)
+def run_available(spark, settings: JobSettings, sink=None, counted: list[BatchCounts] | None = None) -> None:
+    """Run the job over what Kafka holds now, to the end; each micro-batch's counts go to `counted`."""
+    sink = sink or DeltaSink(spark, settings.delta_path, settings.app_id)
+    keeper = writer = None
+    if counted is not None:
+        keeper = GenerationKeeper(settings)
+        writer = BatchWriter(settings, sink, keeper, after_write=lambda counts, _: counted.append(counts))
+    job = start(spark, settings, sink, available_now=True, writer=writer)
     try:
         job.query.awaitTermination(300)
         assert job.query.exception() is None
     finally:
         job.query.stop()
         job.close()
+        if keeper is not None:
+            keeper.close()
 
 
 def log_rows(spark, settings: JobSettings, keyspace: str, table: str) -> list[dict]:
@@ -313,10 +325,10 @@ class CrashAfterWrite:
     def close(self) -> None:
         self.sink.close()
 
-    def write(self, rows, dead_letters, batch_id: int) -> None:
-        self.sink.write(rows, dead_letters, batch_id)
-        if batch_id == self.at:
-            raise RuntimeError(f"crash after writing batch {batch_id}")
+    def write(self, batch) -> None:
+        self.sink.write(batch)
+        if batch.id == self.at:
+            raise RuntimeError(f"crash after writing batch {batch.id}")
 
 
 def test_a_batch_replayed_after_a_crash_is_written_once(spark, cql, keyspace, job, stack):
@@ -433,7 +445,8 @@ def test_undecodable_records_and_changes_before_any_generation_are_dead_letters(
     producer.produce(topic, key=b"junk", value=b"\x00\x7f\xff\xff\xf0not avro")  # an id no registry has
     assert producer.flush(30) == 0
 
-    run_available(spark, settings)
+    counted: list[BatchCounts] = []
+    run_available(spark, settings, counted=counted)
 
     assert sorted(json.loads(r["key"])["k"] for r in log_rows(spark, settings, keyspace, "kv")) == [2]
     dead = {d["reason"]: d for d in dead_letters(spark, settings) if d["topic"] == topic}
@@ -441,6 +454,25 @@ def test_undecodable_records_and_changes_before_any_generation_are_dead_letters(
     assert dead[R.UNDECODABLE]["value"] == b"\x00\x7f\xff\xff\xf0not avro"
     assert "UnknownSchema" in dead[R.UNDECODABLE]["detail"]
     assert dead[R.NO_GENERATION]["write_time_us"] == 1000000
+
+    # Each micro-batch's counts are taken in the pass that reads it (Delta's append) and are what the
+    # sink holds; a sink taking rows on the driver (PostgreSQL) gets them from the read before its write.
+    logged = spark.read.format("delta").load(f"{settings.delta_path}/cdc_log")
+    newest = logged.agg(F.max("kafka_time")).first()[0].replace(tzinfo=dt.timezone.utc)
+    expected = (logged.count(), len(dead_letters(spark, settings)), newest)
+    schema = f"rt_{uuid.uuid4().hex[:12]}"
+    by_postgres: list[BatchCounts] = []
+    run_available(spark, settings.model_copy(update={"checkpoint_dir": settings.checkpoint_dir.parent / "pg"}),
+                  PostgresSink(stack.postgres_dsn, schema=schema, app_id=settings.app_id), counted=by_postgres)
+    with psycopg.connect(stack.postgres_dsn) as conn:
+        held = conn.execute(f"SELECT (SELECT count(*) FROM {schema}.cdc_log),"
+                            f" (SELECT count(*) FROM {schema}.dead_letters)").fetchone()
+        conn.execute(f"DROP SCHEMA {schema} CASCADE")
+    assert held == expected[:2]
+    for counts in (counted, by_postgres):
+        assert (sum(c.rows for c in counts), sum(c.dead_letters for c in counts),
+                max(c.newest_kafka_time for c in counts if c.newest_kafka_time)) == expected
+        assert all(c.delivered == c.rows and c.late == 0 for c in counts)
 
 
 def test_sigterm_stops_the_job_between_micro_batches_and_exits_0(spark, cql, keyspace, job, stack, tmp_path):
@@ -521,10 +553,7 @@ def test_every_column_type_reaches_every_sink_as_cql_returns_it(spark, cql, keys
     ScyllaDB log holds it, its elements by timeuuid), and Delta, PostgreSQL, MariaDB, the HTTP receiver
     and the Kafka sink's topic hold the same values under the same CQL names; Delta's typed layout holds
     them in their own Spark types, which read back as the same values."""
-    import psycopg
-
     from spark.job.sinks.cassandra import CassandraSink
-    from spark.job.sinks.postgres import PostgresSink
 
     connector, consumer, settings = job
     for statement in example_ddl(keyspace):

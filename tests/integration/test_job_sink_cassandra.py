@@ -21,6 +21,7 @@ from spark.job.rows import (
     ROW_INSERT,
     ROW_UPDATE,
 )
+from spark.job.sinks import MicroBatch
 from spark.job.sinks.cassandra import CassandraSink
 from spark.streams import build_topology_description, read_ring
 from spark.streams.generations import Generation, Generations
@@ -82,8 +83,8 @@ def base(cql, keyspace: str) -> str:
     return keyspace
 
 
-def frames(spark, rows: list[tuple], letters: list[tuple] = ()):
-    return spark.createDataFrame(rows, LOG_ROW), spark.createDataFrame(list(letters), DEAD_LETTER)
+def micro_batch(spark, batch_id: int, rows: list[tuple], letters: list[tuple] = ()) -> MicroBatch:
+    return MicroBatch(batch_id, spark.createDataFrame(rows, LOG_ROW), spark.createDataFrame(list(letters), DEAD_LETTER))
 
 
 def select(cql, keyspace: str, table: str, columns: list[str], where: str = "") -> list[dict]:
@@ -136,7 +137,7 @@ DATA = ["id", "region", "seq", *EVERYTHING]
 def test_log_table_laid_out_as_scylladbs(spark, cql, base: str) -> None:
     sink = CassandraSink(cql, keyspace=base, ttl=3600)
     sink.prepare()
-    sink.write(*frames(spark, [log_row(base, 1, KEY, columns={"name": "x"})]), 0)
+    sink.write(micro_batch(spark, 0, [log_row(base, 1, KEY, columns={"name": "x"})]))
     columns = log_columns(cql, base)
     assert {k: v for k, v in columns.items() if k.startswith("cdc$") and "deleted" not in k} == {
         "cdc$stream_id": ("partition_key", "blob"), "cdc$time": ("clustering", "timeuuid"),
@@ -169,7 +170,7 @@ def test_every_type_written_exactly_and_replays_change_nothing(spark, cql, base:
     sink = CassandraSink(cql, keyspace=base, ttl=0)
     sink.prepare()
     letters = [dead_letter(7), dead_letter(7), dead_letter(8, "no_generation")]
-    sink.write(*frames(spark, batch0(base), letters), 0)
+    sink.write(micro_batch(spark, 0, batch0(base), letters))
 
     rows = select(cql, base, LOG, METADATA + DATA + ["cdc$deleted_name", "cdc$deleted_home", "cdc$deleted_items",
                                                      "cdc$deleted_elements_tags", "cdc$deleted_elements_items",
@@ -239,8 +240,8 @@ def test_every_type_written_exactly_and_replays_change_nothing(spark, cql, base:
 
     # Replays: the same batch id, then the same changes in a new batch: the same cells are rewritten.
     before = select(cql, base, LOG, METADATA + DATA)
-    sink.write(*frames(spark, batch0(base), letters), 0)
-    sink.write(*frames(spark, batch0(base)), 1)
+    sink.write(micro_batch(spark, 0, batch0(base), letters))
+    sink.write(micro_batch(spark, 1, batch0(base)))
     after = select(cql, base, LOG, METADATA + DATA)
     assert len(after) == 5
     assert repr(sorted(map(repr, after))) == repr(sorted(map(repr, before)))  # NaN compares by text
@@ -250,15 +251,15 @@ def test_every_type_written_exactly_and_replays_change_nothing(spark, cql, base:
 def test_base_table_gains_columns_between_batches(spark, cql, base: str) -> None:
     sink = CassandraSink(cql, keyspace=base, ttl=0)
     sink.prepare()
-    sink.write(*frames(spark, [log_row(base, 1, KEY, columns={"name": "before"})]), 0)
+    sink.write(micro_batch(spark, 0, [log_row(base, 1, KEY, columns={"name": "before"})]))
     assert "extra" not in log_columns(cql, base)
 
     cql.execute(f"ALTER TABLE {base}.orders ADD (extra text, more list<text>, counts map<int, frozen<addr>>)")
-    sink.write(*frames(spark, [
+    sink.write(micro_batch(spark, 1, [
         log_row(base, 2, KEY, columns={"name": "after", "extra": "new", "more": {E1: "m"},
                                        "counts": [[3, {"street": "c"}]]}),
         log_row(base, 3, KEY, operation=ROW_UPDATE, deleted=["extra"], elements={"more": [E1], "counts": [3]}),
-    ]), 1)
+    ]))
     columns = log_columns(cql, base)
     assert columns["extra"] == ("regular", "text") and columns["cdc$deleted_extra"] == ("regular", "boolean")
     assert columns["more"] == ("regular", "frozen<map<timeuuid, text>>")
@@ -280,11 +281,11 @@ def test_driver_side_writes_and_several_tables(spark, cql, base: str) -> None:
     cql.execute(f"CREATE TABLE {base}.hits (page text PRIMARY KEY, n counter)")
     sink = CassandraSink(cql, keyspace=base, ttl=0, on_executors=False)
     sink.prepare()
-    sink.write(*frames(spark, [
+    sink.write(micro_batch(spark, 0, [
         log_row(base, 1, KEY, columns={"name": "driver"}),
         log_row(base, 2, {"page": "/"}, table="hits", operation=ROW_UPDATE),
         log_row(base, 3, {"x": 1}, table="missing"),  # no such table: a dead letter, not a failed batch
-    ]), 0)
+    ]))
     assert select(cql, base, LOG, ["name"]) == [{"name": "driver"}]
     assert set(log_columns(cql, base, "hits_scylla_cdc_log")) == {*METADATA, "page"}  # counters are not logged
     assert select(cql, base, "hits_scylla_cdc_log", ["page", "cdc$operation"]) == [
@@ -296,11 +297,11 @@ def test_driver_side_writes_and_several_tables(spark, cql, base: str) -> None:
 def test_dropped_base_table_keeps_its_log_writable(spark, cql, base: str) -> None:
     sink = CassandraSink(cql, keyspace=base, ttl=0)
     sink.prepare()
-    sink.write(*frames(spark, [log_row(base, 1, KEY, columns={"home": {"street": "a"}})]), 0)
+    sink.write(micro_batch(spark, 0, [log_row(base, 1, KEY, columns={"home": {"street": "a"}})]))
     cql.execute(f"DROP TABLE {base}.orders")
     fresh = CassandraSink(cql, keyspace=base, ttl=0)  # knows nothing but what the cluster says
-    fresh.write(*frames(spark, [log_row(base, 2, KEY, columns={"home": {"zip": 2}}, elements={"home": ["street"]},
-                                        operation=ROW_UPDATE)]), 1)
+    fresh.write(micro_batch(spark, 1, [log_row(base, 2, KEY, columns={"home": {"zip": 2}},
+                                               elements={"home": ["street"]}, operation=ROW_UPDATE)]))
     rows = sorted(select(cql, base, LOG, ["cdc$operation", "home", "cdc$deleted_elements_home"]),
                   key=lambda r: r["cdc$operation"])
     assert [(r["cdc$operation"], tuple(r["home"]), r["cdc$deleted_elements_home"]) for r in rows] == [

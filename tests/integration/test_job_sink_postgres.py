@@ -13,6 +13,7 @@ import pytest
 
 from deploy.local.endpoints import Stack
 from spark.job.rows import DEAD_LETTER, LOG_ROW, PARTITION_DELETE, ROW_INSERT, ROW_UPDATE
+from spark.job.sinks import MicroBatch
 from spark.job.sinks.postgres import PostgresSink
 from spark.streams import Generation, Generations, build_topology_description
 from tests.support import micros, timeuuid
@@ -71,8 +72,8 @@ def query(sink: PostgresSink, sql: str, params: tuple = ()) -> list[tuple]:
         return conn.execute(sql.replace("{s}", f'"{sink.schema}"'), params).fetchall()
 
 
-def frames(spark, rows: list[tuple], letters: list[tuple] = ()):
-    return spark.createDataFrame(rows, LOG_ROW), spark.createDataFrame(list(letters), DEAD_LETTER)
+def micro_batch(spark, batch_id: int, rows: list[tuple], letters: list[tuple] = ()) -> MicroBatch:
+    return MicroBatch(batch_id, spark.createDataFrame(rows, LOG_ROW), spark.createDataFrame(list(letters), DEAD_LETTER))
 
 
 # Values with every JSON shape of rows.py, and text that CSV, COPY and jsonb must carry unchanged.
@@ -103,7 +104,7 @@ def test_rows_and_dead_letters_land_once_with_exact_values(spark, sink: Postgres
         log_row(2, stream=STREAM_B, node="n2"),  # the same change read from another replica
         log_row(3, operation=PARTITION_DELETE, columns={}),
     ]
-    sink.write(*frames(spark, rows, [dead_letter(7), dead_letter(7), dead_letter(8, "no_generation", "")]), 0)
+    sink.write(micro_batch(spark, 0, rows, [dead_letter(7), dead_letter(7), dead_letter(8, "no_generation", "")]))
 
     assert query(sink, "SELECT app_id, batch_id, rows, dead_letters FROM {s}.batches") == [("sink-test", 0, 4, 2)]
     (got,) = query(sink, 'SELECT * FROM {s}.cdc_log WHERE "cdc$batch_seq_no" = 0 AND key->>\'id\' = \'1\'')
@@ -148,7 +149,7 @@ def test_rows_and_dead_letters_land_once_with_exact_values(spark, sink: Postgres
 
     # Spark replays batch 0 after a crash: the ledger makes it a no-op.
     before = query(sink, "SELECT written_at FROM {s}.batches")
-    sink.write(*frames(spark, rows + [log_row(9)], [dead_letter(9)]), 0)
+    sink.write(micro_batch(spark, 0, rows + [log_row(9)], [dead_letter(9)]))
     assert query(sink, "SELECT count(*) FROM {s}.cdc_log") == [(4,)]
     assert query(sink, "SELECT count(*) FROM {s}.dead_letters") == [(2,)]
     assert query(sink, "SELECT written_at FROM {s}.batches") == before
@@ -156,13 +157,13 @@ def test_rows_and_dead_letters_land_once_with_exact_values(spark, sink: Postgres
     # A later batch holding the same changes again (a connector replay): only the new one is inserted.
     # Its text that is not JSON is kept as a string rather than failing the batch on every replay.
     broken = log_row(4, columns={"broken": "{not json", "fine": "[1]"})
-    sink.write(*frames(spark, rows + [broken], [dead_letter(7)]), 1)
+    sink.write(micro_batch(spark, 1, rows + [broken], [dead_letter(7)]))
     assert query(sink, "SELECT count(*) FROM {s}.cdc_log") == [(5,)]
     assert query(sink, "SELECT columns FROM {s}.cdc_log WHERE key->>'id' = '4'") == [
         ({"broken": "{not json", "fine": [1]},)]
     assert query(sink, "SELECT batch_id, rows, dead_letters FROM {s}.batches ORDER BY 1") == [(0, 4, 2), (1, 1, 0)]
 
-    sink.write(*frames(spark, []), 2)  # an empty batch is recorded too
+    sink.write(micro_batch(spark, 2, []))  # an empty batch is recorded too
     assert query(sink, "SELECT rows, dead_letters FROM {s}.batches WHERE batch_id = 2") == [(0, 0)]
 
 
@@ -175,7 +176,7 @@ def test_two_writers_of_one_batch_write_it_once(spark, sink: PostgresSink) -> No
 
         def write() -> None:
             try:
-                sink.write(*frames(spark, [log_row(50 + batch_id)]), batch_id)
+                sink.write(micro_batch(spark, batch_id, [log_row(50 + batch_id)]))
             except BaseException as exc:  # surfaced below
                 errors.append(exc)
 
@@ -195,8 +196,8 @@ def test_two_writers_of_one_batch_write_it_once(spark, sink: PostgresSink) -> No
 
 def test_app_ids_keep_separate_ledgers(spark, sink: PostgresSink) -> None:
     other = PostgresSink(sink.dsn, schema=sink.schema, app_id="other-app")
-    sink.write(*frames(spark, [log_row(1)]), 0)
-    other.write(*frames(spark, [log_row(1), log_row(2)]), 0)
+    sink.write(micro_batch(spark, 0, [log_row(1)]))
+    other.write(micro_batch(spark, 0, [log_row(1), log_row(2)]))
     assert query(sink, "SELECT app_id, rows FROM {s}.batches ORDER BY 1") == [("other-app", 1), ("sink-test", 1)]
 
 

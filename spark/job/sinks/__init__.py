@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import datetime
 import functools
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
 from pyspark.sql import DataFrame
@@ -21,12 +22,31 @@ T = TypeVar("T")
 _EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
 
 
+@dataclass(frozen=True)
+class MicroBatch:
+    """One micro-batch as a sink takes it: its log rows (`LOG_ROW`, with `CELLS` for a mirror), its dead
+    letters (`DEAD_LETTER`), and its id, by which the sink makes a replay a no-op."""
+
+    id: int
+    rows: DataFrame
+    dead_letters: DataFrame
+    # How many dead letters the batch holds, known once a pass has read it whole (the job counts them in
+    # that pass); None: not counted.
+    dead_letter_count: Callable[[], int] | None = None
+
+    def has_dead_letters(self) -> bool:
+        """Whether there are dead letters to write: from the count when there is one, else by looking."""
+        if self.dead_letter_count is not None:
+            return self.dead_letter_count() > 0
+        return not self.dead_letters.isEmpty()
+
+
 class Sink(Protocol):
     def prepare(self) -> None:
         """Create what the sink needs (tables, keyspaces); safe to repeat."""
 
-    def write(self, rows: DataFrame, dead_letters: DataFrame, batch_id: int) -> None:
-        """Write one micro-batch: `rows` in the `LOG_ROW` layout, `dead_letters` in `DEAD_LETTER`'s."""
+    def write(self, batch: MicroBatch) -> None:
+        """Write one micro-batch, its rows and its dead letters."""
 
     def publish_generations(self, generations: Generations) -> None:
         """Write the generation description tables (`cdc_generation_timestamps`,
@@ -41,6 +61,13 @@ def merges_cells(sink: Sink) -> bool:
     """Whether `sink` merges each change's cells by their timestamps (a mirror): its rows then carry the
     `cells` column, which the other sinks never pay for decoding."""
     return getattr(sink, "merges_cells", False)
+
+
+def reads_batch_whole(sink: Sink) -> bool:
+    """Whether the sink's write first reads the micro-batch in one action over all its partitions (a
+    Delta append): that read is then the batch's only pass. A sink taking rows on the driver reads them
+    a partition at a time, so the job reads the batch whole first, in parallel."""
+    return getattr(sink, "reads_batch_whole", False)
 
 
 def of_tables(rows: DataFrame, tables: Iterable[tuple[str, str]]) -> DataFrame:

@@ -37,6 +37,7 @@ from connector.schema.loader import read_table
 from spark.streams.generations import Generations
 from spark.streams.storage import DEFAULT_KEYSPACE, DEFAULT_REPLICATION, GenerationStore
 
+from . import MicroBatch
 from .log_table import LOG_SUFFIX, LogLayout, LogRowEncoder, quote
 
 log = logging.getLogger(__name__)
@@ -301,7 +302,8 @@ class CassandraSink:
                                      concurrency=self.concurrency)
         return self._writer
 
-    def write(self, rows: DataFrame, dead_letters: DataFrame, batch_id: int) -> None:
+    def write(self, batch: MicroBatch) -> None:
+        rows, dead_letters, batch_id = batch.rows, batch.dead_letters, batch.id
         referenced = _referenced(rows)
         layouts = tuple(layout for layout in (
             self.layout(keyspace, table, columns) for (keyspace, table), columns in referenced.items()

@@ -31,7 +31,7 @@ from spark.mirror.layout import MirrorLayout
 from spark.mirror.tables import Layouts, batch_changes, merge_batch, prepare_tables
 from spark.subscriptions.model import DELTA_LAYOUTS, MIRROR
 
-from . import of_tables, utc_time
+from . import MicroBatch, of_tables, utc_time
 from .delta_mirror import DeltaMirrorStore, known_mirrors
 from .log_table import LogLayout, typed_log_layout
 from .typed_log import TypedLog
@@ -69,6 +69,8 @@ class DeltaSink:
         self._mirrors = Layouts(cluster) if layout == MIRROR else None
         self._prepared: dict[str, MirrorLayout] = {}
         self.mirror_chunk = mirror_chunk
+        # An append reads the batch in one action; a mirror brings its changes to the driver.
+        self.reads_batch_whole = layout != MIRROR
 
     def table(self, name: str) -> str:
         return f"{self.path}/{name}"
@@ -88,16 +90,19 @@ class DeltaSink:
          .option("txnAppId", f"{self.app_id}:{name}").option("txnVersion", batch_id).options(**options)
          .save(self.table(name)))
 
-    def write(self, rows: DataFrame, dead_letters: DataFrame, batch_id: int) -> None:
+    def write(self, batch: MicroBatch) -> None:
+        rows: DataFrame | None = batch.rows
         if self.layout == MIRROR:
-            batch = batch_changes(rows)
-            self._merge_mirrors(batch, batch)
+            changes = batch_changes(batch.rows)
+            self._merge_mirrors(changes, changes)
             rows = None
         elif self.layout == "typed":
-            rows = self._write_typed(rows, batch_id)
+            rows = self._write_typed(batch.rows, batch.id)
         if rows is not None:
-            self._append(rows, "cdc_log", batch_id, "keyspace", "table", **{STATS_COLUMNS: LOG_STATS})
-        self._append(dead_letters, "dead_letters", batch_id)
+            self._append(rows, "cdc_log", batch.id, "keyspace", "table", **{STATS_COLUMNS: LOG_STATS})
+        # Asked after the rows are written, whose read counted them: an empty append would still commit.
+        if batch.has_dead_letters():
+            self._append(batch.dead_letters, "dead_letters", batch.id)
 
     def purge(self) -> None:
         """Remove what has expired from every mirror under the path."""

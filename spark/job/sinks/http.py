@@ -24,7 +24,7 @@ from pyspark.sql import DataFrame
 
 from spark.streams.generations import Generations
 
-from . import chunks
+from . import MicroBatch, chunks
 from .json_rows import dead_letter_json, generations_json, log_row_json
 
 log = logging.getLogger(__name__)
@@ -49,7 +49,8 @@ class HttpSink:
     def close(self) -> None:
         pass  # nothing is held between batches
 
-    def write(self, rows: DataFrame, dead_letters: DataFrame, batch_id: int) -> None:
+    def write(self, batch: MicroBatch) -> None:
+        rows, dead_letters, batch_id = batch.rows, batch.dead_letters, batch.id
         ordered = rows.orderBy(*(f"`{c}`" for c in _ORDER)).toLocalIterator()
         sent = self._post_all("log-rows", (log_row_json(r) for r in ordered), batch_id)
         letters = dead_letters.orderBy("topic", "partition", "offset").toLocalIterator()

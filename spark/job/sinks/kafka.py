@@ -34,6 +34,7 @@ from spark.job import rows as R
 from spark.streams.generations import Generations
 from spark.subscriptions.model import KAFKA_FORMATS
 
+from . import MicroBatch
 from .json_rows import dead_letter_json, generations_json, log_row_json
 
 Encode = Callable[[Row], bytes]
@@ -122,7 +123,8 @@ class KafkaSink:
         finally:
             consumer.close()
 
-    def write(self, rows: DataFrame, dead_letters: DataFrame, batch_id: int) -> None:
+    def write(self, batch: MicroBatch) -> None:
+        rows, dead_letters, batch_id = batch.rows, batch.dead_letters, batch.id
         if self._written is not None and batch_id <= self._written:
             log.info("batch %d of %s is in %s already; skipped", batch_id, self.app_id, self.topic)
             return

@@ -25,7 +25,7 @@ from pyspark.sql import DataFrame, Row
 
 from spark.streams.generations import Generations
 
-from . import chunks, generation_rows
+from . import MicroBatch, chunks, generation_rows
 
 log = logging.getLogger(__name__)
 _CHUNK = 500
@@ -131,7 +131,8 @@ class MySqlSink:
     def close(self) -> None:
         pass  # each batch opens and closes its own connection
 
-    def write(self, rows: DataFrame, dead_letters: DataFrame, batch_id: int) -> None:
+    def write(self, batch: MicroBatch) -> None:
+        rows, dead_letters, batch_id = batch.rows, batch.dead_letters, batch.id
         import pymysql
 
         conn = connect_dsn(self.dsn)

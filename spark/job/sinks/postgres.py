@@ -34,7 +34,7 @@ from pyspark.sql import functions as F
 
 from spark.streams.generations import Generations
 
-from . import generation_rows
+from . import MicroBatch, generation_rows
 
 log = logging.getLogger(__name__)
 
@@ -259,7 +259,8 @@ class PostgresSink:
     def close(self) -> None:
         pass  # each batch opens and closes its own connection
 
-    def write(self, rows: DataFrame, dead_letters: DataFrame, batch_id: int) -> None:
+    def write(self, batch: MicroBatch) -> None:
+        rows, dead_letters, batch_id = batch.rows, batch.dead_letters, batch.id
         with self._connect() as conn, conn.transaction():
             # Claiming first also serializes two writers of one batch: the second waits on the row
             # lock, then finds the batch written.
