@@ -1,14 +1,16 @@
 """The Spark job as users run it (native decoding, stream ids) against the same job passing rows through
 and the same job decoding with the Python reference, in one run.
 
-    python bench/job.py [--rows N] [--repeat R] [--batch B]
+    python bench/job.py [--rows N] [--repeat R] [--batch B] [--max-offsets M]
 
 Input: real connector events. A cdc=true table (k int, c int, v text, n bigint, PRIMARY KEY (k, c))
 gets N rows (execute_concurrent_with_args); the connector runs as users run it (`python -m connector
 run`), positioned at the end of cdc_raw before the writes, until its topic holds all N events, and is
 stopped. Then the job (`start(..., available_now=True)`, local[2], Delta sink, replica removal on)
 reads those topics R times per variant, taking turns (A B C, B C A, …), after one warm-up run, not
-counted (JVM, Python workers, the first generation), each run with a fresh checkpoint and Delta path:
+counted (JVM, Python workers, the first generation), each run with a fresh checkpoint and Delta path,
+in micro-batches of at most M records (the job's `max_offsets_per_trigger`; a small M shows what each
+micro-batch costs beyond its rows, as a live job's small batches pay it):
 
 - with stream ids: the defaults: events decoded by the native core, generations kept in Cassandra,
   tokens and stream ids per row in the same pass, generations published to the sink;
@@ -313,9 +315,11 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=3,
                         help="job runs per variant, alternating, after one warm-up run (default 3)")
     parser.add_argument("--batch", type=int, default=10_000, help="records per Arrow batch in process")
+    parser.add_argument("--max-offsets", type=int, default=JobSettings().max_offsets_per_trigger,
+                        help="records per micro-batch at most (default: the job's, %(default)s)")
     args = parser.parse_args()
-    if args.rows < 1 or args.repeat < 1 or args.batch < 1:
-        parser.error("--rows, --repeat and --batch must be at least 1")
+    if min(args.rows, args.repeat, args.batch, args.max_offsets) < 1:
+        parser.error("--rows, --repeat, --batch and --max-offsets must be at least 1")
     try:
         stack = connect_stack()
     except StackUnavailable as exc:
@@ -373,6 +377,7 @@ def main() -> int:
                 kafka_bootstrap_servers=stack.kafka_bootstrap, registry_url=stack.registry_url,
                 topic_prefix=prefix, cassandra_hosts=(stack.cassandra_host,), cassandra_port=stack.cassandra_port,
                 generations_keyspace=generations_keyspace, spark_master="local[2]", spark_jars=stack.spark_jars,
+                max_offsets_per_trigger=args.max_offsets,
                 spark_conf=SPARK_CONF, log_format="text")
             spark = spark_session(base)
             spark.sparkContext.setLogLevel("ERROR")
@@ -419,7 +424,8 @@ def main() -> int:
     peaks = {variant: tuple(largest(variant, f) for f in ("jvm_peak", "driver_peak", "worker_peak"))
              for variant in VARIANTS}
     print(f"\nringtail Spark job, local[2], Delta sink, replica removal on: {args.rows:,} rows of "
-          f"(k int, c int, v text, n bigint) through the real connector; best of {args.repeat} runs per variant")
+          f"(k int, c int, v text, n bigint) through the real connector, micro-batches of at most {args.max_offsets:,} "
+          f"records; best of {args.repeat} runs per variant")
     print(f"  {'variant':<16} {'seconds':>8} {'setup':>6} {'query':>7} {'log rows':>9} {'stream ids':>10}"
           f" {'dead':>5} {'rows/s':>9}  {'JVM peak':>10} {'driver peak':>11} {'worker peak':>11}")
     for variant, run in best.items():
