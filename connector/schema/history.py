@@ -30,6 +30,10 @@ from .model import SchemaSnapshot, Table, UserType
 BEGINNING = -(1 << 63)
 
 
+# What a DDL statement's timestamp can be behind the writes made just before it, in µs.
+DDL_PRECISION = 1_000
+
+
 class FlagChange(NamedTuple):
     at: int  # µs: changes written at or after it have `cdc`
     cdc: bool
@@ -97,10 +101,12 @@ class SchemaHistory:
         return any(flag.cdc for flag in self.cdc_flags.get(table_id, ()))
 
     def captures(self, table_id: uuid.UUID, write_time: int) -> bool:
-        """Whether a change of the table written at `write_time` (µs) is CDC data."""
+        """Whether a change of the table written at `write_time` (µs) is CDC data. Cassandra dates DDL to
+        the millisecond (µs = ms × 1,000) and clients date writes to the µs, so a write made just before
+        the ALTER that turns cdc off, in the same millisecond, can carry the later timestamp: a change
+        written less than a millisecond after cdc went off is captured, as kept beats lost."""
         flags = self.cdc_flags.get(table_id, ())
-        i = bisect.bisect_right(flags, (write_time, True))  # (t, False) < (t, True): both count at t
-        return i > 0 and flags[i - 1].cdc
+        return _in_force(flags, write_time) or _in_force(flags, write_time - DDL_PRECISION)
 
     def record_flag(self, table_id: uuid.UUID, cdc: bool, at: int) -> SchemaHistory:
         """A table's `cdc` flag as a DDL statement wrote it at `at` (µs), read from the commit log."""
@@ -175,3 +181,9 @@ def _type_changes(before: SchemaSnapshot, after: SchemaSnapshot) -> Iterable[Sch
             yield SchemaChange("type_altered", ".".join(key))
     for key in old.keys() - new.keys():
         yield SchemaChange("type_dropped", ".".join(key))
+
+
+def _in_force(flags: tuple[FlagChange, ...], write_time: int) -> bool:
+    """The cdc flag in force at `write_time` (µs) among time-sorted `flags`."""
+    i = bisect.bisect_right(flags, (write_time, True))  # (t, False) < (t, True): both count at t
+    return i > 0 and flags[i - 1].cdc

@@ -33,27 +33,38 @@ def test_a_history_starting_now_captures_every_change_of_cdc_tables():
 def test_cdc_switched_on_and_off_applies_by_write_time():
     history = SchemaHistory.first(snapshot(table(cdc=False)))
     assert not history.ever_cdc
-    history, changes = history.apply(snapshot(table(cdc=True, altered_at=1_000)), None, 7, now=5_000)
+    history, changes = history.apply(snapshot(table(cdc=True, altered_at=1_000_000)), None, 7, now=5_000_000)
     assert changes == [SchemaChange("cdc_enabled", "shop.orders")]
-    assert [history.captures(ORDERS, t) for t in (999, 1_000, 1_500)] == [False, True, True]
-    history, changes = history.apply(snapshot(table(cdc=False, altered_at=2_000)), None, 7, now=5_000)
+    assert [history.captures(ORDERS, t) for t in (999_999, 1_000_000, 1_500_000)] == [False, True, True]
+    history, changes = history.apply(snapshot(table(cdc=False, altered_at=2_000_000)), None, 7, now=5_000_000)
     assert changes == [SchemaChange("cdc_disabled", "shop.orders")]
-    assert [history.captures(ORDERS, t) for t in (999, 1_000, 1_999, 2_000)] == [False, True, True, False]
+    assert [history.captures(ORDERS, t) for t in (999_999, 1_000_000, 1_999_999, 2_001_000)] == [
+        False, True, True, False]
+
+
+def test_a_write_in_the_millisecond_cdc_went_off_is_captured():
+    """Cassandra dates the ALTER to its millisecond; the write made just before it, in that millisecond,
+    carries a client timestamp up to 999 µs later: it was CDC data, and is captured."""
+    history = SchemaHistory.first(snapshot(table(cdc=True)))
+    history = history.record_flag(ORDERS, False, 2_000_000)
+    assert [history.captures(ORDERS, t) for t in (2_000_000, 2_000_999, 2_001_000)] == [True, True, False]
+    never = SchemaHistory.first(snapshot(table(cdc=False))).record_flag(ORDERS, False, 2_000_000)
+    assert not never.captures(ORDERS, 2_000_500)
 
 
 def test_flags_read_from_the_commit_log_correct_a_snapshot_that_missed_them():
-    """CREATE with cdc = true at 100, ALTER to false at 200, both before the first refresh saw the table."""
+    """CREATE with cdc = true at 100 ms, ALTER to false at 200 ms, both before the first refresh saw the table."""
     history = SchemaHistory.first(snapshot())
-    history, _ = history.apply(snapshot(table(cdc=False, altered_at=200)), None, 1, now=300)
-    assert not history.captures(ORDERS, 150)
-    history = history.record_flag(ORDERS, True, 100).record_flag(ORDERS, False, 200)
-    assert [history.captures(ORDERS, t) for t in (99, 100, 199, 200)] == [False, True, True, False]
-    assert history.record_flag(ORDERS, False, 200) is history
-    # And the other way round: created without cdc at 100, switched on at 200, first seen with cdc.
+    history, _ = history.apply(snapshot(table(cdc=False, altered_at=200_000)), None, 1, now=300_000)
+    assert not history.captures(ORDERS, 150_000)
+    history = history.record_flag(ORDERS, True, 100_000).record_flag(ORDERS, False, 200_000)
+    assert [history.captures(ORDERS, t) for t in (99_999, 100_000, 199_999, 201_000)] == [False, True, True, False]
+    assert history.record_flag(ORDERS, False, 200_000) is history
+    # And the other way round: created without cdc at 100 ms, switched on at 200 ms, first seen with cdc.
     history = SchemaHistory.first(snapshot())
-    history, _ = history.apply(snapshot(table(cdc=True, altered_at=200)), None, 1, now=300)
-    history = history.record_flag(ORDERS, False, 100).record_flag(ORDERS, True, 200)
-    assert [history.captures(ORDERS, t) for t in (150, 200)] == [False, True]
+    history, _ = history.apply(snapshot(table(cdc=True, altered_at=200_000)), None, 1, now=300_000)
+    history = history.record_flag(ORDERS, False, 100_000).record_flag(ORDERS, True, 200_000)
+    assert [history.captures(ORDERS, t) for t in (150_000, 200_000)] == [False, True]
 
 
 def test_a_table_created_with_cdc_captures_even_old_client_timestamps():
