@@ -84,7 +84,8 @@ def base(cql, keyspace: str) -> str:
 
 
 def micro_batch(spark, batch_id: int, rows: list[tuple], letters: list[tuple] = ()) -> MicroBatch:
-    return MicroBatch(batch_id, spark.createDataFrame(rows, LOG_ROW), spark.createDataFrame(list(letters), DEAD_LETTER))
+    return MicroBatch(batch_id, spark.createDataFrame(rows, LOG_ROW), spark.createDataFrame(list(letters), DEAD_LETTER),
+                      lambda: len(letters))
 
 
 def select(cql, keyspace: str, table: str, columns: list[str], where: str = "") -> list[dict]:

@@ -73,7 +73,8 @@ def query(sink: PostgresSink, sql: str, params: tuple = ()) -> list[tuple]:
 
 
 def micro_batch(spark, batch_id: int, rows: list[tuple], letters: list[tuple] = ()) -> MicroBatch:
-    return MicroBatch(batch_id, spark.createDataFrame(rows, LOG_ROW), spark.createDataFrame(list(letters), DEAD_LETTER))
+    return MicroBatch(batch_id, spark.createDataFrame(rows, LOG_ROW), spark.createDataFrame(list(letters), DEAD_LETTER),
+                      lambda: len(letters))
 
 
 # Values with every JSON shape of rows.py, and text that CSV, COPY and jsonb must carry unchanged.

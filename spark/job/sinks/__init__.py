@@ -31,14 +31,12 @@ class MicroBatch:
     rows: DataFrame
     dead_letters: DataFrame
     # How many dead letters the batch holds, known once a pass has read it whole (the job counts them in
-    # that pass); None: not counted.
-    dead_letter_count: Callable[[], int] | None = None
+    # that pass).
+    dead_letter_count: Callable[[], int]
 
     def has_dead_letters(self) -> bool:
-        """Whether there are dead letters to write: from the count when there is one, else by looking."""
-        if self.dead_letter_count is not None:
-            return self.dead_letter_count() > 0
-        return not self.dead_letters.isEmpty()
+        """Whether there are dead letters to write."""
+        return self.dead_letter_count() > 0
 
 
 class Sink(Protocol):
