@@ -18,8 +18,9 @@ micro-batch costs beyond its rows, as a live job's small batches pay it):
 - Python decoder: `decoder=python`: with stream ids, events decoded by the Python reference.
 
 A run is timed from `start()` to the query's termination ("setup" is the `start()` call itself:
-with stream ids that includes the generation keeper's connection to Cassandra, loading the
-generations and writing them to the Delta sink: a fixed cost per start, not per row).
+with stream ids that includes the generation keeper's connection to Cassandra and loading the
+generations, a fixed cost per start, not per row; the Delta sink is given the generations beside the
+query's start-up, before its first rows, so what that costs beyond the start-up is in "query").
 rows/s = rows of the Delta `cdc_log` / seconds; the best run of each variant is shown.
 
 Peak memory is VmHWM from /proc/<pid>/status of the Spark driver JVM (the java child of this

@@ -13,7 +13,8 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Callable, Mapping, MutableMapping
+from collections.abc import Callable, Mapping
+from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,6 +30,7 @@ from .config import StreamSettings
 from .events import decode_partition
 from .generations import GenerationKeeper
 from .native_events import EventDecoder
+from .publications import Publications
 from .selection import Selection
 from .sinks import MicroBatch, Sink, merges_cells, reads_batch_whole
 from .tally import BatchCounts, Tally
@@ -170,16 +172,17 @@ class BatchWriter:
 
     def __init__(self, settings: StreamSettings, sink: Sink, keeper: GenerationKeeper | None,
                  selection: Selection = Selection(), after_write: AfterWrite | None = None,
-                 published: MutableMapping[str, int] | None = None, target: str = "") -> None:
+                 publications: Publications | None = None, target: str = "") -> None:
         self.settings = settings
         self.sink = sink
         self.keeper = keeper
         self.selection = selection
         self.after_write = after_write
-        # The generation version each sink target holds, shared by the writers of one process that
-        # write to the same `target`: a restarted query does not publish them again.
-        self._published = published if published is not None else {}
+        # Shared by the writers of one process that write to the same `target`: a restarted query does
+        # not publish the generations again.
+        self._publications = publications if publications is not None else Publications()
         self._target = target
+        self._publication: Future | None = None  # of the generations this writer's rows need
         self.idle = threading.Event()  # set while no micro-batch is in the sink: a stop then cuts none short
         self.idle.set()
         self.error: str | None = None  # why the last micro-batch failed
@@ -188,15 +191,22 @@ class BatchWriter:
         self._purged = time.monotonic()
 
     def publish_generations(self) -> None:
-        """Refresh the generations; publish them in the sink when they differ from what it was given
-        (the keeper may be shared by several writers)."""
+        """Refresh the generations; publish them in the sink, in the background, when it was not given
+        this version (the keeper may be shared by several writers)."""
         if self.keeper is None:
             return
         self.keeper.refresh()
-        version = self.keeper.version
-        if self._published.get(self._target) != version:
-            self.sink.publish_generations(self.keeper.generations)
-            self._published[self._target] = version
+        version, generations = self.keeper.version, self.keeper.generations
+        self._publication = self._publications.publish(
+            self._target, version, lambda: self.sink.publish_generations(generations))
+
+    def generations_in_sink(self) -> None:
+        """Wait until the sink holds the generations (raising why it could not be given them)."""
+        if self._publication is not None:
+            self._publication.result()
+
+    def _publishing(self) -> bool:
+        return self._publication is not None and not self._publication.done()
 
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
         self.idle.clear()
@@ -216,7 +226,9 @@ class BatchWriter:
         mirror sink, between batches (waiting at most `wait` seconds for one in the sink to end; the
         thread that awaits the query calls this again soon)."""
         purge = getattr(self.sink, "purge", None)
-        if purge is None or time.monotonic() - self._purged < self.settings.mirror_purge_interval:
+        # Not beside a publication either: a sink is used by one thread at a time.
+        if (purge is None or time.monotonic() - self._purged < self.settings.mirror_purge_interval
+                or self._publishing()):
             return
         if self._in_sink.acquire(timeout=wait):
             try:
@@ -229,6 +241,7 @@ class BatchWriter:
 
     def write(self, batch: DataFrame, batch_id: int) -> None:
         self.publish_generations()
+        self.generations_in_sink()
         tally = Tally(batch_id, F.col(LATE) if LATE in batch.columns else F.lit(False))
         batch = tally.observe(batch).persist()
         try:
@@ -288,7 +301,12 @@ class Job:
         query.stop()
 
     def close(self) -> None:
-        """Close the sink, and the keeper when the job started it."""
+        """Close the sink (once it has the generations, or could not be given them), and the keeper when
+        the job started it."""
+        try:
+            self.writer.generations_in_sink()
+        except Exception:  # noqa: BLE001 - logged where it failed; the sink is closed all the same
+            pass
         self.writer.sink.close()
         if self.keeper is not None:
             self.keeper.close()
@@ -307,6 +325,8 @@ def start(spark: SparkSession, settings: StreamSettings, sink: Sink, *, availabl
     if writer is None:
         keeper = GenerationKeeper(settings) if settings.assign_streams else None
         writer = BatchWriter(settings, sink, keeper)
+    # The generations are in the cluster before the query starts (its workers read them there); the sink
+    # is given them beside the query's start-up, before its first rows.
     writer.publish_generations()
     if changes is None:
         assigner = None

@@ -25,6 +25,7 @@ from connector.avro.serializer import topic_name
 from connector.kafka import end_offsets
 from connector.schema.loader import read_table
 from spark.job.generations import GenerationKeeper
+from spark.job.publications import Publications
 from spark.job.pipeline import BatchCounts, BatchWriter, Job, Source, start
 from spark.job.selection import Selection
 from spark.job.sinks import merges_cells, open_sink
@@ -169,7 +170,7 @@ class Delivery:
 
     def __init__(self, spark: SparkSession, settings: ServerSettings, subscription: Subscription,
                  keeper: GenerationKeeper, registry: SubscriptionRegistry, session: Any,
-                 published: dict[str, int]) -> None:
+                 publications: Publications) -> None:
         self.subscription = subscription
         self.delivered = 0
         self.filtered = 0
@@ -208,7 +209,7 @@ class Delivery:
             self._recorder = RangeProgressRecorder(registry, s, keeper)
             changes = None
         writer = BatchWriter(settings, sink, keeper, selection_of(s, session), after_write=self._after_write,
-                             published=published, target=target)
+                             publications=publications, target=target)
         self.job: Job = start(spark, settings, sink, source=source_of(settings, s, version), changes=changes,
                               writer=writer, name=f"subscription-{s.name}" + ("-snapshot" if self.snapshot else ""),
                               checkpoint=checkpoint)

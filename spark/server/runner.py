@@ -20,6 +20,7 @@ from typing import Any
 from pyspark.sql import SparkSession
 
 from spark.job.generations import GenerationKeeper
+from spark.job.publications import Publications
 from spark.subscriptions.leases import Leases
 from spark.subscriptions.model import Subscription
 from spark.subscriptions.registry import Status, SubscriptionRegistry
@@ -55,7 +56,7 @@ class Runner:
         self.spark = spark.newSession()
         self.spark.conf.set("spark.sql.streaming.noDataMicroBatches.enabled", "false")
         self.settings, self.session = settings, session
-        self.published: dict[str, int] = {}  # generation version per sink target, for every delivery
+        self.publications = Publications()  # the generations given to each sink target, for every delivery
         self.registry = SubscriptionRegistry(session, settings.generations_keyspace)
         self.registry.create_schema()
         self.leases = Leases(session, settings.generations_keyspace, settings.runner_id, settings.lease_ttl)
@@ -161,7 +162,7 @@ class Runner:
         held = self.held[name]
         try:
             held.delivery = Delivery(self.spark, self.settings, held.subscription, self.keeper, self.registry,
-                                     self.session, self.published)
+                                     self.session, self.publications)
             log.info("subscription %s running (revision %d, epoch %d)", name, held.subscription.revision,
                      held.subscription.epoch)
         except Exception as exc:  # a sink that cannot even prepare, a table gone: the same retry

@@ -61,3 +61,28 @@ def test_a_failed_purge_is_logged_and_tried_again_later(caplog):
     w.purge_when_due()
     assert sink.purges == 1
 
+
+
+class Keeper:
+    """The generations as the job's keeper holds them (no cluster: one version, nothing to load)."""
+
+    version, generations = 1, ()
+
+    def refresh(self) -> None:
+        pass
+
+
+def test_no_purge_while_the_sink_is_given_the_generations():
+    sink = CountingSink()
+    publishing, release = threading.Event(), threading.Event()
+    sink.publish_generations = lambda generations: (publishing.set(), release.wait(5))
+    w = BatchWriter(StreamSettings(mirror_purge_interval=0.01), sink, keeper=Keeper())
+    time.sleep(0.02)
+    w.publish_generations()  # in the background, as at the start of a query
+    publishing.wait(5)
+    w.purge_when_due()
+    assert sink.purges == 0  # the sink is used by one thread at a time
+    release.set()
+    w.generations_in_sink()
+    w.purge_when_due()
+    assert sink.purges == 1
