@@ -21,7 +21,10 @@ A run is timed from `start()` to the query's termination ("setup" is the `start(
 with stream ids that includes the generation keeper's connection to Cassandra and loading the
 generations, a fixed cost per start, not per row; the Delta sink is given the generations beside the
 query's start-up, before its first rows, so what that costs beyond the start-up is in "query").
-rows/s = rows of the Delta `cdc_log` / seconds; the best run of each variant is shown.
+rows/s = rows of the Delta `cdc_log` / seconds; the best run of each variant is shown. With several
+micro-batches per run, "after 1st" is the Kafka records of the batches after the first over their
+trigger time (the query progress's `triggerExecution`): what a running job pays per record, once a
+start's fixed costs are behind it.
 
 Peak memory is VmHWM from /proc/<pid>/status of the Spark driver JVM (the java child of this
 process), of this Python driver, and of the largest Python worker (the JVM's python descendants,
@@ -219,6 +222,8 @@ class Run:
     variant: str
     setup: float  # the start() call
     query: float  # start() returned -> the query terminated
+    later_records: int  # Kafka records of the micro-batches after the first
+    later_seconds: float  # and their trigger time (the query progress's triggerExecution)
     rows: int  # log rows of the benchmark's table
     with_stream_id: int
     dead_letters: int
@@ -233,6 +238,10 @@ class Run:
     @property
     def rate(self) -> float:
         return self.rows / self.seconds
+
+    @property
+    def later_rate(self) -> float:
+        return self.later_records / self.later_seconds if self.later_seconds else float("nan")
 
 
 def run_job(spark, settings: JobSettings, keyspace: str, jvm: int | None, variant: str) -> Run:
@@ -254,6 +263,7 @@ def run_job(spark, settings: JobSettings, keyspace: str, jvm: int | None, varian
         finished = time.perf_counter()
         if query.exception() is not None:
             raise SystemExit(f"error: the job failed: {query.exception()}")
+        later = [p for p in query.recentProgress if p["batchId"] > 0]
     finally:
         query.stop()
         job.close()
@@ -265,8 +275,9 @@ def run_job(spark, settings: JobSettings, keyspace: str, jvm: int | None, varian
     rows, with_stream_id = log.agg(F.count(F.lit(1)), F.count("`cdc$stream_id`")).first()
     dead_path = settings.delta_path / "dead_letters"
     dead = spark.read.format("delta").load(str(dead_path)).count() if dead_path.exists() else 0
-    return Run(variant, set_up - started, finished - set_up, rows,
-               with_stream_id, dead, jvm_peak, driver_peak, worker_peak)
+    return Run(variant, set_up - started, finished - set_up, sum(p["numInputRows"] for p in later),
+               sum(p["durationMs"]["triggerExecution"] for p in later) / 1000, rows, with_stream_id, dead, jvm_peak,
+               driver_peak, worker_peak)
 
 
 def in_process(records: list[pa.RecordBatch], settings: JobSettings, cql, repeat: int
@@ -398,6 +409,7 @@ def main() -> int:
                     runs.append(run)
                 print(f"  run {number}: {run.variant:<16} {run.seconds:6.2f} s (setup {run.setup:.2f} s)"
                       f"  {run.rows:>9,} log rows  {run.rate:>9,.0f} rows/s"
+                      + (f"  after the first batch {run.later_rate:,.0f} records/s" if run.later_records else "")
                       + ("  (warm-up, not counted)" if not number else ""), flush=True)
 
             print("decoding and assigning in process", flush=True)
@@ -418,6 +430,10 @@ def main() -> int:
 
     best = {variant: min((r for r in runs if r.variant == variant), key=lambda r: r.seconds)
             for variant in VARIANTS}
+    # Past the first micro-batch, a start's fixed costs are behind (generations given to the sink, Python
+    # workers, the first plan): what each variant costs per record in a running job.
+    later = {variant: max((r.later_rate for r in runs if r.variant == variant and r.later_records), default=None)
+             for variant in VARIANTS}
 
     def largest(variant: str, field: str) -> int | None:
         return max((getattr(r, field) for r in runs if r.variant == variant and getattr(r, field)), default=None)
@@ -428,13 +444,17 @@ def main() -> int:
           f"(k int, c int, v text, n bigint) through the real connector, micro-batches of at most {args.max_offsets:,} "
           f"records; best of {args.repeat} runs per variant")
     print(f"  {'variant':<16} {'seconds':>8} {'setup':>6} {'query':>7} {'log rows':>9} {'stream ids':>10}"
-          f" {'dead':>5} {'rows/s':>9}  {'JVM peak':>10} {'driver peak':>11} {'worker peak':>11}")
+          f" {'dead':>5} {'rows/s':>9} {'after 1st':>10}  {'JVM peak':>10} {'driver peak':>11} {'worker peak':>11}")
     for variant, run in best.items():
         jvm_peak, driver_peak, worker_peak = peaks[variant]
+        after_first = "-" if later[variant] is None else f"{later[variant]:,.0f}"
         print(f"  {variant:<16} {run.seconds:8.2f} {run.setup:6.2f} {run.query:7.2f} {run.rows:>9,}"
-              f" {run.with_stream_id:>10,} {run.dead_letters:>5,} {run.rate:>9,.0f}  {mib(jvm_peak):>10}"
+              f" {run.with_stream_id:>10,} {run.dead_letters:>5,} {run.rate:>9,.0f} {after_first:>10}"
+              f"  {mib(jvm_peak):>10}"
               f" {mib(driver_peak):>11} {mib(worker_peak):>11}")
     scope = "reset before each run" if resettable else "not resettable here: since the script started"
+    print(f"  after 1st: Kafka records/s of the micro-batches after each run's first (their trigger time), the best"
+          f" run's")
     print(f"  peaks: VmHWM, the largest over a variant's runs ({scope}); worker: the largest Python worker")
     per_row = 1e6 / in_rows if in_rows else float("nan")
     print(f"\nin process, {len(records)} Arrow batch(es) of up to {args.batch:,} records, best of {args.repeat}:")
@@ -450,6 +470,9 @@ def main() -> int:
     print(f"\nsummary: {with_ids.rate:,.0f} rows/s with stream-id assignment, {without.rate:,.0f} rows/s without:"
           f" {with_ids.seconds / without.seconds:.2f}x the time (query alone {with_ids.query / without.query:.2f}x,"
           f" {extra:+.1f} µs/row); assign_batch alone {assign_s * per_row:.2f} µs/row")
+    if later[WITH] and later[WITHOUT]:
+        print(f"         after the first micro-batch: {later[WITH]:,.0f} records/s with stream ids, {later[WITHOUT]:,.0f}"
+              f" without: {later[WITHOUT] / later[WITH]:.2f}x the time per record")
     python = best[PYTHON]
     print(f"         {python.rate:,.0f} rows/s with the Python decoder: native {python.seconds / with_ids.seconds:.2f}x"
           f" as fast end to end (query alone {python.query / with_ids.query:.2f}x)")
