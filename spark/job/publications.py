@@ -31,8 +31,8 @@ class Publications:
             if held is not None and held[0] == version and not _failed(held[1]):
                 return held[1]
             future: Future = Future()
-            threading.Thread(target=_run, args=(future, held and held[1], publish, target), daemon=True,
-                             name=f"ringtail-generations-{target}").start()
+            threading.Thread(target=_run, args=(future, held[1] if held else None, publish), daemon=True,
+                             name="ringtail-generations").start()
             self._targets[target] = (version, future)
             return future
 
@@ -41,13 +41,14 @@ def _failed(future: Future) -> bool:
     return future.done() and future.exception() is not None
 
 
-def _run(future: Future, previous: Future | None, publish: Callable[[], None], target: str) -> None:
+def _run(future: Future, previous: Future | None, publish: Callable[[], None]) -> None:
     if previous is not None:
         wait([previous])  # however it ended: versions reach a target in order
     try:
         publish()
     except BaseException as exc:  # the writer waiting for it raises it; the next batch publishes again
-        log.error("publishing the CDC generations to %s failed: %s: %s", target, type(exc).__name__, exc)
+        # Not the target: it names the sink's settings, credentials included.
+        log.error("publishing the CDC generations to the sink failed: %s: %s", type(exc).__name__, exc)
         future.set_exception(exc)
     else:
         future.set_result(None)
