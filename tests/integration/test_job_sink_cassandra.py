@@ -21,7 +21,7 @@ from spark.job.rows import (
     ROW_INSERT,
     ROW_UPDATE,
 )
-from spark.job.sinks import MicroBatch
+from tests.integration.micro_batches import micro_batch
 from spark.job.sinks.cassandra import CassandraSink
 from spark.streams import build_topology_description, read_ring
 from spark.streams.generations import Generation, Generations
@@ -81,11 +81,6 @@ def base(cql, keyspace: str) -> str:
     cql.execute(f"CREATE TYPE {keyspace}.addr (street text, zip int)")
     cql.execute(BASE_TABLE.format(ks=keyspace))
     return keyspace
-
-
-def micro_batch(spark, batch_id: int, rows: list[tuple], letters: list[tuple] = ()) -> MicroBatch:
-    return MicroBatch(batch_id, spark.createDataFrame(rows, LOG_ROW), spark.createDataFrame(list(letters), DEAD_LETTER),
-                      lambda: len(letters))
 
 
 def select(cql, keyspace: str, table: str, columns: list[str], where: str = "") -> list[dict]:

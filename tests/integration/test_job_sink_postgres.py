@@ -13,7 +13,7 @@ import pytest
 
 from deploy.local.endpoints import Stack
 from spark.job.rows import DEAD_LETTER, LOG_ROW, PARTITION_DELETE, ROW_INSERT, ROW_UPDATE
-from spark.job.sinks import MicroBatch
+from tests.integration.micro_batches import micro_batch
 from spark.job.sinks.postgres import PostgresSink
 from spark.streams import Generation, Generations, build_topology_description
 from tests.support import micros, timeuuid
@@ -70,11 +70,6 @@ def sink(stack: Stack):
 def query(sink: PostgresSink, sql: str, params: tuple = ()) -> list[tuple]:
     with psycopg.connect(sink.dsn, autocommit=True) as conn:
         return conn.execute(sql.replace("{s}", f'"{sink.schema}"'), params).fetchall()
-
-
-def micro_batch(spark, batch_id: int, rows: list[tuple], letters: list[tuple] = ()) -> MicroBatch:
-    return MicroBatch(batch_id, spark.createDataFrame(rows, LOG_ROW), spark.createDataFrame(list(letters), DEAD_LETTER),
-                      lambda: len(letters))
 
 
 # Values with every JSON shape of rows.py, and text that CSV, COPY and jsonb must carry unchanged.
