@@ -52,7 +52,7 @@ class Held:
 class Runner:
     def __init__(self, spark: SparkSession, settings: ServerSettings, session: Any) -> None:
         # A session of its own (sharing the Spark context): no micro-batch runs without new data, so
-        # idle subscriptions cost nothing (the job keeps Spark's default, which moves its watermark).
+        # idle subscriptions cost nothing, whatever session the runner is given (`spark_session` sets the same).
         self.spark = spark.newSession()
         self.spark.conf.set("spark.sql.streaming.noDataMicroBatches.enabled", "false")
         self.settings, self.session = settings, session
