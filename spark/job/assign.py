@@ -116,7 +116,7 @@ def _session(hosts: Sequence[str], port: int) -> Any:
     """One session per worker process and cluster (Spark reuses its Python workers)."""
     key = (tuple(hosts), port)
     if key not in _SESSIONS:
-        from connector.schema.session import connect
+        from connector.schema.session import STATEMENTS_ONLY, connect
 
-        _SESSIONS[key] = connect(list(hosts), port)[1]
+        _SESSIONS[key] = connect(list(hosts), port, **STATEMENTS_ONLY)[1]
     return _SESSIONS[key]

@@ -13,7 +13,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from connector.schema.session import connect
+from connector.schema.session import STATEMENTS_ONLY, connect
 from spark.streams.generations import MICROS_PER_SECOND, Generations
 from spark.streams.ring import read_ring
 from spark.streams.storage import GenerationStore
@@ -30,7 +30,8 @@ class GenerationKeeper:
                              "a generation that starts sooner")
         self.settings = settings
         self.clock = clock
-        self.cluster, self.session = connect(settings.cassandra_hosts, settings.cassandra_port)
+        self.cluster, self.session = connect(settings.cassandra_hosts, settings.cassandra_port,
+                                              **STATEMENTS_ONLY)
         self.store = GenerationStore(self.session, settings.generations_keyspace)
         self.store.create_schema()
         self.generations = Generations()
