@@ -22,6 +22,7 @@ from spark.job import rows as R
 from spark.job.config import JobSettings
 from spark.job.generations import GenerationKeeper
 from spark.job.pipeline import LATE_METRICS, LATE_ROWS, BatchWriter, start
+from spark.job.sinks import utc_time
 from spark.job.sinks.delta import DeltaSink
 from spark.job.sinks.http import HttpSink
 from spark.job.sinks.kafka import KafkaSink
@@ -35,7 +36,8 @@ from spark.job.sinks.postgres_typed import PostgresTypedSink
 from spark.job.tally import BatchCounts
 from tests.integration.decoders import assert_decoders_agree
 from tests.integration.mirrors import log_json, mysql_values, postgres_values
-from spark.streams.generations import MICROS_PER_SECOND
+from spark.streams.generations import MICROS_PER_SECOND, Generation, Generations
+from spark.streams.topology import build_topology_description
 from spark.streams.storage import GenerationStore
 from tests.integration.pipeline import has_marker, write_marker
 from deploy.local.receiver import Receiver
@@ -192,6 +194,39 @@ def copy_as_another_replica(stack, topic: str, node: str) -> int:
         producer.produce(topic, key=message.key(), value=frame(schema_id, schema, event))
     assert producer.flush(30) == 0
     return len(records)
+
+
+def test_the_delta_sink_holds_the_generations_it_was_last_given(spark, tmp_path):
+    """Created by the first publication, rewritten whole by the next: the same content again, then a new
+    generation with the old one expired. A generation known by its timestamp only is left out."""
+    ring = {"a": (-2**62, 0, 2**62), "b": (-2**61, 2**61)}
+    first, second = build_topology_description(ring, rand=1), build_topology_description(ring, rand=2)
+    t0 = 1_700_000_000_000_000
+    sink = DeltaSink(spark, tmp_path / "delta")
+
+    def held() -> tuple[list, list]:
+        def utc(time):
+            return None if time is None else time.replace(tzinfo=dt.timezone.utc)
+
+        timestamps = spark.read.format("delta").load(sink.table("cdc_generation_timestamps")).collect()
+        streams = spark.read.format("delta").load(sink.table("cdc_streams_descriptions_v2")).collect()
+        return (sorted((utc(r.time), utc(r.expired)) for r in timestamps),
+                sorted((utc(r.time), r.range_end, tuple(r.streams)) for r in streams))
+
+    def streams_of(description, time: int) -> list:
+        return [(utc_time(time), e.token_range_end, tuple(s.value for s in e.streams)) for e in description.entries]
+
+    one = Generations([Generation(t0, first)])
+    sink.publish_generations(one)
+    assert held() == ([(utc_time(t0), None)], streams_of(first, t0))
+    sink.publish_generations(one)
+    assert held() == ([(utc_time(t0), None)], streams_of(first, t0))
+
+    t1, expired = t0 + 65_000_000, t0 + 90_000_000
+    sink.publish_generations(Generations([Generation(t0, first, expired=expired), Generation(t1, second),
+                                          Generation(t1 + 65_000_000)]))
+    assert held() == ([(utc_time(t0), utc_time(expired)), (utc_time(t1), None)],
+                      sorted(streams_of(first, t0) + streams_of(second, t1)))
 
 
 def test_replica_copies_are_logged_once(spark, cql, keyspace, job, stack):

@@ -17,11 +17,15 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import pyarrow as pa
+from delta.tables import DeltaTable
 from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import ArrayType, BinaryType, LongType, StructField, StructType, TimestampType
 
 from connector.schema.loader import read_table
@@ -31,7 +35,7 @@ from spark.mirror.layout import MirrorLayout
 from spark.mirror.tables import Layouts, batch_changes, merge_batch, prepare_tables
 from spark.subscriptions.model import DELTA_LAYOUTS, MIRROR
 
-from . import MicroBatch, of_tables, utc_time
+from . import MicroBatch, generation_rows, of_tables
 from .delta_mirror import DeltaMirrorStore, known_mirrors
 from .log_table import LogLayout, typed_log_layout
 from .typed_log import TypedLog
@@ -154,13 +158,25 @@ class DeltaSink:
         return TypedLog(layout)
 
     def publish_generations(self, generations: Generations) -> None:
-        known = generations.generations
-        timestamps = [(utc_time(g.timestamp), None if g.expired is None else utc_time(g.expired)) for g in known]
-        streams = [(utc_time(g.timestamp), e.token_range_end, [s.value for s in e.streams])
-                   for g in known if g.description is not None for e in g.description.entries]
-        # Small tables rewritten whole: a repeated publication leaves the same content. One file each (one
-        # task): a third less of the work Spark and Delta do for it, at every start.
-        for name, data, schema in (("cdc_generation_timestamps", timestamps, TIMESTAMPS),
-                                   ("cdc_streams_descriptions_v2", streams, STREAMS)):
-            (self.spark.createDataFrame(data, schema).coalesce(1).write.format("delta").mode("overwrite")
-             .option("overwriteSchema", "true").save(self.table(name)))
+        timestamps, streams = generation_rows(generations)
+        # Both at once: each is a Spark job and a Delta commit that one driver thread plans and commits.
+        with ThreadPoolExecutor(2, thread_name_prefix="ringtail-generations") as pool:
+            written = [pool.submit(self._rewrite, name, rows, schema)
+                       for name, rows, schema in (("cdc_generation_timestamps", timestamps, TIMESTAMPS),
+                                                  ("cdc_streams_descriptions_v2", streams, STREAMS))]
+        for table in written:
+            table.result()
+
+    def _rewrite(self, name: str, rows: list[tuple], schema: StructType) -> None:
+        """A small table rewritten whole (a repeated publication leaves the same content), as one file."""
+        path = self.table(name)
+        # Handed to Spark as Arrow: a third less time than a list of rows, which Spark reads as an RDD.
+        columns = to_arrow_schema(schema)
+        table = pa.Table.from_pylist([dict(zip(columns.names, row)) for row in rows], schema=columns)
+        write = self.spark.createDataFrame(table, schema).coalesce(1).write.format("delta")
+        if DeltaTable.isDeltaTable(self.spark, path):
+            write.mode("overwrite").option("overwriteSchema", "true").save(path)
+        else:
+            # Creating it by an append spares the overwrite's search of the (empty) table for files to remove.
+            # Two writers creating it at once cannot both commit: the second's table metadata conflicts.
+            write.mode("append").save(path)
