@@ -213,8 +213,9 @@ def test_the_delta_sink_holds_the_generations_it_was_last_given(spark, tmp_path)
         return (sorted((utc(r.time), utc(r.expired)) for r in timestamps),
                 sorted((utc(r.time), r.range_end, tuple(r.streams)) for r in streams))
 
-    def streams_of(description, time: int) -> list:
-        return [(utc_time(time), e.token_range_end, tuple(s.value for s in e.streams)) for e in description.entries]
+    def streams_of(description, time: int) -> list:  # in the order `held` sorts them
+        return sorted((utc_time(time), e.token_range_end, tuple(s.value for s in e.streams))
+                      for e in description.entries)
 
     one = Generations([Generation(t0, first)])
     sink.publish_generations(one)
