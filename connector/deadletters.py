@@ -1,20 +1,25 @@
-"""Per-table isolation of schema rejections.
+"""Dead letters: per-table isolation of schema rejections, and entries no schema decodes.
 
 When the registry refuses a table's schema (a change its compatibility level forbids), that table's
 changes go to the dead-letter topic `<topic_prefix>.dead_letters` as JSON — the reason, the rejected
 schema, the change as `connector dump` prints it, its position — while every other table goes on.
 Registration is tried again every `retry_interval` seconds; once the registry accepts the schema (an
 operator changed the subject's compatibility level, say), the table's changes return to its topic.
+
+An entry no schema decodes (`Undecodable`: its table dropped before the connector learned its last
+columns, or never seen at all) goes to the same topic whole — the reason, its position, the mutation's
+bytes in base64 — and the rest of its segment is read on.
 """
 from __future__ import annotations
 
+import base64
 import json
 import logging
 import time
 from typing import Callable
 
 from connector.avro import SchemaRejected
-from connector.commitlog import Change
+from connector.commitlog import Change, Undecodable, UnknownTable
 from connector.commitlog.render import ChangeRenderer
 from connector.schema.model import SchemaSnapshot
 
@@ -77,3 +82,19 @@ def dead_letter(change: Change, schema: SchemaSnapshot, segment: str, error: Sch
         "change": ChangeRenderer(schema).render(change, segment),
     }
     return change.table.qualified_name.encode(), json.dumps(value, ensure_ascii=False, default=str).encode()
+
+
+def undecodable_letter(entry: Undecodable, segment: str, node: str) -> tuple[bytes, bytes]:
+    """The key (the table id, when the error names it) and JSON value of an undecodable entry's dead
+    letter."""
+    table_id = entry.error.table_id if isinstance(entry.error, UnknownTable) else None
+    value = {
+        "reason": "undecodable",
+        "error": str(entry.error),
+        "table_id": None if table_id is None else str(table_id),
+        "node": node,
+        "segment": segment,
+        "position": entry.position._asdict(),
+        "mutation": base64.b64encode(entry.mutation).decode(),
+    }
+    return f"{segment}:{entry.position.entry_offset}".encode(), json.dumps(value).encode()

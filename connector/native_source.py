@@ -10,7 +10,7 @@ from typing import Callable, Iterator, NamedTuple
 
 from connector import _native, native_core
 from connector.avro import ChangeSerializer, SchemaRejected
-from connector.commitlog import Change, Position, SchemaMismatch, UnknownTable
+from connector.commitlog import UNDECODABLE, Change, Position, SchemaMismatch, Undecodable, UnknownTable
 from connector.commitlog.mutation import MutationDecoder
 from connector.commitlog.reader import retry_schema
 from connector.schema.model import SchemaSnapshot, Table
@@ -83,8 +83,8 @@ class NativeDecoders:
 
 
 class NativeSegmentTail(SegmentTail):
-    """A SegmentTail whose `poll` yields a NativeBatch per pass, and the Changes of the entries handed
-    back."""
+    """A SegmentTail whose `poll` yields a NativeBatch per pass, the Changes of the entries handed
+    back, and the entries no schema decodes."""
 
     def __init__(self, segment: SegmentFile, schema, decoders: NativeDecoders, after: Position | None = None,
                  complete: bool = False) -> None:
@@ -134,15 +134,30 @@ class NativeSegmentTail(SegmentTail):
             if error is not None:
                 if not isinstance(error, (UnknownTable, SchemaMismatch)):
                     raise error  # damage: everything before it was yielded
-                # Refresh and retry, as the reference reader does; None: skip the entry.
+                # Refresh and retry, as the reference reader does; None: skip the entry; UNDECODABLE:
+                # hand it over whole, then skip it.
                 retry = retry_schema(error, self.schema.on_schema_miss, decoder.snapshot)
-                start, skip = error.position, None if retry is not None else error.position
+                if retry is UNDECODABLE:
+                    entry = Undecodable(Position.whole_entry(segment_id, error.position),
+                                        self._mutation(segment, error.position, limit), error)
+                    if after is None or entry.position > after:
+                        self.position = entry.position
+                        yield entry
+                start, skip = error.position, error.position if retry is None or retry is UNDECODABLE else None
                 continue
             if resume is not None:
                 start, skip = resume, None
                 continue
             self._read_through(Position.after_section(segment_id, end))
             return
+
+    def _mutation(self, segment: _native.Segment, offset: int, limit: int) -> bytes:
+        """The mutation bytes of the entry at `offset` (a rare path: an entry no schema decodes)."""
+        entries, *_ = segment.entries(limit, offset)
+        found, mutation = entries[0]
+        if found != offset:
+            raise RuntimeError(f"{self.segment.name}: the entry at {offset} was read at {found}")
+        return mutation
 
     def _open_native(self) -> _native.Segment:
         segment = self._segment

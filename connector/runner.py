@@ -21,11 +21,11 @@ from watchdog.observers import Observer
 
 from connector.avro import ChangeEncoder, ChangeSerializer, RegistryError, SchemaRegistry, SchemaRejected, SourceInfo
 from connector.checkpoint import Checkpoint, DeliveryFailed, PositionStore
-from connector.commitlog import Change, CommitLogError, Position
+from connector.commitlog import Change, CommitLogError, Position, Undecodable
 from connector.commitlog.cdc_index import SUFFIX
 from connector.commitlog.change import write_time
 from connector.config import ConnectorSettings
-from connector.deadletters import Rejections, dead_letter, dead_letter_topic
+from connector.deadletters import Rejections, dead_letter, dead_letter_topic, undecodable_letter
 from connector.kafka import EventProducer, TopicError
 from connector.lock import exclusive
 from connector.lost import LostSegments
@@ -250,6 +250,10 @@ class Connector:
         try:
             for change in tail.poll():
                 read = True
+                if isinstance(change, Undecodable):
+                    if not self._send(*self._undecodable(change, tail.segment.name), change.position):
+                        return read
+                    continue
                 if not isinstance(change, Change):  # a pass of the native core
                     if not self._send_batch(change):
                         return read
@@ -364,6 +368,14 @@ class Connector:
         self.metrics.dead_letters.labels("schema_rejected").inc()
         key, value = dead_letter(change, self.schema.snapshot, segment, error, schema, self.settings.node_name)
         return dead_letter_topic(self.settings.topic_prefix), key, value
+
+    def _undecodable(self, entry: Undecodable, segment: str) -> tuple[str, bytes, bytes]:
+        """The dead letter of an entry no schema decodes: loud, counted, and nothing lost."""
+        topic = dead_letter_topic(self.settings.topic_prefix)
+        self.metrics.dead_letters.labels("undecodable").inc()
+        log.error("cannot decode the entry at %s of %s: %s; it goes whole to %s, and reading goes on",
+                  entry.position, segment, entry.error, topic)
+        return (topic, *undecodable_letter(entry, segment, self.settings.node_name))
 
     def _finish(self, tail: SegmentTail) -> None:
         segment_id = tail.segment.segment_id

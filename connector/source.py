@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterator
 
-from connector.commitlog import Change, CommitLogError, Position, SegmentReader
+from connector.commitlog import Change, CommitLogError, Position, SegmentReader, Undecodable
 from connector.commitlog.cdc_index import SUFFIX, CdcIndex, read_cdc_index
 from connector.commitlog.descriptor import read_descriptor, segment_id_from_name
 from connector.commitlog.sync import sections
@@ -151,8 +151,8 @@ class SegmentTail:
         self.finished = False  # COMPLETED and read to its end
         self.skipped = 0  # changes read and left out unseen (by the native core: tables without CDC data)
 
-    def poll(self) -> Iterator[Change]:
-        """The changes made durable since the last poll, in order."""
+    def poll(self) -> Iterator[Change | Undecodable]:
+        """The changes made durable since the last poll, in order, and the entries no schema decodes."""
         index = read_cdc_index(self.segment.index_path)
         if index is None and self.complete:
             index = CdcIndex(os.stat(self.segment.path).st_size, True)
@@ -166,14 +166,15 @@ class SegmentTail:
         # The index can say COMPLETED with the file length after a restart: the chain may end sooner.
         self.finished = self.index.completed
 
-    def _read(self, limit: int) -> Iterator[Change]:
+    def _read(self, limit: int) -> Iterator[Change | Undecodable]:
         """The changes after `position` up to `limit`; `position` ends after the sections read."""
         reader = self._open()
         reader.limit = limit
         reader.schema = self.schema.snapshot
         for change in reader.changes(self.position):
             self.position = change.position
-            self.schema.observe(change)
+            if isinstance(change, Change):
+                self.schema.observe(change)
             yield change
         self._read_through(reader.checkpoint)
 

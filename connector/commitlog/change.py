@@ -29,6 +29,11 @@ class Position(NamedTuple):
         return cls(segment_id, end, -1, -1)
 
     @classmethod
+    def whole_entry(cls, segment_id: int, offset: int) -> Position:
+        """After every change of the entry at `offset`, before any later entry."""
+        return cls(segment_id, offset, _END, _END)
+
+    @classmethod
     def end_of(cls, segment_id: int) -> Position:
         """After every change of the segment: it was read to its end."""
         return cls(segment_id, _END, -1, -1)
@@ -40,7 +45,8 @@ class Position(NamedTuple):
     def __str__(self) -> str:  # for log lines; repr() keeps the fields
         if self.at_end:
             return f"the end of segment {self.segment_id}"
-        within = f", update {self.update_index}, row {self.row_index}" if self.update_index >= 0 else ""
+        within = (" (the whole entry)" if self.update_index == _END else
+                  f", update {self.update_index}, row {self.row_index}" if self.update_index >= 0 else "")
         return f"segment {self.segment_id} offset {self.entry_offset}{within}"
 
 
@@ -114,6 +120,17 @@ class Change:
     range_end: Bound | None = None
     # The serialized partition key, as Cassandra hashes it into the token.
     partition_key_bytes: bytes = b""
+
+
+@dataclass(frozen=True, slots=True)
+class Undecodable:
+    """An entry the schema cannot decode however often it is refreshed (its table dropped before the
+    connector learned its last columns, or never seen at all): kept whole, with why, so it is delivered
+    as a dead letter and the rest of its segment is read on."""
+
+    position: Position  # `Position.whole_entry` of the entry
+    mutation: bytes  # the entry's serialized mutation, as Cassandra wrote it
+    error: Exception  # the UnknownTable or SchemaMismatch that gave up on it
 
 
 def write_time(change: Change) -> int:

@@ -13,7 +13,7 @@ from typing import Callable, Iterator
 
 from connector.schema.model import SchemaSnapshot
 
-from .change import Change, Position
+from .change import Change, Position, Undecodable
 from .descriptor import Descriptor, read_descriptor
 from .entry import entries
 from .errors import SchemaMismatch, TruncatedSegment, UnknownTable
@@ -22,8 +22,10 @@ from .sync import Section, sections
 
 # Called when a mutation names a table the snapshot lacks, or does not fit it (a column
 # added since). Return a newer snapshot to decode the entry again with it, None to skip
-# the entry, or raise (e.g. the argument).
-SchemaMissPolicy = Callable[[UnknownTable | SchemaMismatch], "SchemaSnapshot | None"]
+# the entry, UNDECODABLE to hand the entry over whole (an `Undecodable` in the changes),
+# or raise (e.g. the argument).
+UNDECODABLE = "undecodable"
+SchemaMissPolicy = Callable[[UnknownTable | SchemaMismatch], "SchemaSnapshot | str | None"]
 
 
 def skip_unknown_tables(miss: UnknownTable | SchemaMismatch) -> None:
@@ -35,10 +37,13 @@ def skip_unknown_tables(miss: UnknownTable | SchemaMismatch) -> None:
 
 
 def retry_schema(miss: UnknownTable | SchemaMismatch, policy: SchemaMissPolicy,
-                 current: SchemaSnapshot) -> SchemaSnapshot | None:
-    """The snapshot `policy` gives to decode a missed entry again, or None to skip the entry; the
-    miss itself when retrying cannot succeed (the same schema, or one still lacking the table)."""
+                 current: SchemaSnapshot) -> SchemaSnapshot | str | None:
+    """The snapshot `policy` gives to decode a missed entry again, None to skip the entry or
+    UNDECODABLE to hand it over whole; the miss itself when retrying cannot succeed (the same
+    schema, or one still lacking the table)."""
     schema = policy(miss)
+    if schema is UNDECODABLE:
+        return schema
     if schema is not None and (schema is current or (
             isinstance(miss, UnknownTable) and schema.table(miss.table_id) is None)):
         raise miss
@@ -138,6 +143,8 @@ class SegmentReader:
                 schema = retry_schema(miss, self.on_schema_miss, self.schema)
                 if schema is None:
                     return []
+                if schema is UNDECODABLE:
+                    return [Undecodable(Position.whole_entry(self.segment_id, offset), mutation, miss)]
                 self.schema = schema
 
     def close(self) -> None:

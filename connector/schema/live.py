@@ -15,7 +15,7 @@ import uuid
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from connector.commitlog import Cell, Change, SchemaMismatch, UnknownTable
+from connector.commitlog import UNDECODABLE, Cell, Change, SchemaMismatch, UnknownTable
 from connector.commitlog.change import write_time
 
 from .history import SchemaChange, SchemaHistory
@@ -118,24 +118,25 @@ class LiveSchema:
             if history is not self._history:
                 self._publish(history)
 
-    def on_schema_miss(self, miss: UnknownTable | SchemaMismatch) -> SchemaSnapshot | None:
-        """Reader policy: refresh and retry. A table still unknown was dropped before it was ever
-        seen; its mutation is skipped only when no CDC table can be in it, otherwise the error
-        stands (the connector quarantines the segment at that position)."""
+    def on_schema_miss(self, miss: UnknownTable | SchemaMismatch) -> SchemaSnapshot | str | None:
+        """Reader policy: refresh, and decode the entry again while a refresh brings something new. An
+        entry no refresh can help — its table still unknown (dropped before it was ever seen), or still
+        not fitting (dropped before its last columns were seen) — is skipped when no table has had
+        cdc = true, else handed over whole (UNDECODABLE) to become a dead letter: the rest of its
+        segment is read on, and nothing is lost."""
         before = self.snapshot
-        self.refresh(f"{miss.__class__.__name__} at {Path(miss.segment).name}:{miss.position}")
+        changes = self.refresh(f"{miss.__class__.__name__} at {Path(miss.segment).name}:{miss.position}")
         after = self.snapshot
         if isinstance(miss, UnknownTable):
             if after.table(miss.table_id) is not None:
                 return after
-            if not self.history.ever_cdc:
-                log.info("skipping a mutation of unknown table %s at %s:%d (no table has cdc enabled)",
-                         miss.table_id, Path(miss.segment).name, miss.position)
-                return None
-            raise miss
-        if after is before:
-            raise miss
-        return after
+        elif changes and after is not before:
+            return after
+        if not self.history.ever_cdc:
+            log.info("skipping the entry at %s:%d: %s (no table has cdc enabled)", Path(miss.segment).name,
+                     miss.position, miss)
+            return None
+        return UNDECODABLE
 
     def release(self, segment_id: int) -> None:
         """Every segment up to `segment_id` is delivered: forget dropped tables only they held."""

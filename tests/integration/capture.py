@@ -9,7 +9,7 @@ import time
 import uuid
 from pathlib import Path
 
-from connector.commitlog import Change, Position
+from connector.commitlog import Change, Position, Undecodable
 from connector.schema.live import LiveSchema
 from connector.source import SegmentTail, chain_end, list_segments
 from deploy.local.endpoints import Stack
@@ -26,6 +26,7 @@ class Capture:
                       for s in list_segments(self.cdc_raw)}
         self.tails: dict[int, SegmentTail] = {}
         self.decoded: list[Change] = []  # every change read, CDC or not
+        self.undecodable: list[Undecodable] = []  # entries no schema decodes
 
     def newest_segment(self) -> int:
         return list_segments(self.cdc_raw)[-1].segment_id
@@ -45,7 +46,8 @@ class Capture:
             if tail is None:
                 tail = self.tails[segment.segment_id] = SegmentTail(segment, self.live,
                                                                     self.start.get(segment.segment_id))
-            self.decoded += tail.poll()
+            for item in tail.poll():
+                (self.decoded if isinstance(item, Change) else self.undecodable).append(item)
 
     def until_marker(self, cql, keyspace: str, timeout: float = 30) -> list[Change]:
         """Captured changes of `keyspace` (marker excluded), once a marker written now has been read."""

@@ -3,6 +3,7 @@ the real stack: a broker started together with it, a schema the registry rejects
 connector, a segment removed before it was read, odd files in cdc_raw."""
 from __future__ import annotations
 
+import base64
 import dataclasses
 import importlib.util
 import json
@@ -136,6 +137,30 @@ def test_a_rejected_schema_sends_only_its_table_to_dead_letters(stack, cql, keys
     events = consumer.until(lambda events: {e["_key"]["id"] for e in events if e["source"]["table"] == "bad"}
                             >= set(later), timeout=60)
     assert f'ringtail_table_schema_rejected{{table="{keyspace}.bad"}} 0.0' in metrics_text(connector)
+
+
+def test_an_entry_no_schema_decodes_goes_whole_to_dead_letters_and_reading_goes_on(stack, cql, keyspace,
+                                                                                     pipeline):
+    """A table created, written and dropped before the connector started: no schema decodes its
+    changes, which may be CDC data. The entry goes whole to the dead letters (bytes, position, reason),
+    and the changes after it are delivered."""
+    connector, consumer = pipeline(metrics_port=unused_port())
+    connector.start_from_now()
+    cql.execute(f"CREATE TABLE {keyspace}.kept (id int PRIMARY KEY, body text) WITH cdc = true")
+    cql.execute(f"CREATE TABLE {keyspace}.fleeting (id int PRIMARY KEY, body text) WITH cdc = true")
+    cql.execute(f"INSERT INTO {keyspace}.fleeting (id, body) VALUES (1, 'whole in the dead letter')")
+    table_id = next(r.id for r in cql.execute(
+        "SELECT id FROM system_schema.tables WHERE keyspace_name = %s AND table_name = 'fleeting'", (keyspace,)))
+    cql.execute(f"DROP TABLE {keyspace}.fleeting")
+    kept = write_rows(cql, f"{keyspace}.kept", range(5))
+    connector.start()
+    events = consumer.until(has_marker(write_marker(cql, keyspace)), timeout=60)
+    assert_each_once(events, "kept", kept)
+    [dead] = read_dead_letters(stack, connector.prefix, 1)
+    assert dead["reason"] == "undecodable" and dead["table_id"] == str(table_id)
+    assert b"whole in the dead letter" in base64.b64decode(dead["mutation"])
+    assert dead["segment"].startswith("CommitLog-") and dead["position"]["entry_offset"] > 0
+    assert 'ringtail_dead_letters_total{reason="undecodable"} 1.0' in metrics_text(connector)
 
 
 def metrics_text(connector: ConnectorProcess) -> str:

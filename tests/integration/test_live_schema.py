@@ -146,20 +146,46 @@ def _fields(column) -> dict:
 
 
 
-def test_a_table_never_seen_stops_the_read_at_its_position(stack, cql, keyspace, tmp_path):
+def test_a_table_never_seen_comes_whole_and_the_read_goes_on(stack, cql, keyspace, tmp_path):
     """Created, written and dropped before the connector ever saw it: its changes cannot be decoded,
-    and as CDC tables exist they may be CDC data — the read stops there with the position."""
+    and as CDC tables exist they may be CDC data — the entry comes whole, with its position, and the
+    changes after it are read."""
     capture = Capture(stack, tmp_path / "schema.json")  # positions taken now, schema loaded later
     cql.execute(f"CREATE TABLE {keyspace}.fleeting (id int PRIMARY KEY, v text) WITH cdc = true")
     cql.execute(f"INSERT INTO {keyspace}.fleeting (id, v) VALUES (1, 'lost?')")
     table_id = next(r.id for r in cql.execute(
         "SELECT id FROM system_schema.tables WHERE keyspace_name = %s AND table_name = 'fleeting'", (keyspace,)))
     cql.execute(f"DROP TABLE {keyspace}.fleeting")
+    cql.execute(f"CREATE TABLE {keyspace}.after (id int PRIMARY KEY) WITH cdc = true")
+    cql.execute(f"INSERT INTO {keyspace}.after (id) VALUES (2)")
     with capture:
-        with pytest.raises(UnknownTable) as stopped:
-            capture.until_marker(cql, keyspace)
-    assert stopped.value.table_id == table_id
-    assert stopped.value.position > 0 and "CommitLog-" in stopped.value.segment
+        changes = capture.until_marker(cql, keyspace)
+    [entry] = capture.undecodable
+    assert isinstance(entry.error, UnknownTable) and entry.error.table_id == table_id
+    assert entry.position.entry_offset == entry.error.position > 0 and b"lost?" in entry.mutation
+    assert rows(changes, "after") == [2]
+
+
+def test_a_table_dropped_before_its_last_column_was_seen(stack, cql, keyspace, tmp_path):
+    """The schema last seen of a table lacks a column added just before the table was dropped: the
+    entries written with that column still come, the read goes on after them."""
+    cql.execute(f"CREATE TABLE {keyspace}.brief (id int PRIMARY KEY, v text) WITH cdc = true")
+    store = tmp_path / "schema.json"
+    with LiveSchema([stack.cassandra_host], stack.cassandra_port, store=store):
+        pass  # the stored schema knows `brief` without `w`
+    capture = Capture(stack, store)  # positions taken now
+    cql.execute(f"INSERT INTO {keyspace}.brief (id, v) VALUES (1, 'before')")
+    cql.execute(f"ALTER TABLE {keyspace}.brief ADD w int")
+    cql.execute(f"INSERT INTO {keyspace}.brief (id, v, w) VALUES (2, 'with w', 7)")
+    cql.execute(f"DROP TABLE {keyspace}.brief")
+    cql.execute(f"CREATE TABLE {keyspace}.after (id int PRIMARY KEY) WITH cdc = true")
+    cql.execute(f"INSERT INTO {keyspace}.after (id) VALUES (3)")
+    with capture:  # loads the stored schema, then finds `brief` dropped
+        changes = capture.until_marker(cql, keyspace)
+    assert rows(changes, "brief") == [1]
+    [entry] = capture.undecodable
+    assert "w" in str(entry.error) and b"with w" in entry.mutation
+    assert rows(changes, "after") == [3]
 
 
 def test_stored_schema_answers_while_cassandra_is_down(stack, cql, keyspace, capture, tmp_path):

@@ -3,7 +3,7 @@ import uuid
 
 import pytest
 
-from connector.commitlog import SchemaMismatch, SegmentReader, UnknownTable
+from connector.commitlog import UNDECODABLE, Position, SchemaMismatch, SegmentReader, Undecodable, UnknownTable
 from connector.commitlog.compression import DECOMPRESSORS
 from connector.commitlog.layout import ColumnLayout
 from connector.commitlog.unfiltered import read_clustering
@@ -65,6 +65,28 @@ def test_schema_that_does_not_fit_is_a_typed_error(schema, message):
         with pytest.raises(SchemaMismatch, match=message) as caught:
             list(reader.changes())
     assert caught.value.position == 1584 and caught.value.segment == str(SEGMENT_40)
+
+
+def test_an_entry_the_policy_gives_up_on_comes_whole_and_the_read_goes_on():
+    """The connector's answer to a miss no refresh can help: each such entry comes as an Undecodable
+    holding its exact bytes (decoded with the right schema, they are the entry's changes)."""
+    def give_up(miss):
+        return UNDECODABLE if isinstance(miss, SchemaMismatch) else None
+
+    with SegmentReader(SEGMENT_40, wrong_standard1(val="uuid"), on_schema_miss=give_up) as reader:
+        given_up = list(reader.changes())
+    with SegmentReader(SEGMENT_40, SCHEMA_40, on_schema_miss=skip_unknown) as reader:
+        expected = list(reader.changes())
+        decoder = reader._decoder
+    entries = [item for item in given_up if isinstance(item, Undecodable)]
+    assert entries[0].position == Position.whole_entry(entries[0].position.segment_id, 1584)
+    assert entries[0].error.position == 1584 and len(entries) > 1
+    assert given_up[-1].position.entry_offset > 1584  # the read went on
+    for entry in entries:
+        offset = entry.position.entry_offset
+        again = decoder.decode(entry.mutation, offset)
+        assert again and [(c.position, c.partition_key, c.cells) for c in again] == [
+            (c.position, c.partition_key, c.cells) for c in expected if c.position.entry_offset == offset]
 
 
 def test_more_than_32_clustering_values_use_several_headers():
