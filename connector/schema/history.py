@@ -10,20 +10,21 @@ dropped. The history therefore keeps
   row with its `cdc` flag and exact timestamp (`record_flag`), so flags changed faster than the
   snapshots follow are still exact;
 - the last schema of dropped tables (and of their user types), for as long as segments written before
-  the drop may still be unread.
+  the drop may still be unread; a column the commit log shows a dropped table had (added after the
+  last snapshot that saw the table) is added to it (`with_retained_column`).
 
 A history is immutable; `apply` returns the next one with the differences it found.
 """
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from types import MappingProxyType
 import bisect
 from typing import Iterable, Mapping, NamedTuple
 
-from .model import SchemaSnapshot, Table, UserType
+from .model import Column, SchemaSnapshot, Table, UserType
 
 # Before any write: a table created with cdc = true captures every change it will ever hold, whatever
 # write timestamps clients choose.
@@ -116,6 +117,16 @@ class SchemaHistory:
             return self
         return SchemaHistory(self.current, self.version, {**self.cdc_flags, table_id: _merged(flags, flag)},
                              self.retained)
+
+    def with_retained_column(self, table_id: uuid.UUID, column: Column) -> SchemaHistory:
+        """A dropped table with a column the commit log shows it had: added after the last snapshot
+        that saw the table, so its last schema here lacked it."""
+        kept = self.retained[table_id]
+        table = kept.table
+        patched = Table(table.keyspace, table.name, table.id, (*table.columns, column), table.cdc,
+                        table.dropped_columns, table.altered_at)
+        return SchemaHistory(self.current, self.version, self.cdc_flags,
+                             {**self.retained, table_id: replace(kept, table=patched)})
 
     def apply(self, snapshot: SchemaSnapshot, version: uuid.UUID | None, newest_segment: int,
               now: int) -> tuple[SchemaHistory, list[SchemaChange]]:

@@ -20,7 +20,7 @@ from connector.commitlog.change import write_time
 
 from .history import SchemaChange, SchemaHistory
 from .loader import read_snapshot
-from .model import SchemaSnapshot, Table
+from .model import ClusteringOrder, Column, ColumnKind, SchemaSnapshot, Table
 from .session import connect
 from .store import load_history, save_history
 
@@ -101,14 +101,18 @@ class LiveSchema:
 
     @staticmethod
     def observes(table: Table) -> bool:
-        """Whether `observe` learns from the table's changes (`system_schema.tables`)."""
-        return table.name == "tables" and table.keyspace == "system_schema"
+        """Whether `observe` learns from the table's changes (`system_schema.tables` and `.columns`)."""
+        return table.keyspace == "system_schema" and table.name in ("tables", "columns")
 
     def observe(self, change: Change) -> None:
-        """Learn from the commit log itself: every CREATE and ALTER writes the table's row of
-        `system_schema.tables`, with its `cdc` flag and the statement's exact timestamp. Called for
-        every change read, in log order, before the changes after it are judged."""
+        """Learn from the commit log itself, which holds every DDL statement's schema rows: each CREATE
+        and ALTER writes the table's row of `system_schema.tables` with its `cdc` flag and the
+        statement's exact timestamp, and a row of `system_schema.columns` per column it adds. Called
+        for every change read, in log order, before the changes after it are judged."""
         if not self.observes(change.table):
+            return
+        if change.table.name == "columns":
+            self._observe_column(change)
             return
         cdc, table_id = change.cells.get("cdc"), change.cells.get("id")
         if not (isinstance(cdc, Cell) and isinstance(table_id, Cell)) or cdc.value is None or table_id.value is None:
@@ -117,6 +121,32 @@ class LiveSchema:
             history = self.history.record_flag(table_id.value, cdc.value, cdc.timestamp)
             if history is not self._history:
                 self._publish(history)
+
+    def _observe_column(self, change: Change) -> None:
+        """A column the schema here lacks is one added after the last refresh: refresh; if its table
+        was dropped meanwhile, its last schema here is too old, so the column is added to it. A name
+        two known tables share (dropped and created again) is left alone."""
+        column = _column_row(change)
+        if column is None:
+            return
+        keyspace, name = change.partition_key[0], change.clustering[0]
+        table = _only_table(self.snapshot, keyspace, name)
+        if table is None or _has_column(table, column.name):
+            return
+        if table.id in self.history.current.tables:
+            try:
+                self.refresh(f"column {column.name} of {keyspace}.{name} in the commit log")
+            except SchemaUnavailable as exc:  # a change of it that does not fit asks again
+                log.warning("%s", exc)
+                return
+            table = _only_table(self.snapshot, keyspace, name)
+            if table is None or _has_column(table, column.name) or table.id not in self.history.retained:
+                return
+        with self._lock:
+            if table.id in self.history.retained:
+                self._publish(self.history.with_retained_column(table.id, column))
+        log.info("column %s %s of the dropped table %s.%s learnt from the commit log", column.name, column.type,
+                 keyspace, name)
 
     def on_schema_miss(self, miss: UnknownTable | SchemaMismatch) -> SchemaSnapshot | str | None:
         """Reader policy: refresh, and decode the entry again while a refresh brings something new. An
@@ -236,3 +266,23 @@ class LiveSchema:
     def _on_event(self, event: dict) -> None:
         log.debug("schema change event %s", event)
         self._wake.set()
+
+
+def _column_row(change: Change) -> Column | None:
+    """The column a row of `system_schema.columns` defines; None for a deletion or a partial row."""
+    cells = {name: cell.value for name, cell in change.cells.items() if isinstance(cell, Cell)}
+    if len(change.clustering) != 2 or any(cells.get(name) is None for name in ("kind", "type")):
+        return None
+    kind = ColumnKind(cells["kind"])
+    keyed = kind in (ColumnKind.PARTITION_KEY, ColumnKind.CLUSTERING)
+    return Column(change.clustering[1], cells["type"], kind, cells.get("position", -1) if keyed else -1,
+                  ClusteringOrder(cells.get("clustering_order") or "none"))
+
+
+def _only_table(snapshot: SchemaSnapshot, keyspace: str, name: str) -> Table | None:
+    found = [t for t in snapshot.tables.values() if t.keyspace == keyspace and t.name == name]
+    return found[0] if len(found) == 1 else None
+
+
+def _has_column(table: Table, name: str) -> bool:
+    return table.column(name) is not None or name in table.dropped_columns
