@@ -118,6 +118,11 @@ class SchemaHistory:
         return SchemaHistory(self.current, self.version, {**self.cdc_flags, table_id: _merged(flags, flag)},
                              self.retained)
 
+    def with_retained_table(self, table: Table, until_segment: int) -> SchemaHistory:
+        """A table dropped before any snapshot saw it, kept as the dropped ones are."""
+        kept = RetainedTable(table, until_segment, self.current.types_of(table.keyspace))
+        return SchemaHistory(self.current, self.version, self.cdc_flags, {**self.retained, table.id: kept})
+
     def with_retained_column(self, table_id: uuid.UUID, column: Column) -> SchemaHistory:
         """A dropped table with a column the commit log shows it had: added after the last snapshot
         that saw the table, so its last schema here lacked it."""

@@ -20,7 +20,8 @@ from connector.commitlog.change import write_time
 
 from .history import SchemaChange, SchemaHistory
 from .loader import read_snapshot
-from .model import ClusteringOrder, Column, ColumnKind, SchemaSnapshot, Table
+from .logged import FlagRow, LoggedTables, column_row
+from .model import SchemaSnapshot, Table
 from .session import connect
 from .store import load_history, save_history
 
@@ -44,6 +45,7 @@ class LiveSchema:
         self.on_applied = on_applied
         self.applied = 0  # schema changes applied since start
         self._history: SchemaHistory | None = None
+        self.logged = LoggedTables()  # tables no refresh saw, from the schema rows in the commit log
         self._lock = threading.Lock()
         self._wake = threading.Event()
         self._closed = threading.Event()
@@ -107,8 +109,9 @@ class LiveSchema:
     def observe(self, change: Change) -> None:
         """Learn from the commit log itself, which holds every DDL statement's schema rows: each CREATE
         and ALTER writes the table's row of `system_schema.tables` with its `cdc` flag and the
-        statement's exact timestamp, and a row of `system_schema.columns` per column it adds. Called
-        for every change read, in log order, before the changes after it are judged."""
+        statement's exact timestamp, and a row of `system_schema.columns` per column it adds. The rows
+        of tables no refresh has seen are kept (`logged`) to build such a table when its changes come.
+        Called for every change read, in log order, before the changes after it are judged."""
         if not self.observes(change.table):
             return
         if change.table.name == "columns":
@@ -117,6 +120,8 @@ class LiveSchema:
         cdc, table_id = change.cells.get("cdc"), change.cells.get("id")
         if not (isinstance(cdc, Cell) and isinstance(table_id, Cell)) or cdc.value is None or table_id.value is None:
             return
+        if self.snapshot.table(table_id.value) is None:
+            self.logged.table_row(change, table_id.value, FlagRow(cdc.value, cdc.timestamp))
         with self._lock:
             history = self.history.record_flag(table_id.value, cdc.value, cdc.timestamp)
             if history is not self._history:
@@ -126,10 +131,14 @@ class LiveSchema:
         """A column the schema here lacks is one added after the last refresh: refresh; if its table
         was dropped meanwhile, its last schema here is too old, so the column is added to it. A name
         two known tables share (dropped and created again) is left alone."""
-        column = _column_row(change)
+        column = column_row(change)
         if column is None:
             return
         keyspace, name = change.partition_key[0], change.clustering[0]
+        named = _named(self.snapshot, keyspace, name)
+        if not named:
+            self.logged.column_row(change, column)
+            return
         table = _only_table(self.snapshot, keyspace, name)
         if table is None or _has_column(table, column.name):
             return
@@ -149,17 +158,21 @@ class LiveSchema:
                  keyspace, name)
 
     def on_schema_miss(self, miss: UnknownTable | SchemaMismatch) -> SchemaSnapshot | str | None:
-        """Reader policy: refresh, and decode the entry again while a refresh brings something new. An
-        entry no refresh can help — its table still unknown (dropped before it was ever seen), or still
-        not fitting (dropped before its last columns were seen) — is skipped when no table has had
-        cdc = true, else handed over whole (UNDECODABLE) to become a dead letter: the rest of its
-        segment is read on, and nothing is lost."""
+        """Reader policy: refresh, and decode the entry again while a refresh brings something new; a
+        table the cluster no longer has is built from its schema rows read in the commit log, when they
+        were. An entry nothing helps — its table created before reading began and dropped before it was
+        ever seen, or its columns not all known — is skipped when no table has had cdc = true, else
+        handed over whole (UNDECODABLE) to become a dead letter: the rest of its segment is read on,
+        and nothing is lost."""
         before = self.snapshot
         changes = self.refresh(f"{miss.__class__.__name__} at {Path(miss.segment).name}:{miss.position}")
         after = self.snapshot
         if isinstance(miss, UnknownTable):
             if after.table(miss.table_id) is not None:
                 return after
+            logged = self.logged.table(miss.table_id)
+            if logged is not None:
+                return self._adopt(*logged)
         elif changes and after is not before:
             return after
         if not self.history.ever_cdc:
@@ -167,6 +180,17 @@ class LiveSchema:
                      miss.position, miss)
             return None
         return UNDECODABLE
+
+    def _adopt(self, table: Table, flag: FlagRow) -> SchemaSnapshot:
+        """A table no refresh saw, as the commit log's schema rows describe it: kept as a dropped one
+        (the cluster no longer has it), with its cdc flag as its CREATE or last ALTER wrote it."""
+        with self._lock:
+            history = self.history.with_retained_table(table, self.newest_segment()).record_flag(
+                table.id, flag.cdc, flag.at)
+            self._publish(history)
+        log.info("table %s (%s) learnt from the commit log: created and dropped before a refresh saw it",
+                 table.qualified_name, table.id)
+        return self.snapshot
 
     def release(self, segment_id: int) -> None:
         """Every segment up to `segment_id` is delivered: forget dropped tables only they held."""
@@ -268,19 +292,12 @@ class LiveSchema:
         self._wake.set()
 
 
-def _column_row(change: Change) -> Column | None:
-    """The column a row of `system_schema.columns` defines; None for a deletion or a partial row."""
-    cells = {name: cell.value for name, cell in change.cells.items() if isinstance(cell, Cell)}
-    if len(change.clustering) != 2 or any(cells.get(name) is None for name in ("kind", "type")):
-        return None
-    kind = ColumnKind(cells["kind"])
-    keyed = kind in (ColumnKind.PARTITION_KEY, ColumnKind.CLUSTERING)
-    return Column(change.clustering[1], cells["type"], kind, cells.get("position", -1) if keyed else -1,
-                  ClusteringOrder(cells.get("clustering_order") or "none"))
+def _named(snapshot: SchemaSnapshot, keyspace: str, name: str) -> list[Table]:
+    return [t for t in snapshot.tables.values() if t.keyspace == keyspace and t.name == name]
 
 
 def _only_table(snapshot: SchemaSnapshot, keyspace: str, name: str) -> Table | None:
-    found = [t for t in snapshot.tables.values() if t.keyspace == keyspace and t.name == name]
+    found = _named(snapshot, keyspace, name)
     return found[0] if len(found) == 1 else None
 
 

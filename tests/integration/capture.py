@@ -11,7 +11,7 @@ from pathlib import Path
 
 from connector.commitlog import Change, Position, Undecodable
 from connector.schema.live import LiveSchema
-from connector.source import SegmentTail, chain_end, list_segments
+from connector.source import SegmentTail, chain_end, durable_end, list_segments
 from deploy.local.endpoints import Stack
 
 
@@ -67,3 +67,15 @@ class Capture:
                 if c.table.keyspace == keyspace and c.table.name != "marker" and self.live.captures(c)]
 
 
+def synced(cql, keyspace: str, cdc_raw) -> None:
+    """Wait until what was written so far is durable: two commit-log syncs after now (the first may
+    have begun before the last write), each seen as the sync-marker chain growing past a filler row."""
+    cql.execute(f"CREATE TABLE IF NOT EXISTS {keyspace}.filler (id int PRIMARY KEY)")
+    end, syncs, deadline = durable_end(cdc_raw), 0, time.monotonic() + 30
+    while syncs < 2:
+        assert time.monotonic() < deadline, "the commit log was not synced within 30 s"
+        cql.execute(f"INSERT INTO {keyspace}.filler (id) VALUES (1)")
+        now = durable_end(cdc_raw)
+        if now != end:
+            syncs, end = syncs + 1, now
+        time.sleep(0.05)

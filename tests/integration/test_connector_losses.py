@@ -24,6 +24,7 @@ from connector.commitlog.cdc_index import read_cdc_index
 from connector.source import SegmentFile, durable_end, list_segments
 from deploy.local.endpoints import ROOT
 from deploy.local.processes import ConnectorProcess
+from tests.integration.capture import synced
 from tests.integration.pipeline import EventConsumer, assert_each_once, has_marker, write_marker
 from tests.support import unused_port, wait_for
 
@@ -139,26 +140,31 @@ def test_a_rejected_schema_sends_only_its_table_to_dead_letters(stack, cql, keys
     assert f'ringtail_table_schema_rejected{{table="{keyspace}.bad"}} 0.0' in metrics_text(connector)
 
 
-def test_an_entry_no_schema_decodes_goes_whole_to_dead_letters_and_reading_goes_on(stack, cql, keyspace,
-                                                                                     pipeline):
-    """A table created, written and dropped before the connector started: no schema decodes its
-    changes, which may be CDC data. The entry goes whole to the dead letters (bytes, position, reason),
-    and the changes after it are delivered."""
+def test_tables_dropped_before_the_connector_read_their_schema(stack, cql, keyspace, pipeline):
+    """Two tables written and dropped before the connector started. One was created after its start
+    position: it is built from its CREATE's schema rows in the commit log, and its changes are
+    delivered. The other was created before: no schema decodes its changes, which may be CDC data, so
+    the entry goes whole to the dead letters (bytes, position, reason). The changes after both are
+    delivered."""
     connector, consumer = pipeline(metrics_port=unused_port())
+    cql.execute(f"CREATE TABLE {keyspace}.unseen (id int PRIMARY KEY, body text) WITH cdc = true")
+    unseen_id = next(r.id for r in cql.execute(
+        "SELECT id FROM system_schema.tables WHERE keyspace_name = %s AND table_name = 'unseen'", (keyspace,)))
+    synced(cql, keyspace, stack.cdc_raw)
     connector.start_from_now()
+    cql.execute(f"CREATE TABLE {keyspace}.logged (id int PRIMARY KEY, body text) WITH cdc = true")
     cql.execute(f"CREATE TABLE {keyspace}.kept (id int PRIMARY KEY, body text) WITH cdc = true")
-    cql.execute(f"CREATE TABLE {keyspace}.fleeting (id int PRIMARY KEY, body text) WITH cdc = true")
-    cql.execute(f"INSERT INTO {keyspace}.fleeting (id, body) VALUES (1, 'whole in the dead letter')")
-    table_id = next(r.id for r in cql.execute(
-        "SELECT id FROM system_schema.tables WHERE keyspace_name = %s AND table_name = 'fleeting'", (keyspace,)))
-    cql.execute(f"DROP TABLE {keyspace}.fleeting")
+    for table in ("unseen", "logged"):
+        cql.execute(f"INSERT INTO {keyspace}.{table} (id, body) VALUES (1, 'written to {table}')")
+        cql.execute(f"DROP TABLE {keyspace}.{table}")
     kept = write_rows(cql, f"{keyspace}.kept", range(5))
     connector.start()
     events = consumer.until(has_marker(write_marker(cql, keyspace)), timeout=60)
     assert_each_once(events, "kept", kept)
+    assert [e["after"]["body"]["value"] for e in events if e["source"]["table"] == "logged"] == ["written to logged"]
     [dead] = read_dead_letters(stack, connector.prefix, 1)
-    assert dead["reason"] == "undecodable" and dead["table_id"] == str(table_id)
-    assert b"whole in the dead letter" in base64.b64decode(dead["mutation"])
+    assert dead["reason"] == "undecodable" and dead["table_id"] == str(unseen_id)
+    assert b"written to unseen" in base64.b64decode(dead["mutation"])
     assert dead["segment"].startswith("CommitLog-") and dead["position"]["entry_offset"] > 0
     assert 'ringtail_dead_letters_total{reason="undecodable"} 1.0' in metrics_text(connector)
 

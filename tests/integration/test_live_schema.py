@@ -12,8 +12,7 @@ import pytest
 
 from connector.commitlog import Op, UnknownTable
 from connector.schema.live import LiveSchema, SchemaUnavailable
-from connector.source import durable_end
-from tests.integration.capture import Capture
+from tests.integration.capture import Capture, synced
 from tests.support import unused_port, wait_for
 
 
@@ -151,15 +150,31 @@ def _fields(column) -> dict:
 
 
 
-def test_a_table_never_seen_comes_whole_and_the_read_goes_on(stack, cql, keyspace, tmp_path):
-    """Created, written and dropped before the connector ever saw it: its changes cannot be decoded,
-    and as CDC tables exist they may be CDC data — the entry comes whole, with its position, and the
-    changes after it are read."""
+def test_a_table_created_and_dropped_before_any_refresh_is_learnt_from_the_commit_log(stack, cql, keyspace,
+                                                                                      tmp_path):
+    """Created, written and dropped before the schema was ever read: the table is built from its
+    CREATE's schema rows in the commit log, and its changes are decoded and captured."""
     capture = Capture(stack, tmp_path / "schema.json")  # positions taken now, schema loaded later
+    cql.execute(f"CREATE TABLE {keyspace}.fleeting (id int, c text, v text, PRIMARY KEY (id, c)) WITH cdc = true")
+    cql.execute(f"INSERT INTO {keyspace}.fleeting (id, c, v) VALUES (1, 'a', 'kept')")
+    cql.execute(f"DROP TABLE {keyspace}.fleeting")
+    with capture:
+        changes = capture.until_marker(cql, keyspace)
+    [change] = [c for c in changes if c.table.name == "fleeting"]
+    assert (change.partition_key, change.clustering, change.cells["v"].value) == ((1,), ("a",), "kept")
+    assert not capture.undecodable
+
+
+def test_a_table_never_seen_comes_whole_and_the_read_goes_on(stack, cql, keyspace, tmp_path):
+    """Created before the read starts, written and dropped before the schema was ever read: nothing
+    tells its columns, and as CDC tables exist its changes may be CDC data — the entry comes whole,
+    with its position, and the changes after it are read."""
     cql.execute(f"CREATE TABLE {keyspace}.fleeting (id int PRIMARY KEY, v text) WITH cdc = true")
-    cql.execute(f"INSERT INTO {keyspace}.fleeting (id, v) VALUES (1, 'lost?')")
     table_id = next(r.id for r in cql.execute(
         "SELECT id FROM system_schema.tables WHERE keyspace_name = %s AND table_name = 'fleeting'", (keyspace,)))
+    synced(cql, keyspace, stack.cdc_raw)
+    capture = Capture(stack, tmp_path / "schema.json")  # positions taken after the CREATE
+    cql.execute(f"INSERT INTO {keyspace}.fleeting (id, v) VALUES (1, 'lost?')")
     cql.execute(f"DROP TABLE {keyspace}.fleeting")
     cql.execute(f"CREATE TABLE {keyspace}.after (id int PRIMARY KEY) WITH cdc = true")
     cql.execute(f"INSERT INTO {keyspace}.after (id) VALUES (2)")
@@ -209,20 +224,6 @@ def test_a_column_never_seen_of_a_dropped_table_comes_whole_and_the_read_goes_on
     [entry] = capture.undecodable
     assert "w" in str(entry.error) and b"with w" in entry.mutation
     assert rows(changes, "brief") == [] and rows(changes, "after") == [3]
-
-
-def synced(cql, keyspace: str, cdc_raw) -> None:
-    """Wait until what was written so far is durable: two commit-log syncs after now (the first may
-    have begun before the last write), each seen as the sync-marker chain growing past a filler row."""
-    cql.execute(f"CREATE TABLE IF NOT EXISTS {keyspace}.filler (id int PRIMARY KEY)")
-    end, syncs, deadline = durable_end(cdc_raw), 0, time.monotonic() + 30
-    while syncs < 2:
-        assert time.monotonic() < deadline, "the commit log was not synced within 30 s"
-        cql.execute(f"INSERT INTO {keyspace}.filler (id) VALUES (1)")
-        now = durable_end(cdc_raw)
-        if now != end:
-            syncs, end = syncs + 1, now
-        time.sleep(0.05)
 
 
 def test_stored_schema_answers_while_cassandra_is_down(stack, cql, keyspace, capture, tmp_path):
