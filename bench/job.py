@@ -19,8 +19,8 @@ micro-batch costs beyond its rows, as a live job's small batches pay it):
 
 A run is timed from `start()` to the query's termination ("setup" is the `start()` call itself:
 with stream ids that includes the generation keeper's connection to Cassandra and loading the
-generations, a fixed cost per start, not per row; the Delta sink is given the generations beside the
-query's start-up, before its first rows, so what that costs beyond the start-up is in "query").
+generations, a fixed cost per start, not per row; the Delta sink is given the generations once the
+query has started, before its first rows, so what that costs beyond the start-up is in "query").
 rows/s = rows of the Delta `cdc_log` / seconds; the best run of each variant is shown. With several
 micro-batches per run, "after 1st" is the Kafka records of the batches after the first over their
 trigger time (the query progress's `triggerExecution`): what a running job pays per record, once a

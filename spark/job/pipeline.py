@@ -333,9 +333,9 @@ def start(spark: SparkSession, settings: StreamSettings, sink: Sink, *, availabl
     if writer is None:
         keeper = GenerationKeeper(settings) if settings.assign_streams else None
         writer = BatchWriter(settings, sink, keeper)
-    # The generations are in the cluster before the query starts (its workers read them there); the sink
-    # is given them beside the query's start-up, before its first rows.
-    writer.publish_generations()
+    # The generations are in the cluster before the query starts: its workers read them there.
+    if writer.keeper is not None:
+        writer.keeper.refresh()
     if changes is None:
         assigner = None
         if settings.assign_streams:
@@ -354,4 +354,12 @@ def start(spark: SparkSession, settings: StreamSettings, sink: Sink, *, availabl
               .option("checkpointLocation", str(checkpoint or settings.checkpoint_dir)))
     stream = stream.trigger(availableNow=True) if available_now else stream.trigger(
         processingTime=settings.trigger_interval)
-    return Job(stream.start(), writer, keeper)
+    query = stream.start()
+    # The sink is given the generations while the query starts up, not before: publishing beside the
+    # start-up slows it; the first micro-batch waits for them before its rows go in.
+    try:
+        writer.publish_generations()
+    except BaseException:
+        query.stop()
+        raise
+    return Job(query, writer, keeper)
