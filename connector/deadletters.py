@@ -6,9 +6,9 @@ schema, the change as `connector dump` prints it, its position — while every o
 Registration is tried again every `retry_interval` seconds; once the registry accepts the schema (an
 operator changed the subject's compatibility level, say), the table's changes return to its topic.
 
-An entry no schema decodes (`Undecodable`: its table dropped before the connector learned its last
-columns, or never seen at all) goes to the same topic whole — the reason, its position, the mutation's
-bytes in base64 — and the rest of its segment is read on.
+An entry no schema decodes (`Undecodable`: its table created before reading began and dropped before
+the connector ever saw it, or its columns not all known) goes to the same topic whole — the reason,
+its position, the mutation's bytes in base64 — and the rest of its segment is read on.
 """
 from __future__ import annotations
 
@@ -85,8 +85,7 @@ def dead_letter(change: Change, schema: SchemaSnapshot, segment: str, error: Sch
 
 
 def undecodable_letter(entry: Undecodable, segment: str, node: str) -> tuple[bytes, bytes]:
-    """The key (the table id, when the error names it) and JSON value of an undecodable entry's dead
-    letter."""
+    """The key (the entry's segment and offset) and JSON value of an undecodable entry's dead letter."""
     table_id = entry.error.table_id if isinstance(entry.error, UnknownTable) else None
     value = {
         "reason": "undecodable",

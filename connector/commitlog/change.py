@@ -125,8 +125,8 @@ class Change:
 @dataclass(frozen=True, slots=True)
 class Undecodable:
     """An entry the schema cannot decode however often it is refreshed (its table dropped before the
-    connector learned its last columns, or never seen at all): kept whole, with why, so it is delivered
-    as a dead letter and the rest of its segment is read on."""
+    connector could learn it): kept whole, with why, so it is delivered as a dead letter and the rest
+    of its segment is read on."""
 
     position: Position  # `Position.whole_entry` of the entry
     mutation: bytes  # the entry's serialized mutation, as Cassandra wrote it

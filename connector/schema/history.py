@@ -11,7 +11,9 @@ dropped. The history therefore keeps
   snapshots follow are still exact;
 - the last schema of dropped tables (and of their user types), for as long as segments written before
   the drop may still be unread; a column the commit log shows a dropped table had (added after the
-  last snapshot that saw the table) is added to it (`with_retained_column`).
+  last snapshot that saw the table) is added to it (`with_retained_column`), and a table dropped
+  before any snapshot saw it, built from its schema rows in the commit log, is kept the same way
+  (`with_retained_table`).
 
 A history is immutable; `apply` returns the next one with the differences it found.
 """

@@ -100,6 +100,18 @@ def test_a_dropped_table_is_kept_until_its_segments_are_released():
     assert not released.ever_cdc
 
 
+def test_a_dropped_table_learns_a_column_and_a_table_never_seen_is_kept_like_a_dropped_one():
+    history = SchemaHistory.first(snapshot(table()))
+    history, _ = history.apply(snapshot(), None, newest_segment=42, now=1)
+    added = Column("w", "int", ColumnKind.REGULAR)
+    patched = history.with_retained_column(ORDERS, added)
+    assert patched.decoding.table(ORDERS).column("w") == added and history.decoding.table(ORDERS).column("w") is None
+    assert patched.retained[ORDERS].until_segment == 42 and patched.captures(ORDERS, 5)
+    logged = patched.with_retained_table(table(AUDIT, "audit"), 43)
+    assert logged.decoding.table(AUDIT).name == "audit" and logged.decoding.table(ORDERS).column("w") == added
+    assert logged.release(42).decoding.table(AUDIT) is not None and logged.release(43).decoding.table(AUDIT) is None
+
+
 def test_types_created_and_altered():
     history = SchemaHistory.first(snapshot(types=()))
     history, changes = history.apply(snapshot(types=(HOME,)), None, 1, now=1)
