@@ -61,16 +61,10 @@ pub fn float(out: &mut String, x: f64) {
         out.push_str(if x.is_sign_negative() { "-0.0" } else { "0.0" });
         return;
     }
-    // Rust's `{:e}` gives the shortest digits that read back as `x`, as Python's repr does.
-    let shortest = format!("{x:e}");
-    let (mantissa, exponent) = shortest.split_once('e').unwrap();
-    let exponent: i32 = exponent.parse().unwrap();
-    let (sign, mantissa) = match mantissa.strip_prefix('-') {
-        Some(m) => ("-", m),
-        None => ("", mantissa),
-    };
-    let digits: String = mantissa.chars().filter(|c| *c != '.').collect();
-    out.push_str(sign);
+    let (digits, exponent) = shortest_digits(x.abs());
+    if x < 0.0 {
+        out.push('-');
+    }
     if !(-4..16).contains(&exponent) {
         out.push_str(&digits[..1]);
         if digits.len() > 1 {
@@ -98,6 +92,49 @@ pub fn float(out: &mut String, x: f64) {
             out.push_str(".0");
         }
     }
+}
+
+/// The digits and decimal exponent of `x` (positive, finite) as Python's repr chooses them: the
+/// shortest that read back as `x` (Rust's `{:e}` gives those); of two such, equally near `x`, the
+/// one ending in an even digit, where Rust takes the upper (562949953421312.25: `…312.2`, not `.3`).
+fn shortest_digits(x: f64) -> (String, i32) {
+    let (digits, exponent) = split_scientific(&format!("{x:e}"));
+    // A tie is an exact value one digit longer than the shortest, ending in 5 (a double's exact
+    // decimal value has at most 767 significant digits).
+    let (exact, exact_exponent) = split_scientific(&format!("{x:.767e}"));
+    let exact = exact.trim_end_matches('0');
+    if exact_exponent != exponent || exact.len() != digits.len() + 1 || !exact.ends_with('5') {
+        return (digits, exponent);
+    }
+    let low = &exact[..digits.len()];
+    let even = if low.as_bytes()[low.len() - 1] % 2 == 0 { Some(low.to_string()) } else { next_up(low) };
+    match even {
+        Some(even) if even != digits && reads_back(&even, exponent, x) => (even, exponent),
+        _ => (digits, exponent),
+    }
+}
+
+fn split_scientific(text: &str) -> (String, i32) {
+    let (mantissa, exponent) = text.split_once('e').unwrap();
+    (mantissa.chars().filter(|c| *c != '.').collect(), exponent.parse().unwrap())
+}
+
+/// The digit string one unit higher in its last place; None when that adds a digit (…999).
+fn next_up(digits: &str) -> Option<String> {
+    let mut bytes = digits.as_bytes().to_vec();
+    for b in bytes.iter_mut().rev() {
+        if *b == b'9' {
+            *b = b'0';
+        } else {
+            *b += 1;
+            return String::from_utf8(bytes).ok();
+        }
+    }
+    None
+}
+
+fn reads_back(digits: &str, exponent: i32, x: f64) -> bool {
+    format!("{digits}e{}", exponent - (digits.len() as i32 - 1)).parse::<f64>() == Ok(x)
 }
 
 pub fn hex(out: &mut String, bytes: &[u8]) {
