@@ -39,13 +39,14 @@ def skip_unknown_tables(miss: UnknownTable | SchemaMismatch) -> None:
 def retry_schema(miss: UnknownTable | SchemaMismatch, policy: SchemaMissPolicy,
                  current: SchemaSnapshot) -> SchemaSnapshot | str | None:
     """The snapshot `policy` gives to decode a missed entry again, None to skip the entry or
-    UNDECODABLE to hand it over whole; the miss itself when retrying cannot succeed (the same
-    schema, or one still lacking the table)."""
+    UNDECODABLE to hand it over whole; UNDECODABLE too when it gives the snapshot that missed (it
+    cannot help); the miss itself when it gives one still lacking the table."""
     schema = policy(miss)
-    if schema is UNDECODABLE:
+    if schema is None or schema is UNDECODABLE:
         return schema
-    if schema is not None and (schema is current or (
-            isinstance(miss, UnknownTable) and schema.table(miss.table_id) is None)):
+    if schema is current:
+        return UNDECODABLE
+    if isinstance(miss, UnknownTable) and schema.table(miss.table_id) is None:
         raise miss
     return schema
 

@@ -189,17 +189,15 @@ class LiveSchema:
         ever seen, or its columns not all known — is skipped when no table has had cdc = true, else
         handed over whole (UNDECODABLE) to become a dead letter: the rest of its segment is read on,
         and nothing is lost."""
-        before = self.snapshot
-        changes = self.refresh(f"{miss.__class__.__name__} at {Path(miss.segment).name}:{miss.position}")
+        self.refresh(f"{miss.__class__.__name__} at {Path(miss.segment).name}:{miss.position}")
         after = self.snapshot
-        if isinstance(miss, UnknownTable):
-            if after.table(miss.table_id) is not None:
-                return after
-            logged = self.logged.table(miss.table_id)
-            if logged is not None:
-                return self._adopt(*logged)
-        elif changes and after is not before:
+        if not isinstance(miss, UnknownTable) or after.table(miss.table_id) is not None:
+            # The reader decodes the entry again with it, or hands it over whole when it is the snapshot
+            # that missed (a refresh that finds nothing new keeps it, so the retries end).
             return after
+        logged = self.logged.table(miss.table_id)
+        if logged is not None:
+            return self._adopt(*logged)
         if not self.history.ever_cdc:
             log.info("skipping the entry at %s:%d: %s (no table has cdc enabled)", Path(miss.segment).name,
                      miss.position, miss)
@@ -244,8 +242,9 @@ class LiveSchema:
                                                        time.time_ns() // 1000)
             if changes or self.store is not None and not self.store.exists():
                 self._publish(history)
-            else:
+            elif self._history is None or version != self._history.version:
                 self._history = history
+            # else nothing new: the history (and the snapshot readers hold) stays the same object
             for change in changes:
                 log.info("schema change applied (%s): %s", reason, change)
             self.applied += len(changes)

@@ -176,8 +176,7 @@ def test_every_mirror_equals_select_star(stack, cql, keyspace, tmp_path, pipelin
     finally:
         drop_mysql_database(stack, dsn)
         drop_mysql_database(stack, f"/{keyspace}")  # the mirrors' database
-        with psycopg.connect(stack.postgres_dsn, autocommit=True) as pg:
-            pg.execute(f'DROP SCHEMA IF EXISTS "{schema}", "{keyspace}" CASCADE')
+        drop_postgres_schemas(stack, schema, keyspace)
         cql.execute(f"DROP KEYSPACE IF EXISTS {keyspace}_gen")
 
 
@@ -219,5 +218,18 @@ def test_a_mirror_subscription_starts_from_a_snapshot_then_follows_the_log(stack
         # beside one deadlocks.
         control.run(Statement("cancel", "copy"))
         wait_for(lambda: "copy" not in runner.held, 60, "the cancelled subscription let go")
-        with psycopg.connect(stack.postgres_dsn, autocommit=True) as pg:
-            pg.execute(f'DROP SCHEMA IF EXISTS "{schema}", "{keyspace}" CASCADE')
+        drop_postgres_schemas(stack, schema, keyspace)
+
+
+def drop_postgres_schemas(stack, *schemas: str) -> None:
+    """Drop a test's PostgreSQL schemas; a DROP that PostgreSQL chose as a deadlock's victim (beside a
+    mirror's last purge, ending) is made again."""
+    for attempt in range(5):
+        try:
+            with psycopg.connect(stack.postgres_dsn, autocommit=True) as pg:
+                pg.execute("DROP SCHEMA IF EXISTS " + ", ".join(f'"{name}"' for name in schemas) + " CASCADE")
+            return
+        except psycopg.errors.DeadlockDetected:
+            if attempt == 4:
+                raise
+            time.sleep(1)

@@ -89,6 +89,15 @@ def test_an_entry_the_policy_gives_up_on_comes_whole_and_the_read_goes_on():
             (c.position, c.partition_key, c.cells) for c in expected if c.position.entry_offset == offset]
 
 
+def test_a_policy_giving_the_snapshot_that_missed_hands_the_entry_over_whole():
+    """A refresh that found nothing new cannot help: the entry comes whole, no retry for ever."""
+    schema = wrong_standard1(val="uuid")
+    with SegmentReader(SEGMENT_40, schema, on_schema_miss=lambda miss: schema if isinstance(
+            miss, SchemaMismatch) else None) as reader:
+        read = list(reader.changes())
+    assert [item.error.position for item in read if isinstance(item, Undecodable)][0] == 1584
+
+
 def test_more_than_32_clustering_values_use_several_headers():
     columns = [ColumnLayout(f"c{i}", parse_type("int" if i % 2 else "text")) for i in range(33)]
     values = [None if i == 3 else (b"" if i == 32 else (i.to_bytes(4, "big") if i % 2 else b"t%d" % i))
