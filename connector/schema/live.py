@@ -135,11 +135,11 @@ class LiveSchema:
         if column is None:
             return
         keyspace, name = change.partition_key[0], change.clustering[0]
-        named = _named(self.snapshot, keyspace, name)
+        named = self.snapshot.tables_named(keyspace, name)
         if not named:
             self.logged.column_row(change, column)
             return
-        table = _only_table(self.snapshot, keyspace, name)
+        table = _only(named)
         if table is None or _has_column(table, column.name):
             return
         if table.id in self.history.current.tables:
@@ -148,7 +148,7 @@ class LiveSchema:
             except SchemaUnavailable as exc:  # a change of it that does not fit asks again
                 log.warning("%s", exc)
                 return
-            table = _only_table(self.snapshot, keyspace, name)
+            table = _only(self.snapshot.tables_named(keyspace, name))
             if table is None or _has_column(table, column.name) or table.id not in self.history.retained:
                 return
         with self._lock:
@@ -158,12 +158,13 @@ class LiveSchema:
                  keyspace, name)
 
     def on_schema_miss(self, miss: UnknownTable | SchemaMismatch) -> SchemaSnapshot | str | None:
-        """Reader policy: refresh, and decode the entry again while a refresh brings something new; a
-        table the cluster no longer has is built from its schema rows read in the commit log, when they
-        were. An entry nothing helps — its table created before reading began and dropped before it was
-        ever seen, or its columns not all known — is skipped when no table has had cdc = true, else
-        handed over whole (UNDECODABLE) to become a dead letter: the rest of its segment is read on,
-        and nothing is lost."""
+        """Reader policy: refresh, and have the entry decoded again with the snapshot after it (the
+        reader retries only with one newer than the snapshot that missed); a table the cluster no
+        longer has is built from its schema rows read in the commit log, when they were. An entry
+        nothing helps — its table created before reading began and dropped before it was ever seen,
+        or its columns not all known — is skipped when no table has had cdc = true, else handed over
+        whole (UNDECODABLE) to become a dead letter: the rest of its segment is read on, and nothing
+        is lost."""
         self.refresh(f"{miss.__class__.__name__} at {Path(miss.segment).name}:{miss.position}")
         after = self.snapshot
         if not isinstance(miss, UnknownTable) or after.table(miss.table_id) is not None:
@@ -291,13 +292,8 @@ class LiveSchema:
         self._wake.set()
 
 
-def _named(snapshot: SchemaSnapshot, keyspace: str, name: str) -> list[Table]:
-    return [t for t in snapshot.tables.values() if t.keyspace == keyspace and t.name == name]
-
-
-def _only_table(snapshot: SchemaSnapshot, keyspace: str, name: str) -> Table | None:
-    found = _named(snapshot, keyspace, name)
-    return found[0] if len(found) == 1 else None
+def _only(tables: list[Table]) -> Table | None:
+    return tables[0] if len(tables) == 1 else None
 
 
 def _has_column(table: Table, name: str) -> bool:

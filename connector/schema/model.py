@@ -125,8 +125,12 @@ class SchemaSnapshot:
     def table(self, table_id: uuid.UUID) -> Table | None:
         return self.tables.get(table_id)
 
+    def tables_named(self, keyspace: str, name: str) -> list[Table]:
+        """Every table of that name: one, or several while a dropped one is kept beside its successor."""
+        return [t for t in self.tables.values() if t.keyspace == keyspace and t.name == name]
+
     def table_by_name(self, keyspace: str, name: str) -> Table | None:
-        return next((t for t in self.tables.values() if t.keyspace == keyspace and t.name == name), None)
+        return next(iter(self.tables_named(keyspace, name)), None)
 
     def types_of(self, keyspace: str) -> Mapping[str, UserType]:
         return self.user_types.get(keyspace, MappingProxyType({}))

@@ -85,6 +85,15 @@ def test_columns_added_and_dropped_are_one_alteration():
     assert history.decoding.table(ORDERS).dropped_columns["note"].type == "text"
 
 
+def test_a_table_dropped_and_created_again_is_decoded_beside_its_successor_under_one_name():
+    again = uuid.UUID("00000000-0000-0000-0000-000000000003")
+    history = SchemaHistory.first(snapshot(table()))
+    history, _ = history.apply(snapshot(table(again)), None, newest_segment=42, now=1)
+    assert {t.id for t in history.decoding.tables_named("shop", "orders")} == {ORDERS, again}
+    assert history.current.tables_named("shop", "orders") == [history.current.table(again)]
+    assert history.decoding.tables_named("shop", "audit") == []
+
+
 def test_a_dropped_table_is_kept_until_its_segments_are_released():
     history = SchemaHistory.first(snapshot(table(), table(AUDIT, "audit", cdc=False)))
     # The whole keyspace goes: its type too, which the dropped table still needs.
