@@ -145,6 +145,7 @@ class SchemaHistory:
         old, changes = self.current.tables, []
         flags = dict(self.cdc_flags)
         retained = dict(self.retained)
+        tables = dict(snapshot.tables)
         for table_id, table in snapshot.tables.items():
             before = old.get(table_id)
             when = table.altered_at if table.altered_at is not None else now
@@ -153,17 +154,22 @@ class SchemaHistory:
                 if table.cdc:  # no change of it can be older than the table: all of them count
                     flags[table_id] = _merged(flags.get(table_id, ()), FlagChange(BEGINNING, True))
                 continue
-            if not _same_table(before, table):
+            same = _same_table(before, table)
+            if not same:
                 changes.append(SchemaChange("table_altered", table.qualified_name))
             if table.cdc != before.cdc:
                 changes.append(SchemaChange("cdc_enabled" if table.cdc else "cdc_disabled", table.qualified_name))
                 flags[table_id] = _merged(flags.get(table_id, ()), FlagChange(when, table.cdc))
+            elif same and table.altered_at == before.altered_at:
+                # Unchanged: the same object, so what was built for it (its encoder, its schema ids) is kept
+                # through a refresh that another table's DDL caused.
+                tables[table_id] = before
         for table_id, table in old.items():
             if table_id not in snapshot.tables:
                 changes.append(SchemaChange("table_dropped", table.qualified_name))
                 retained[table_id] = RetainedTable(table, newest_segment, self.current.types_of(table.keyspace))
         changes += _type_changes(self.current, snapshot)
-        return SchemaHistory(snapshot, version, flags, retained), changes
+        return SchemaHistory(SchemaSnapshot(tables, snapshot.user_types), version, flags, retained), changes
 
     def release(self, segment_id: int) -> SchemaHistory:
         """The history once every segment up to `segment_id` is delivered: dropped tables no unread

@@ -121,6 +121,17 @@ def test_a_dropped_table_learns_a_column_and_a_table_never_seen_is_kept_like_a_d
     assert logged.release(42).decoding.table(AUDIT) is not None and logged.release(43).decoding.table(AUDIT) is None
 
 
+def test_a_refresh_keeps_the_objects_of_unchanged_tables():
+    history = SchemaHistory.first(snapshot(table(), table(AUDIT, "audit", cdc=False)))
+    kept = history.current.table(ORDERS)
+    later, changes = history.apply(snapshot(table(), table(AUDIT, "audit", cdc=False, extra=(
+        Column("w", "int", ColumnKind.REGULAR),))), None, 1, now=1)
+    assert changes == [SchemaChange("table_altered", "shop.audit")]
+    assert later.current.table(ORDERS) is kept and later.current.table(AUDIT).column("w") is not None
+    retimed, _ = later.apply(snapshot(table(altered_at=5), later.current.table(AUDIT)), None, 1, now=1)
+    assert retimed.current.table(ORDERS) is not kept and retimed.current.table(ORDERS).altered_at == 5
+
+
 def test_types_created_and_altered():
     history = SchemaHistory.first(snapshot(types=()))
     history, changes = history.apply(snapshot(types=(HOME,)), None, 1, now=1)
