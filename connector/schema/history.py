@@ -13,7 +13,8 @@ dropped. The history therefore keeps
   the drop may still be unread; a column the commit log shows a dropped table had (added after the
   last snapshot that saw the table) is added to it (`with_retained_column`), and a table dropped
   before any snapshot saw it, built from its schema rows in the commit log, is kept the same way
-  (`with_retained_table`).
+  (`with_retained_table`); a user type the commit log shows with more fields than a dropped table
+  kept replaces it (`with_retained_type`).
 
 A history is immutable; `apply` returns the next one with the differences it found.
 """
@@ -120,10 +121,22 @@ class SchemaHistory:
         return SchemaHistory(self.current, self.version, {**self.cdc_flags, table_id: _merged(flags, flag)},
                              self.retained)
 
-    def with_retained_table(self, table: Table, until_segment: int) -> SchemaHistory:
+    def with_retained_table(self, table: Table, until_segment: int, user_types: Mapping[str, UserType]
+                            ) -> SchemaHistory:
         """A table dropped before any snapshot saw it, kept as the dropped ones are."""
-        kept = RetainedTable(table, until_segment, self.current.types_of(table.keyspace))
+        kept = RetainedTable(table, until_segment, newest_types(self.current.types_of(table.keyspace), user_types))
         return SchemaHistory(self.current, self.version, self.cdc_flags, {**self.retained, table.id: kept})
+
+    def with_retained_type(self, udt: UserType) -> SchemaHistory:
+        """The dropped tables of the type's keyspace with the type as the commit log shows it, where
+        they kept an older version (fewer fields: fields are only ever added)."""
+        changed = {table_id: replace(kept, user_types=newest)
+                   for table_id, kept in self.retained.items()
+                   if kept.table.keyspace == udt.keyspace and udt.name in kept.user_types
+                   and (newest := newest_types(kept.user_types, {udt.name: udt})) != dict(kept.user_types)}
+        if not changed:
+            return self
+        return SchemaHistory(self.current, self.version, self.cdc_flags, {**self.retained, **changed})
 
     def with_retained_column(self, table_id: uuid.UUID, column: Column) -> SchemaHistory:
         """A dropped table with a column the commit log shows it had: added after the last snapshot
@@ -180,6 +193,17 @@ class SchemaHistory:
         live = set(self.current.tables) | set(kept)
         flags = {i: f for i, f in self.cdc_flags.items() if i in live}
         return SchemaHistory(self.current, self.version, flags, kept)
+
+
+def newest_types(*sources: Mapping[str, UserType]) -> dict[str, UserType]:
+    """The user types of several sources by name, of each the version with the most fields (the
+    newest: fields are only ever added)."""
+    found: dict[str, UserType] = {}
+    for types in sources:
+        for name, udt in types.items():
+            if name not in found or len(udt.field_types) > len(found[name].field_types):
+                found[name] = udt
+    return found
 
 
 def _merged(flags: tuple[FlagChange, ...], flag: FlagChange) -> tuple[FlagChange, ...]:

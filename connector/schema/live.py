@@ -20,7 +20,7 @@ from connector.commitlog.change import write_time
 
 from .history import SchemaChange, SchemaHistory
 from .loader import read_snapshot
-from .logged import FlagRow, LoggedTables, column_row
+from .logged import FlagRow, LoggedTables, column_row, type_row
 from .model import SchemaSnapshot, Table
 from .session import connect
 from .store import load_history, save_history
@@ -103,8 +103,8 @@ class LiveSchema:
 
     @staticmethod
     def observes(table: Table) -> bool:
-        """Whether `observe` learns from the table's changes (`system_schema.tables` and `.columns`)."""
-        return table.keyspace == "system_schema" and table.name in ("tables", "columns")
+        """Whether `observe` learns from the table's changes (`system_schema.tables`, `.columns`, `.types`)."""
+        return table.keyspace == "system_schema" and table.name in ("tables", "columns", "types")
 
     def observe(self, change: Change) -> None:
         """Learn from the commit log itself, which holds every DDL statement's schema rows: each CREATE
@@ -116,6 +116,9 @@ class LiveSchema:
             return
         if change.table.name == "columns":
             self._observe_column(change)
+            return
+        if change.table.name == "types":
+            self._observe_type(change)
             return
         cdc, table_id = change.cells.get("cdc"), change.cells.get("id")
         if not (isinstance(cdc, Cell) and isinstance(table_id, Cell)) or cdc.value is None or table_id.value is None:
@@ -157,6 +160,27 @@ class LiveSchema:
         log.info("column %s %s of the dropped table %s.%s learnt from the commit log", column.name, column.type,
                  keyspace, name)
 
+    def _observe_type(self, change: Change) -> None:
+        """A user type with more fields than the schema here knows was altered after the last refresh:
+        refresh; the dropped tables of its keyspace that kept an older version get this one."""
+        udt = type_row(change)
+        if udt is None:
+            return
+        self.logged.type_row(udt)
+        current = self.history.current.types_of(udt.keyspace).get(udt.name)
+        if current is not None and len(current.field_types) < len(udt.field_types):
+            try:
+                self.refresh(f"type {udt.keyspace}.{udt.name} in the commit log")
+            except SchemaUnavailable as exc:  # a change that does not fit asks again
+                log.warning("%s", exc)
+                return
+        with self._lock:
+            history = self.history.with_retained_type(udt)
+            if history is not self._history:
+                self._publish(history)
+                log.info("type %s.%s (%d fields) of dropped tables learnt from the commit log", udt.keyspace,
+                         udt.name, len(udt.field_types))
+
     def on_schema_miss(self, miss: UnknownTable | SchemaMismatch) -> SchemaSnapshot | str | None:
         """Reader policy: refresh, and have the entry decoded again with the snapshot after it (the
         reader retries only with one newer than the snapshot that missed); a table the cluster no
@@ -184,7 +208,8 @@ class LiveSchema:
         """A table no refresh saw, as the commit log's schema rows describe it: kept as a dropped one
         (the cluster no longer has it), with its cdc flag as its CREATE or last ALTER wrote it."""
         with self._lock:
-            history = self.history.with_retained_table(table, self.newest_segment()).record_flag(
+            history = self.history.with_retained_table(table, self.newest_segment(),
+                                                       self.logged.types_of(table.keyspace)).record_flag(
                 table.id, flag.cdc, flag.at)
             self._publish(history)
         log.info("table %s (%s) learnt from the commit log: created and dropped before a refresh saw it",

@@ -1,9 +1,10 @@
 """What the commit log's own schema rows tell of tables no snapshot saw.
 
 A CREATE TABLE writes, in one mutation of `system_schema`, the table's row of `tables` (its id and
-`cdc` flag) and a row of `columns` per column; an ALTER that adds columns writes their rows. A table
-created and dropped between two refreshes of the live schema is known only from them: `LoggedTables`
-keeps those rows for tables the schema does not know, and builds the table when a change of it is read.
+`cdc` flag) and a row of `columns` per column; an ALTER that adds columns writes their rows; a CREATE
+or ALTER TYPE writes the type's row of `types`. A table created and dropped between two refreshes of
+the live schema is known only from them: `LoggedTables` keeps those rows for tables the schema does not
+know (and the types read), and builds the table when a change of it is read.
 """
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from dataclasses import dataclass, field
 
 from connector.commitlog import Cell, Change
 
-from .model import ClusteringOrder, Column, ColumnKind, Table
+from .model import ClusteringOrder, Column, ColumnKind, Table, UserType
 
 MAX_TABLES = 1_000  # tables kept, the oldest forgotten first: DDL has no bound, memory has
 
@@ -35,6 +36,19 @@ class LoggedTables:
     def __init__(self, max_tables: int = MAX_TABLES) -> None:
         self.max_tables = max_tables
         self._rows: dict[tuple[str, str], _Rows] = {}  # (keyspace, table name) → its rows, oldest first
+        self._types: dict[tuple[str, str], UserType] = {}  # (keyspace, type name) → its last row, oldest first
+
+    def type_row(self, udt: UserType) -> None:
+        """A row of `system_schema.types`: a user type as its CREATE or last ALTER left it."""
+        key = (udt.keyspace, udt.name)
+        self._types.pop(key, None)
+        self._types[key] = udt
+        while len(self._types) > self.max_tables:
+            del self._types[next(iter(self._types))]
+
+    def types_of(self, keyspace: str) -> dict[str, UserType]:
+        """The user types of `keyspace` whose rows were read, by name."""
+        return {name: udt for (ks, name), udt in self._types.items() if ks == keyspace}
 
     def table_row(self, change: Change, table_id: uuid.UUID, flag: FlagRow) -> None:
         """A row of `system_schema.tables` of a table the schema does not know."""
@@ -81,3 +95,11 @@ def column_row(change: Change) -> Column | None:
     keyed = kind in (ColumnKind.PARTITION_KEY, ColumnKind.CLUSTERING)
     return Column(change.clustering[1], cells["type"], kind, cells.get("position", -1) if keyed else -1,
                   ClusteringOrder(cells.get("clustering_order") or "none"))
+
+
+def type_row(change: Change) -> UserType | None:
+    """The user type a row of `system_schema.types` defines; None for a deletion or a partial row."""
+    names, types = change.cells.get("field_names"), change.cells.get("field_types")
+    if not (isinstance(names, Cell) and isinstance(types, Cell)) or names.value is None or types.value is None:
+        return None
+    return UserType(change.partition_key[0], change.clustering[0], tuple(names.value), tuple(types.value))

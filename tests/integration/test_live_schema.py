@@ -205,6 +205,26 @@ def test_a_table_dropped_before_its_last_column_was_seen(stack, cql, keyspace, t
     assert changes[-1].cells["w"].value == 7 and changes[-1].cells["v"].value == "with w"
 
 
+def test_a_table_dropped_before_its_type_was_seen_altered(stack, cql, keyspace, tmp_path):
+    """As above, with a field added to a user type the table holds, the type dropped after the table:
+    the field is learnt from the ALTER TYPE's row in the commit log."""
+    cql.execute(f"CREATE TYPE {keyspace}.addr (street text)")
+    cql.execute(f"CREATE TABLE {keyspace}.brief (id int PRIMARY KEY, u frozen<addr>) WITH cdc = true")
+    store = tmp_path / "schema.json"
+    with LiveSchema([stack.cassandra_host], stack.cassandra_port, store=store):
+        pass  # the stored schema knows `addr` without `zip`
+    capture = Capture(stack, store)
+    cql.execute(f"INSERT INTO {keyspace}.brief (id, u) VALUES (1, {{street: 'Elm'}})")
+    cql.execute(f"ALTER TYPE {keyspace}.addr ADD zip int")
+    cql.execute(f"INSERT INTO {keyspace}.brief (id, u) VALUES (2, {{street: 'Oak', zip: 7}})")
+    cql.execute(f"DROP TABLE {keyspace}.brief")
+    cql.execute(f"DROP TYPE {keyspace}.addr")  # only the dropped table's copy of the type is left
+    with capture:
+        changes = capture.until_marker(cql, keyspace)
+    assert rows(changes, "brief") == [1, 2] and not capture.undecodable
+    assert changes[-1].cells["u"].value == {"street": "Oak", "zip": 7}
+
+
 def test_a_column_never_seen_of_a_dropped_table_comes_whole_and_the_read_goes_on(stack, cql, keyspace, tmp_path):
     """As above, but reading starts after the ALTER: nothing tells the column's type. The entry that
     does not fit comes whole (a refresh that brings nothing new ends the retries), the read goes on."""

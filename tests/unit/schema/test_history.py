@@ -116,9 +116,21 @@ def test_a_dropped_table_learns_a_column_and_a_table_never_seen_is_kept_like_a_d
     patched = history.with_retained_column(ORDERS, added)
     assert patched.decoding.table(ORDERS).column("w") == added and history.decoding.table(ORDERS).column("w") is None
     assert patched.retained[ORDERS].until_segment == 42 and patched.captures(ORDERS, 5)
-    logged = patched.with_retained_table(table(AUDIT, "audit"), 43)
+    wider = UserType("shop", "address", ("street", "zip"), ("text", "int"))
+    logged = patched.with_retained_table(table(AUDIT, "audit"), 43, {"address": wider})
     assert logged.decoding.table(AUDIT).name == "audit" and logged.decoding.table(ORDERS).column("w") == added
+    assert logged.retained[AUDIT].user_types == {"address": wider}  # the wider of the log's and the cluster's
     assert logged.release(42).decoding.table(AUDIT) is not None and logged.release(43).decoding.table(AUDIT) is None
+
+
+def test_a_dropped_table_takes_a_wider_version_of_its_type_never_a_narrower_one():
+    history, _ = SchemaHistory.first(snapshot(table())).apply(SchemaSnapshot(), None, newest_segment=42, now=1)
+    assert history.retained[ORDERS].user_types == {"address": HOME}
+    wider = UserType("shop", "address", ("street", "zip"), ("text", "int"))
+    widened = history.with_retained_type(wider)
+    assert widened.retained[ORDERS].user_types == {"address": wider}
+    assert widened.with_retained_type(HOME) is widened
+    assert widened.with_retained_type(UserType("other", "address", ("a", "b", "c"), ("int",) * 3)) is widened
 
 
 def test_a_refresh_keeps_the_objects_of_unchanged_tables():

@@ -2,8 +2,8 @@
 import uuid
 
 from connector.commitlog import Cell, Change, Op, Position
-from connector.schema import Column, ColumnKind, Table
-from connector.schema.logged import FlagRow, LoggedTables, column_row
+from connector.schema import Column, ColumnKind, Table, UserType
+from connector.schema.logged import FlagRow, LoggedTables, column_row, type_row
 
 COLUMNS = Table("system_schema", "columns", uuid.uuid4(), (
     Column("keyspace_name", "text", ColumnKind.PARTITION_KEY, 0),
@@ -81,3 +81,20 @@ def test_the_oldest_tables_are_forgotten_first():
 def test_a_deleted_column_row_is_no_column():
     deleted = Change(Position(1, 5, 0, 0), COLUMNS, Op.ROW_DELETE, ("ks",), ("t", "v"), {})
     assert column_row(deleted) is None
+
+
+TYPES = Table("system_schema", "types", uuid.uuid4(), (
+    Column("keyspace_name", "text", ColumnKind.PARTITION_KEY, 0), Column("type_name", "text", ColumnKind.CLUSTERING, 0),
+    Column("field_names", "frozen<list<text>>", ColumnKind.REGULAR),
+    Column("field_types", "frozen<list<text>>", ColumnKind.REGULAR)))
+
+
+def test_the_last_row_of_a_type_is_kept_per_keyspace():
+    logged = LoggedTables()
+    for names, types in ((["street"], ["text"]), (["street", "zip"], ["text", "int"])):
+        row = Change(Position(1, 9, 0, 0), TYPES, Op.INSERT, ("ks",), ("addr",),
+                     {"field_names": Cell(names, 5), "field_types": Cell(types, 5)})
+        logged.type_row(type_row(row))
+    assert logged.types_of("ks") == {"addr": UserType("ks", "addr", ("street", "zip"), ("text", "int"))}
+    assert logged.types_of("other") == {}
+    assert type_row(Change(Position(1, 9, 0, 0), TYPES, Op.ROW_DELETE, ("ks",), ("addr",), {})) is None
