@@ -26,6 +26,9 @@ _QUERIES = {
 }
 
 
+_READS = 6  # at most, while DDL goes on; the last read is taken then (a torn one fails to build, or a miss refreshes)
+
+
 def _column(row: Any) -> Column:
     kind = ColumnKind(row.kind)
     keyed = kind in (ColumnKind.PARTITION_KEY, ColumnKind.CLUSTERING)
@@ -83,15 +86,19 @@ def read_table(session: Any, keyspace: str, table: str) -> tuple[Table | None, M
 def read_snapshot(session: Any) -> tuple[uuid.UUID | None, SchemaSnapshot]:
     """The cluster's schema version and snapshot, read through an open driver session.
 
-    The version is read before and after the tables; when a schema change lands in between, the read
-    is repeated so the snapshot matches one version.
+    A DDL statement reaches system_schema table by table (a dropped column leaves `columns` before it
+    enters `dropped_columns`, a new table's row can be there before its columns), and the schema
+    version changes only after: one read can catch a statement half applied, with the version before
+    and after it the same. So the schema is read until two reads in a row agree, version and rows.
     """
-    for _ in range(5):
-        before = _schema_version(session)
+    last = None
+    for _ in range(_READS):
+        version = _schema_version(session)
         rows = {name: list(session.execute(query)) for name, query in _QUERIES.items()}
-        if _schema_version(session) == before:
-            return before, snapshot_from_rows(rows)
-    return _schema_version(session), snapshot_from_rows(rows)
+        if last == (version, rows):
+            break
+        last = version, rows
+    return version, snapshot_from_rows(rows)
 
 
 def _schema_version(session: Any) -> uuid.UUID | None:
