@@ -109,8 +109,9 @@ class LiveSchema:
     def observe(self, change: Change) -> None:
         """Learn from the commit log itself, which holds every DDL statement's schema rows: each CREATE
         and ALTER writes the table's row of `system_schema.tables` with its `cdc` flag and the
-        statement's exact timestamp, and a row of `system_schema.columns` per column it adds. The rows
-        of tables no refresh has seen are kept (`logged`) to build such a table when its changes come.
+        statement's exact timestamp, and a row of `system_schema.columns` per column it adds; each
+        CREATE and ALTER TYPE the type's row of `system_schema.types`. The rows of tables no refresh has
+        seen are kept (`logged`) to build such a table when its changes come.
         Called for every change read, in log order, before the changes after it are judged."""
         if not self.observes(change.table):
             return
