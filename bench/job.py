@@ -21,8 +21,9 @@ A run is timed from `start()` to the query's termination ("setup" is the `start(
 with stream ids that includes the generation keeper's connection to Cassandra and loading the
 generations, a fixed cost per start, not per row; the Delta sink is given the generations once the
 query has started, before its first rows, so what that costs beyond the start-up is in "query").
-rows/s = rows of the Delta `cdc_log` / seconds; the best run of each variant is shown. With several
-micro-batches per run, "after 1st" is the Kafka records of the batches after the first over their
+rows/s = rows of the Delta `cdc_log` / seconds; the best run of each variant is shown, and the
+medians in the summary (single runs move by ±10 % here). With several micro-batches per run,
+"after 1st" is the Kafka records of the batches after the first over their
 trigger time (the query progress's `triggerExecution`): what a running job pays per record, once a
 start's fixed costs are behind it.
 
@@ -42,6 +43,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import statistics
 import sys
 import tempfile
 import time
@@ -453,8 +455,8 @@ def main() -> int:
               f"  {mib(jvm_peak):>10}"
               f" {mib(driver_peak):>11} {mib(worker_peak):>11}")
     scope = "reset before each run" if resettable else "not resettable here: since the script started"
-    print(f"  after 1st: Kafka records/s of the micro-batches after each run's first (their trigger time), the best"
-          f" run's")
+    print("  after 1st: Kafka records/s of the micro-batches after each run's first (their trigger time), the best"
+          " run's")
     print(f"  peaks: VmHWM, the largest over a variant's runs ({scope}); worker: the largest Python worker")
     per_row = 1e6 / in_rows if in_rows else float("nan")
     print(f"\nin process, {len(records)} Arrow batch(es) of up to {args.batch:,} records, best of {args.repeat}:")
@@ -470,6 +472,10 @@ def main() -> int:
     print(f"\nsummary: {with_ids.rate:,.0f} rows/s with stream-id assignment, {without.rate:,.0f} rows/s without:"
           f" {with_ids.seconds / without.seconds:.2f}x the time (query alone {with_ids.query / without.query:.2f}x,"
           f" {extra:+.1f} µs/row); assign_batch alone {assign_s * per_row:.2f} µs/row")
+    # The machine's noise moves single runs by ±10 %: the medians beside the best runs.
+    median = {variant: statistics.median(r.seconds for r in runs if r.variant == variant) for variant in VARIANTS}
+    print(f"         medians of {args.repeat} runs: {median[WITH]:.2f} s with stream ids, {median[WITHOUT]:.2f} s"
+          f" without: {median[WITH] / median[WITHOUT]:.2f}x the time")
     if later[WITH] and later[WITHOUT]:
         print(f"         after the first micro-batch: {later[WITH]:,.0f} records/s with stream ids, {later[WITHOUT]:,.0f}"
               f" without: {later[WITHOUT] / later[WITH]:.2f}x the time per record")

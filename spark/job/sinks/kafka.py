@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterable
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
-from pyspark.sql import DataFrame, Row
+from pyspark.sql import Row
 
 from connector.kafka import create_topic, produce
 from spark.job import rows as R
