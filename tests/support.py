@@ -7,14 +7,15 @@ import time
 import pytest
 
 
-def wait_for(probe, timeout: float = 15.0, what: str = "condition"):
-    """The first truthy value of `probe()`, polled until `timeout`; fails the test otherwise."""
+def wait_for(probe, timeout: float = 15.0, what: str = "condition", interval: float = 0.1):
+    """The first truthy value of `probe()`, polled every `interval` until `timeout`; fails the test
+    otherwise."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         value = probe()
         if value:
             return value
-        time.sleep(0.1)
+        time.sleep(interval)
     pytest.fail(f"timed out after {timeout}s waiting for {what}")
 
 

@@ -111,6 +111,7 @@ class Runner:
                 log.info("claimed subscription %s", name)
                 with self._lock:
                     self.held[name] = Held(subscriptions[name])
+                    self._lost.discard(name)  # a renewal that raced its last release said lost
                 self._attempt(name)
         for name in sorted(self.held, reverse=True)[:max(0, len(self.held) - share)]:
             log.info("handing subscription %s back: %d runners share %d subscriptions", name, runners, len(runnable))
@@ -185,10 +186,13 @@ class Runner:
             held.filtered += delivery.filtered
 
     def _let_go(self, name: str, release: bool = True) -> None:
+        # Held (and its lease renewed) until its last micro-batch or purge has ended: another runner
+        # cannot claim it while this one still writes, and whoever sees it let go (a DROP of its sink's
+        # tables after a cancel) no longer meets its locks.
+        self._stop_delivery(self.held[name])
         with self._lock:
-            held = self.held.pop(name)
+            del self.held[name]
             self._lost.discard(name)
-        self._stop_delivery(held)
         if release:
             self.leases.release(name)
 

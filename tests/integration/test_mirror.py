@@ -222,8 +222,8 @@ def test_a_mirror_subscription_starts_from_a_snapshot_then_follows_the_log(stack
 
 
 def drop_postgres_schemas(stack, *schemas: str) -> None:
-    """Drop a test's PostgreSQL schemas; a DROP that PostgreSQL chose as a deadlock's victim (beside a
-    mirror's last purge, ending) is made again."""
+    """Drop a test's PostgreSQL schemas; a DROP that PostgreSQL chose as a deadlock's victim is made
+    again (a job killed -9 leaves its session for PostgreSQL to end, locks and all)."""
     for attempt in range(5):
         try:
             with psycopg.connect(stack.postgres_dsn, autocommit=True) as pg:

@@ -65,8 +65,11 @@ def test_create_pause_resume_alter_reset_cancel(spark, cql, keyspace, served, tm
     assert sorted(json.loads(r.key)["id"] for r in narrow) == [1, 2, 3]  # the update is not an insert
     assert all(set(r.columns) == {"qty"} for r in narrow)
 
+    query = runner.held["audit"].delivery.job.query
     control.run(Statement("pause", "audit"))
-    wait_for(lambda: "audit" not in runner.held, 30, "the paused subscription stopped")
+    # Watched closely: the moment it is let go, its query has stopped.
+    wait_for(lambda: "audit" not in runner.held, 30, "the paused subscription stopped", interval=0.001)
+    assert not query.isActive
     before_pause = time.time()
     insert(cql, keyspace, [4, 5, 6])
     time.sleep(5)  # ten triggers: a query still running would have delivered by now
