@@ -23,9 +23,9 @@ generations, a fixed cost per start, not per row; the Delta sink is given the ge
 query has started, before its first rows, so what that costs beyond the start-up is in "query").
 rows/s = rows of the Delta `cdc_log` / seconds; the best run of each variant is shown, and the
 medians in the summary (single runs move by ±10 % here). With several micro-batches per run,
-"after 1st" is the Kafka records of the batches after the first over their
-trigger time (the query progress's `triggerExecution`): what a running job pays per record, once a
-start's fixed costs are behind it.
+"after 1st" is the Kafka records of the batches after the first over their trigger time (the query
+progress's `triggerExecution`): what a running job pays per record, once a start's fixed costs are
+behind it.
 
 Peak memory is VmHWM from /proc/<pid>/status of the Spark driver JVM (the java child of this
 process), of this Python driver, and of the largest Python worker (the JVM's python descendants,

@@ -147,10 +147,7 @@ class LiveSchema:
         if table is None or _has_column(table, column.name):
             return
         if table.id in self.history.current.tables:
-            try:
-                self.refresh(f"column {column.name} of {keyspace}.{name} in the commit log")
-            except SchemaUnavailable as exc:  # a change of it that does not fit asks again
-                log.warning("%s", exc)
+            if not self._refreshed(f"column {column.name} of {keyspace}.{name} in the commit log"):
                 return
             table = _only(self.snapshot.tables_named(keyspace, name))
             if table is None or _has_column(table, column.name) or table.id not in self.history.retained:
@@ -170,10 +167,7 @@ class LiveSchema:
         self.logged.type_row(udt)
         current = self.history.current.types_of(udt.keyspace).get(udt.name)
         if current is not None and len(current.field_types) < len(udt.field_types):
-            try:
-                self.refresh(f"type {udt.keyspace}.{udt.name} in the commit log")
-            except SchemaUnavailable as exc:  # a change that does not fit asks again
-                log.warning("%s", exc)
+            if not self._refreshed(f"type {udt.keyspace}.{udt.name} in the commit log"):
                 return
         with self._lock:
             history = self.history.with_retained_type(udt)
@@ -181,6 +175,16 @@ class LiveSchema:
                 self._publish(history)
                 log.info("type %s.%s (%d fields) of dropped tables learnt from the commit log", udt.keyspace,
                          udt.name, len(udt.field_types))
+
+    def _refreshed(self, reason: str) -> bool:
+        """Refresh for what the commit log showed; False (logged) when Cassandra does not answer: a
+        change that does not fit the schema then asks again."""
+        try:
+            self.refresh(reason)
+        except SchemaUnavailable as exc:
+            log.warning("%s", exc)
+            return False
+        return True
 
     def on_schema_miss(self, miss: UnknownTable | SchemaMismatch) -> SchemaSnapshot | str | None:
         """Reader policy: refresh, and have the entry decoded again with the snapshot after it (the

@@ -20,7 +20,6 @@ import urllib.error
 import urllib.request
 from collections.abc import Iterable
 
-
 from spark.streams.generations import Generations
 
 from . import MicroBatch, chunks
