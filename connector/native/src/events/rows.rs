@@ -565,8 +565,7 @@ fn cell_changes(
                     let prefix = fields(&b[0])?;
                     out.push('[');
                     out.push('[');
-                    let mut n = 0;
-                    for column in &clustering {
+                    for (n, column) in clustering.iter().enumerate() {
                         let v = bound_value(prefix, column);
                         if matches!(v, Datum::Null) {
                             break;
@@ -574,7 +573,6 @@ fn cell_changes(
                         if n > 0 {
                             out.push(',');
                         }
-                        n += 1;
                         value(&mut out, schema, column.node, v, style);
                     }
                     out.push_str(if matches!(b[1], Datum::Bool(true)) { "],true]" } else { "],false]" });
