@@ -81,11 +81,15 @@ def native_changes(path: str | Path, schema: SchemaSnapshot, limit: int | None =
     entries, _, _, damage = segment.entries(limit)
     for offset, mutation in entries:
         try:
-            found = decoder.changes(mutation, str(path), offset)
+            found, bare_keys, miss = decoder.changes(mutation, str(path), offset)
             try:  # the reference decodes values as it reads an entry: a value that does not fit is a miss
                 changes = [_change(layouts, segment.segment_id, offset, f) for f in found]
+                for table, _, key in bare_keys:
+                    layouts[table][0].decode_partition_key(key)
             except _MISFIT as exc:
                 raise SchemaMismatch(str(path), offset, f"a value does not fit the schema: {exc}") from None
+            if miss is not None:  # found after the values before it, which the reference reads first
+                raise miss
         except (UnknownTable, SchemaMismatch) as miss:
             if on_schema_miss is None:
                 raise

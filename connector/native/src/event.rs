@@ -16,9 +16,11 @@ pub struct TablePlan {
     pub table: String,
     pub partition_key: Vec<CqlType>,
     pub clustering: Vec<CqlType>,
-    /// The types of the static and regular columns, in the order of the `after` record; the
-    /// decoder numbers them so, and dropped columns after them (their cells are dead data).
+    /// The types of the static and regular columns, in the order of the `after` record, then of the
+    /// dropped columns; the decoder numbers them so.
     pub columns: Vec<CqlType>,
+    /// How many of `columns` are live; the cells of the dropped ones are dead data.
+    pub live: usize,
 }
 
 /// The `source` fields every event of a connector shares.
@@ -176,6 +178,20 @@ fn complex(
     Ok(())
 }
 
+/// A column's field of the `after` record, present: its cell, or its collection's deletion and cells.
+fn column_cells(w: &mut Writer, cql: &CqlType, cells: &ColumnCells<'_>) -> Result<(), ValueError> {
+    match cells {
+        ColumnCells::Simple { cell, .. } => {
+            let value = if cell.tombstone { Value::Null } else { Value::of(cell.value) };
+            optional(w, cql, value)?;
+            live(w, cell);
+            w.boolean(cell.tombstone);
+        }
+        ColumnCells::Complex { deletion: d, cells, .. } => complex(w, cql, d, cells)?,
+    }
+    Ok(())
+}
+
 /// The write timestamp (µs) of a change: the newest of its deletion, row liveness and cells.
 pub fn write_time(change: &Change<'_>) -> i64 {
     let mut newest: Option<i64> = None;
@@ -201,6 +217,18 @@ pub fn write_time(change: &Change<'_>) -> i64 {
 }
 
 impl TablePlan {
+    /// Whether a partition key's serialized bytes fit the key's types.
+    pub fn check_key(&self, key: &[u8]) -> Result<(), ValueError> {
+        self.key_record(&mut Writer::default(), &key_components(key, self.partition_key.len())?)
+    }
+
+    fn key_record(&self, w: &mut Writer, components: &[&[u8]]) -> Result<(), ValueError> {
+        for (cql, component) in self.partition_key.iter().zip(components) {
+            element(w, cql, Value::of(component))?;
+        }
+        Ok(())
+    }
+
     /// (key, value) of a change, framed.
     pub fn encode(
         &self,
@@ -210,9 +238,7 @@ impl TablePlan {
     ) -> Result<(Vec<u8>, Vec<u8>), ValueError> {
         let components = key_components(change.partition_key, self.partition_key.len())?;
         let mut key = frame(self.key_schema_id);
-        for (cql, component) in self.partition_key.iter().zip(&components) {
-            element(&mut key, cql, Value::of(component))?;
-        }
+        self.key_record(&mut key, &components)?;
         let mut w = frame(self.value_schema_id);
         let (op, kind) = match change.op {
             Op::Insert => ("c", "insert"),
@@ -248,29 +274,23 @@ impl TablePlan {
             optional(&mut w, cql, Value::of(component))?;
         }
         self.clustering_record(&mut w, &change.clustering)?;
-        let mut cells: Vec<Option<&ColumnCells<'_>>> = vec![None; self.columns.len()];
+        let mut cells: Vec<Option<&ColumnCells<'_>>> = vec![None; self.live];
         for column in &change.columns {
             let index = match column {
                 ColumnCells::Simple { column, .. } | ColumnCells::Complex { column, .. } => *column,
             };
-            if index < cells.len() {
-                // cells of dropped columns are dead data
-                cells[index] = Some(column);
+            // Dead cells (a dropped column's, or the first of a column a damaged header names twice)
+            // are not written, but checked: the reference reader decodes every cell it reads.
+            let dead = if index < self.live { cells[index].replace(column) } else { Some(column) };
+            if let Some(dead) = dead {
+                let cql = self.columns.get(index).ok_or("a cell of a column the table does not have")?;
+                column_cells(&mut Writer::default(), cql, dead)?;
             }
         }
         for (cql, found) in self.columns.iter().zip(&cells) {
             w.null_or(found.is_some());
-            match found {
-                None => {}
-                Some(ColumnCells::Simple { cell, .. }) => {
-                    let value = if cell.tombstone { Value::Null } else { Value::of(cell.value) };
-                    optional(&mut w, cql, value)?;
-                    live(&mut w, cell);
-                    w.boolean(cell.tombstone);
-                }
-                Some(ColumnCells::Complex { deletion: d, cells, .. }) => {
-                    complex(&mut w, cql, d, cells)?;
-                }
+            if let Some(found) = found {
+                column_cells(&mut w, cql, found)?;
             }
         }
         w.boolean(change.is_static);

@@ -18,6 +18,11 @@ pub enum MutationError {
     SchemaMismatch { update_index: u32, table: Option<usize>, misfit: Misfit },
 }
 
+/// The partition key of an update that holds no change: (table number, update index, key). The
+/// reference reader decodes every key it reads, so a key that does not fit its types is a misfit
+/// even where no change carries it.
+pub type BareKey<'a> = (usize, u32, &'a [u8]);
+
 /// Decodes mutations with one set of table layouts, keyed by table id.
 pub struct MutationDecoder {
     tables: HashMap<[u8; 16], (usize, TableLayout)>,
@@ -30,17 +35,31 @@ impl MutationDecoder {
         MutationDecoder { tables, signed_ldt: messaging_version < 13 }
     }
 
-    /// Append the changes of one mutation to `out`; on an error, none of them.
-    pub fn decode<'a>(&self, mutation: &'a [u8], out: &mut Vec<Change<'a>>) -> Result<(), MutationError> {
-        let first = out.len();
-        let result = self.decode_updates(mutation, out);
-        if result.is_err() {
+    /// Append the changes of one mutation to `out` and the keys of its updates without changes to
+    /// `bare`. On a SchemaMismatch, none of them. On an UnknownTable, those of the updates before
+    /// it: values are checked after decoding, and the reference reader, which checks them as it
+    /// reads, would report a misfit among them first.
+    pub fn decode<'a>(
+        &self,
+        mutation: &'a [u8],
+        out: &mut Vec<Change<'a>>,
+        bare: &mut Vec<BareKey<'a>>,
+    ) -> Result<(), MutationError> {
+        let (first, first_bare) = (out.len(), bare.len());
+        let result = self.decode_updates(mutation, out, bare);
+        if let Err(MutationError::SchemaMismatch { .. }) = result {
             out.truncate(first);
+            bare.truncate(first_bare);
         }
         result
     }
 
-    fn decode_updates<'a>(&self, mutation: &'a [u8], out: &mut Vec<Change<'a>>) -> Result<(), MutationError> {
+    fn decode_updates<'a>(
+        &self,
+        mutation: &'a [u8],
+        out: &mut Vec<Change<'a>>,
+        bare: &mut Vec<BareKey<'a>>,
+    ) -> Result<(), MutationError> {
         let mismatch = |update_index, table, misfit| MutationError::SchemaMismatch { update_index, table, misfit };
         let (count, mut p) = uvint(mutation, 0).map_err(|m| mismatch(0, None, m))?;
         for update_index in 0..count as u32 {
@@ -49,8 +68,13 @@ impl MutationDecoder {
                 .and_then(|id| id.try_into().ok())
                 .ok_or_else(|| mismatch(update_index, None, Misfit::at(p, "mutation ends inside a table id")))?;
             let (table, layout) = self.tables.get(&id).ok_or(MutationError::UnknownTable(id))?;
-            p = read_partition_update(mutation, p + 16, *table, layout, self.signed_ldt, update_index, out)
+            let changes = out.len();
+            let key;
+            (p, key) = read_partition_update(mutation, p + 16, *table, layout, self.signed_ldt, update_index, out)
                 .map_err(|m| mismatch(update_index, Some(*table), m))?;
+            if let Some(key) = key.filter(|_| out.len() == changes) {
+                bare.push((*table, update_index, key));
+            }
         }
         if p != mutation.len() || count == 0 {
             let misfit =

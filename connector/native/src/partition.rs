@@ -15,8 +15,9 @@ const HAS_PARTITION_DELETION: u8 = 0x04;
 const HAS_STATIC_ROW: u8 = 0x08;
 const HAS_ROW_ESTIMATE: u8 = 0x10;
 
-/// Append the update's changes to `out`; the position after the update. `p` is just after the
-/// table id, which chose `layout` (the caller's table number `table`).
+/// Append the update's changes to `out`; the position after the update and its partition key,
+/// which an empty update has none of (the reference reader decodes no key for it). `p` is just after
+/// the table id, which chose `layout` (the caller's table number `table`).
 pub fn read_partition_update<'a>(
     buf: &'a [u8],
     p: usize,
@@ -25,13 +26,13 @@ pub fn read_partition_update<'a>(
     signed_ldt: bool,
     update_index: u32,
     out: &mut Vec<Change<'a>>,
-) -> Partial<usize> {
+) -> Partial<(usize, Option<&'a [u8]>)> {
     let (size, p) = uvint(buf, p)?;
     let (key, p) = slice(buf, p, size)?;
     let flags = byte(buf, p)?;
     let mut p = p + 1;
     if flags & IS_EMPTY != 0 {
-        return Ok(p);
+        return Ok((p, None));
     }
     let header;
     (header, p) = read_serialization_header(buf, p, layout, flags & HAS_STATIC_ROW != 0, signed_ldt)?;
@@ -87,5 +88,5 @@ pub fn read_partition_update<'a>(
         (change, p) = read_row(buf, p, row_flags, ext_flags, &header, clustering, change)?;
         out.push(change);
     }
-    Ok(p)
+    Ok((p, Some(key)))
 }

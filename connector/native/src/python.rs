@@ -17,7 +17,7 @@ use crate::error::{Error, Kind};
 use crate::event::{write_time, Place, SourceInfo, TablePlan};
 use crate::header::DeletionTime;
 use crate::layout::{ColumnLayout, TableLayout};
-use crate::mutation::{MutationDecoder, MutationError};
+use crate::mutation::{BareKey, MutationDecoder, MutationError};
 use crate::segment::{self, Flow};
 use pyo3::exceptions::PyValueError;
 
@@ -257,18 +257,30 @@ impl Decoder {
         for (number, spec) in tables.into_iter().enumerate() {
             let (id, keyspace, table, key_schema_id, value_schema_id, partition_key, clustering, columns, mode) = spec;
             let mut by_name = HashMap::new();
-            let mut live = Vec::new();
-            for (index, (name, cql, is_live)) in columns.into_iter().enumerate() {
+            let mut types = Vec::with_capacity(columns.len());
+            let live = columns.iter().take_while(|(_, _, is_live)| *is_live).count();
+            if columns[live..].iter().any(|(_, _, is_live)| *is_live) {
+                return Err(PyValueError::new_err(format!(
+                    "{keyspace}.{table}: live columns come before dropped ones"
+                )));
+            }
+            for (index, (name, cql, _)) in columns.into_iter().enumerate() {
                 by_name.insert(name, column_layout(index, &cql));
-                if is_live {
-                    live.push(cql);
-                }
+                types.push(cql);
             }
             let fixed = clustering.iter().map(|c| c.fixed_length().map_or(-1, |n| n as i32)).collect();
             layouts.insert(id, (number, TableLayout { clustering: fixed, columns: by_name }));
             let name = format!("{keyspace}.{table}");
-            let plan =
-                TablePlan { key_schema_id, value_schema_id, keyspace, table, partition_key, clustering, columns: live };
+            let plan = TablePlan {
+                key_schema_id,
+                value_schema_id,
+                keyspace,
+                table,
+                partition_key,
+                clustering,
+                columns: types,
+                live,
+            };
             let mode = match mode {
                 0 => Mode::Skip,
                 1 => Mode::Emit(plan),
@@ -289,16 +301,25 @@ impl Decoder {
     /// (table, update index, row index, op, partition key, clustering, liveness, deletion,
     /// (shadowable, static), (range start, range end), columns); each column (index, multi-cell,
     /// column deletion, cells), each cell (timestamp, ttl, local deletion time, tombstone, path,
-    /// value). Raises UnknownTable or SchemaMismatch with the entry's position.
+    /// value). Returned with the keys of the updates that hold no change, (table, update index,
+    /// key), and the entry's UnknownTable or SchemaMismatch (or None), which the caller raises once
+    /// it has decoded the values before it: the reference reader decodes them as it reads.
+    #[allow(clippy::type_complexity)]
     fn changes<'py>(
         &self,
         py: Python<'py>,
         mutation: &[u8],
         segment: &str,
         entry_offset: usize,
-    ) -> PyResult<Vec<Bound<'py, PyTuple>>> {
-        let changes = self.decode(py, mutation, segment, entry_offset)?;
-        changes.iter().map(|c| change_tuple(py, c)).collect()
+    ) -> PyResult<(Vec<Bound<'py, PyTuple>>, Vec<(usize, u32, Bound<'py, PyBytes>)>, Option<Bound<'py, PyAny>>)> {
+        let (mut changes, mut bare) = (Vec::new(), Vec::new());
+        let miss = match self.decoder.decode(mutation, &mut changes, &mut bare) {
+            Ok(()) => None,
+            Err(e) => Some(self.exception(py, segment, entry_offset, Failure::Mutation(e))?),
+        };
+        let changes = changes.iter().map(|c| change_tuple(py, c)).collect::<PyResult<_>>()?;
+        let bare = bare.into_iter().map(|(table, update, key)| (table, update, PyBytes::new(py, key))).collect();
+        Ok((changes, bare, miss))
     }
 
     /// The events of the mutation's changes to the tables that emit them: (entry offset, table,
@@ -373,34 +394,59 @@ impl Decoder {
         ts_ms: i64,
         out: &mut Vec<Event>,
     ) -> Result<usize, Failure> {
-        let mut changes = Vec::new();
-        self.decoder.decode(mutation, &mut changes).map_err(Failure::Mutation)?;
-        if changes.iter().any(|c| matches!(self.tables[c.table].1, Mode::HandOff)) {
+        let (mut changes, mut bare) = (Vec::new(), Vec::new());
+        let decoded = self.decoder.decode(mutation, &mut changes, &mut bare);
+        if let Err(mismatch @ MutationError::SchemaMismatch { .. }) = decoded {
+            return Err(Failure::Mutation(mismatch));
+        }
+        if decoded.is_ok() && changes.iter().any(|c| matches!(self.tables[c.table].1, Mode::HandOff)) {
             return Err(Failure::HandOff);
         }
-        let mut skipped = 0;
-        let place = Place { segment_id, entry_offset: offset as i64, file, ts_ms };
         let first = out.len();
-        for change in &changes {
+        let place = Place { segment_id, entry_offset: offset as i64, file, ts_ms };
+        // An unknown table is reported once what was read before it fits, as the reference reader would.
+        let result = self
+            .encode_changes(&changes, &bare, offset, place, out)
+            .and_then(|skipped| decoded.map(|()| skipped).map_err(Failure::Mutation));
+        if result.is_err() {
+            out.truncate(first);
+        }
+        result
+    }
+
+    /// Append the events of the emitted tables' changes, after checking the keys their bare updates
+    /// hold; the count of changes skipped.
+    fn encode_changes(
+        &self,
+        changes: &[Change<'_>],
+        bare: &[BareKey<'_>],
+        offset: usize,
+        place: Place<'_>,
+        out: &mut Vec<Event>,
+    ) -> Result<usize, Failure> {
+        for &(table, update_index, key) in bare {
+            if let Mode::Emit(plan) = &self.tables[table].1 {
+                plan.check_key(key).map_err(|why| Failure::Value(update_index, table, why))?;
+            }
+        }
+        let mut skipped = 0;
+        for change in changes {
             let Mode::Emit(plan) = &self.tables[change.table].1 else {
                 skipped += 1;
                 continue;
             };
-            match plan.encode(change, &self.source, place) {
-                Ok((key, value)) => out.push(Event {
-                    offset,
-                    table: change.table,
-                    update_index: change.update_index,
-                    row_index: change.row_index,
-                    write_time: write_time(change),
-                    key,
-                    value,
-                }),
-                Err(why) => {
-                    out.truncate(first);
-                    return Err(Failure::Value(change.update_index, change.table, why));
-                }
-            }
+            let (key, value) = plan
+                .encode(change, &self.source, place)
+                .map_err(|why| Failure::Value(change.update_index, change.table, why))?;
+            out.push(Event {
+                offset,
+                table: change.table,
+                update_index: change.update_index,
+                row_index: change.row_index,
+                write_time: write_time(change),
+                key,
+                value,
+            });
         }
         Ok(skipped)
     }
@@ -448,20 +494,6 @@ impl Decoder {
                 );
                 errors.getattr("SchemaMismatch")?.call1((segment, entry_offset, message))
             }
-        }
-    }
-
-    fn decode<'m>(
-        &self,
-        py: Python<'_>,
-        mutation: &'m [u8],
-        segment: &str,
-        entry_offset: usize,
-    ) -> PyResult<Vec<Change<'m>>> {
-        let mut changes = Vec::new();
-        match self.decoder.decode(mutation, &mut changes) {
-            Ok(()) => Ok(changes),
-            Err(e) => Err(PyErr::from_value(self.exception(py, segment, entry_offset, Failure::Mutation(e))?)),
         }
     }
 }

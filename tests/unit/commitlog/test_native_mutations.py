@@ -3,7 +3,9 @@ decoder: every change of the real segments (Cassandra 4.0 and 5.0, messaging 12 
 hand-built mutations of every cell kind (test_rows), of seeded damaged copies whose CRCs were fixed
 so the damage reaches the decoder, and of damage Hypothesis chooses — the same changes, or the same
 typed error at the same entry."""
+import struct
 import tempfile
+import uuid
 from pathlib import Path
 
 import pytest
@@ -11,13 +13,16 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from connector.commitlog import SegmentReader, skip_unknown_tables
+from connector.schema import parse_ddl
 from tests.unit.commitlog import test_cassandra50_messaging13_segment as none_mode
 from tests.unit.commitlog import test_cassandra50_segment as cassandra50
 from tests.unit.commitlog.native_oracle import native_changes, native_events, outcome, reference_events
-from tests.unit.commitlog.segment_builder import segment
+from tests.unit.commitlog.segment_builder import cell, mutation, partition_update, row, segment
 from tests.unit.commitlog.test_fuzz import DATA_END, FUZZ, ORIGINAL, ROW_DAMAGE, ROWS_SCHEMA, damaged_row_segments, \
     damaged_rows
-from tests.unit.commitlog.test_rows import SCHEMA as ROWS, SEGMENT_ID as ROWS_ID, sample_mutations
+from tests.unit.commitlog.test_rows import CK, SCHEMA as ROWS, SEGMENT_ID as ROWS_ID, TABLE_ID, TS, \
+    sample_mutations
+from tests.unit.cql.samples import i32
 from tests.unit.commitlog.testdata import LEGACY, SCHEMA_40, SEGMENT_40, standard1
 
 
@@ -62,6 +67,52 @@ def test_every_cell_kind(write_segment):
     assert native_changes(path, ROWS) == expected
 
 
+# The first of the two components of ks.events' key, CompositeType(1, 'a') cut short.
+SHORT_KEY = struct.pack(">H", 4) + i32(1) + b"\x00"
+
+
+@pytest.mark.parametrize("rows", [0, 1])
+@pytest.mark.parametrize("then_unknown", [False, True])
+def test_a_key_that_does_not_fit_is_a_mismatch_with_or_without_rows_and_before_an_unknown_table(
+        write_segment, rows, then_unknown):
+    """The reference reader decodes an update's key as it reads it, rows or none, before it meets
+    the next update's table id; the native core checks keys after decoding the mutation."""
+    body = row(CK, cell(i32(7), fixed=True), timestamp=TS, missing=0b10, min_timestamp=TS) if rows else b""
+    updates = [partition_update(TABLE_ID, SHORT_KEY, body, regulars=("v", "t"), min_timestamp=TS)]
+    if then_unknown:
+        updates.append(partition_update(uuid.UUID(int=7), i32(1), b""))
+    path = write_segment(segment(ROWS_ID, [[mutation(*updates)]]), ROWS_ID)
+    expected = outcome(reference, path, ROWS)
+    assert expected[0] == "SchemaMismatch"
+    assert outcome(native_changes, path, ROWS) == expected
+    assert outcome(native_events, path, ROWS) == outcome(reference_events, path, ROWS) == expected
+
+
+DEAD_ID = uuid.UUID("0b0c3f43-7d00-11ee-b962-0242ac120002")
+DEAD = parse_ddl(f"""
+CREATE KEYSPACE ks WITH replication = {{'class': 'SimpleStrategy', 'replication_factor': '1'}};
+CREATE TABLE ks.dead (k int PRIMARY KEY, a text, gone text) WITH ID = {DEAD_ID};
+ALTER TABLE ks.dead DROP gone USING TIMESTAMP {TS};
+""")
+
+
+@pytest.mark.parametrize("regulars, values", [
+    (("a", "a"), [b"\xff", b"ok"]),  # a damaged header names a column twice: its first cell is not written
+    (("a", "gone"), [b"ok", b"\xff"]),  # a dropped column's cell is dead data
+], ids=["a column twice", "a dropped column"])
+def test_cells_no_event_carries_are_decoded_all_the_same(write_segment, regulars, values):
+    """Text that is not UTF-8 in a cell the event leaves out: the reference reader decodes every
+    cell it reads, so the entry does not fit the schema for both decoders."""
+    cells = b"".join(cell(v, timestamp=TS - 10, min_timestamp=TS - 10) for v in values)
+    body = row(b"", cells, min_timestamp=TS - 10)
+    update = partition_update(DEAD_ID, i32(1), body, regulars=regulars, min_timestamp=TS - 10)
+    path = write_segment(segment(ROWS_ID, [[mutation(update)]]), ROWS_ID)
+    expected = outcome(reference, path, DEAD)
+    assert expected[0] == "SchemaMismatch"
+    assert outcome(native_changes, path, DEAD) == expected
+    assert outcome(native_events, path, DEAD) == outcome(reference_events, path, DEAD) == expected
+
+
 @pytest.mark.parametrize("version", [6, 7, 8])
 def test_deletion_times_by_messaging_version(write_segment, version):
     path = write_segment(segment(ROWS_ID, [sample_mutations()], version=version), ROWS_ID, version)
@@ -83,6 +134,7 @@ def test_seeded_damage_inside_mutations(write_segment):
 @FUZZ
 @given(ROW_DAMAGE)
 @example(damage=(0, [(2611, 241)]))  # a duration's months beyond 32 bits: once encoded by the native path only
+@example(damage=(2, [(0, 2), (1037, 0)]))  # a key that does not fit, then an unknown table: once unknown natively
 def test_hypothesis_damage_inside_mutations(damage):
     """Damage Hypothesis chooses (and shrinks) inside a mutation with its CRCs fixed: the same changes
     and the same events byte for byte, or the same typed error at the same entry, from both decoders."""
