@@ -16,8 +16,6 @@ import time
 
 from confluent_kafka import KafkaException
 from confluent_kafka.schema_registry import SchemaRegistryClient
-from watchdog.events import FileSystemEventHandler
-from watchdog.observers import Observer
 
 from connector.avro import ChangeEncoder, ChangeSerializer, RegistryError, SchemaRegistry, SchemaRejected, SourceInfo
 from connector.checkpoint import Checkpoint, DeliveryFailed, PositionStore
@@ -34,6 +32,7 @@ from connector.monitor import Monitor
 from connector.schema.live import LiveSchema, SchemaUnavailable
 from connector.segments import leftovers, quarantine_segment, release_segment
 from connector.source import IndexProblem, Listing, SegmentFile, SegmentTail, durable_end, next_segment, scan
+from connector.wake import DirectoryWatch
 
 log = logging.getLogger("ringtail.connector")
 
@@ -43,14 +42,6 @@ try:  # the native core; without it the Python reader reads the segments, and th
 except ImportError as missing:
     NativeBatch = NativeDecoders = NativeSegmentTail = None
     NATIVE_MISSING = missing
-
-
-class _Wake(FileSystemEventHandler):
-    def __init__(self, event: threading.Event) -> None:
-        self.event = event
-
-    def on_any_event(self, event) -> None:
-        self.event.set()
 
 
 class Connector:
@@ -97,9 +88,7 @@ class Connector:
         started = threading.Event()
         status = StatusServer(self.metrics.registry, connector_readiness(self.metrics, self.health, started),
                               s.metrics_host, s.metrics_port).start() if s.metrics_port else None
-        observer = Observer()
-        observer.schedule(_Wake(self._wake), str(s.cdc_raw), recursive=False)
-        observer.start()
+        watch = DirectoryWatch(s.cdc_raw, self._wake).start()
         monitor = Monitor(self).start()
         try:
             self._start_schema()
@@ -143,8 +132,7 @@ class Connector:
             self._drain()
         finally:
             monitor.stop()
-            observer.stop()  # stopping, not unscheduling first, ends its threads without a late event
-            observer.join(timeout=5)
+            watch.close()
             if status is not None:
                 status.close()
             if self.tail is not None:
