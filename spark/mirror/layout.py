@@ -5,6 +5,7 @@ dropped (with when: their older cells are dead). Plain data, picklable, built fr
 """
 from __future__ import annotations
 
+import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -16,6 +17,25 @@ from ..job.sinks.log_table import UdtDefinition
 
 # How a non-key column is stored: one cell, or one cell per element (multi-cell).
 SINGLE, LIST, SET, MAP, UDT = "single", "list", "set", "map", "udt"
+
+# A snapshot reads a non-frozen list's values without their timeuuids (CQL does not return them) and
+# keys them itself, in list order, from 2010-01-01 (in a timeuuid's 100 ns ticks since 1582-10-15;
+# Cassandra's prepends count down from it), with node 0 and clock sequence 0: Cassandra's own carry
+# its host's node.
+_READ_KEYS_FROM = (1262304000 * 10_000_000) + 0x01B21DD213814000
+_READ_KEY_TAIL = "-8000-000000000000"
+
+
+def read_list_key(index: int) -> str:
+    """The key a snapshot gives the list element it read at `index`."""
+    ticks = _READ_KEYS_FROM + index
+    return str(uuid.UUID(fields=(ticks & 0xFFFFFFFF, (ticks >> 32) & 0xFFFF, ((ticks >> 48) & 0x0FFF) | 0x1000,
+                                 0x80, 0, 0)))
+
+
+def is_read_list_key(key: str) -> bool:
+    """Whether a list element's key is one a snapshot gave (`read_list_key`), not Cassandra's timeuuid."""
+    return key.endswith(_READ_KEY_TAIL)
 
 
 class MirrorError(ValueError):

@@ -29,12 +29,13 @@ live row shows one row of its static values, clustering columns null.
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from connector.cql import CqlType
 
-from .layout import LIST, MAP, SET, SINGLE, UDT, DataColumn, MirrorLayout
+from .layout import LIST, MAP, SET, SINGLE, UDT, DataColumn, MirrorLayout, is_read_list_key
 from .order import descending, sort_key, value_bytes
 
 RECORD = ""  # the row key of a partition's record
@@ -140,13 +141,34 @@ class ColumnRules:
             return None, False
         live.sort(key=lambda item: self.element_order(item[0]))
         if self.storage == LIST:
-            return [e[4] for _, e in live], True
+            return [e[4] for _, e in _without_read_copies(live)], True
         if self.storage == SET:
             return [key for key, _ in live], True
         if self.storage == MAP:
             return [[key, e[4]] for key, e in live], True
         written = {key: e[4] for key, e in live}
         return {name: written.get(name) for name in self.fields}, True
+
+
+def _without_read_copies(live: list[tuple[str, list]]) -> list[tuple[str, list]]:
+    """A list's live elements, in order, without the copies a snapshot read of elements the log also
+    delivered. The snapshot keys what it reads itself (`is_read_list_key`), so the log's element is a
+    second copy under its own timeuuid; a read element and a logged one with the same write time and
+    value are the same element, and per (write time, value) as many read copies go as logged elements
+    came, the first in list order. It is decided when the list is read, from the state alone, so the
+    merge stays free of order."""
+    if not any(is_read_list_key(key) for key, _ in live):
+        return live
+    logged = Counter((e[0], canonical(e[4])) for key, e in live if not is_read_list_key(key))
+    kept = []
+    for key, e in live:
+        if is_read_list_key(key):
+            same = (e[0], canonical(e[4]))
+            if logged[same]:
+                logged[same] -= 1
+                continue
+        kept.append((key, e))
+    return kept
 
 
 def _no_value(value: Any) -> bytes:

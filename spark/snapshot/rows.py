@@ -17,7 +17,6 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-import uuid
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -29,7 +28,7 @@ from connector.cql.composite import compose
 from connector.schema.model import ColumnKind, Table
 from spark.job import rows as R
 from spark.job.events import log_time
-from spark.mirror.layout import LIST, MAP, SET, storage_of
+from spark.mirror.layout import LIST, MAP, SET, read_list_key, storage_of
 from spark.streams.generations import Generation
 
 import numpy as np
@@ -197,21 +196,11 @@ class TableRows:
         return _dumps({"k": clustering, "s": False, "l": liveness, "d": None, "c": cells})
 
 
-# 2010-01-01 in a timeuuid's 100 ns ticks since 1582-10-15: Cassandra's prepends count down from it.
-_LIST_KEYS_FROM = (1262304000 * 10_000_000) + 0x01B21DD213814000
-
-
-def _list_key(index: int) -> str:
-    ticks = _LIST_KEYS_FROM + index
-    return str(uuid.UUID(fields=(ticks & 0xFFFFFFFF, (ticks >> 32) & 0xFFFF, ((ticks >> 48) & 0x0FFF) | 0x1000,
-                                 0x80, 0, 0)))
-
-
 def _elements(cell: _Cell, value: Any) -> list[tuple[Any, Any]]:
     """A multi-cell column's read value as (element key, element value), in element order; a UDT's every
     field."""
     if cell.elements == LIST:
-        return [(_list_key(i), v) for i, v in enumerate(value)]
+        return [(read_list_key(i), v) for i, v in enumerate(value)]
     if cell.elements == SET:
         return [(e, None) for e in value]
     if cell.elements == MAP:

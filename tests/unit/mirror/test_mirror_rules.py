@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from connector.schema import parse_ddl
 from spark.mirror.engine import Change
-from spark.mirror.layout import MirrorLayout
+from spark.mirror.layout import MirrorLayout, read_list_key
 from tests.unit.mirror.memory import mirrored, ordered
 
 DDL = """
@@ -154,6 +154,24 @@ def test_collections_change_element_by_element():
     assert select(overwritten)[0]["l"] == [7]
     emptied = written + [update(1, "a", st=[None, [["a", 13, 0, None, 1, None]]])]
     assert select(emptied)[0]["st"] is None  # an empty collection reads as null
+
+
+def test_a_list_element_read_by_a_snapshot_and_delivered_by_the_log_shows_once():
+    """The log delivers again what a snapshot read when the connector had not yet sent it: each read
+    element has a key of the snapshot's and the logged one Cassandra's timeuuid, so only the write time
+    and the value tell them for the same element (per value as many times as the log delivers it)."""
+    later = ["89df135e-e82c-11f1-8932-044d6a189505", "89df135f-e82c-11f1-8932-044d6a189505",
+             "89df1360-e82c-11f1-8932-044d6a189505"]
+    # l = l + [1] at 8 (before the log starts), l = [5, 5] at 10 (its deletion at 9), both read
+    read = update(1, "a", l=[None, [[read_list_key(0), 8, 0, None, 0, 1], [read_list_key(1), 10, 0, None, 0, 5],
+                                    [read_list_key(2), 10, 0, None, 0, 5]]])
+    overwrite = update(1, "a", l=[9, [[later[0], 10, 0, None, 0, 5], [later[1], 10, 0, None, 0, 5]]])
+    appended = update(1, "a", l=[None, [[later[2], 11, 0, None, 0, 5]]])  # l = l + [5] at 11, after the read
+    for order in itertools.permutations([read, overwrite, appended]):
+        assert select(list(order))[0]["l"] == [5, 5, 5]  # the deletion at 9 shadows the 1 read at 8
+    appended_only = update(1, "a", l=[None, [[later[0], 10, 0, None, 0, 5]]])  # one 5 of the two logged
+    assert select([read, appended_only])[0]["l"] == [1, 5, 5]
+    assert select([read])[0]["l"] == [1, 5, 5]
 
 
 def test_a_set_of_tuples_changes_element_by_element():
