@@ -266,6 +266,10 @@ class Service:
     def describe(self) -> dict:
         return {}
 
+    def ports(self) -> dict[str, int]:
+        """The ports it listens on, by the variable that sets each."""
+        return {}
+
     def start(self) -> None:
         self.fetch()
         if pid_alive(self.pid_file):
@@ -291,6 +295,10 @@ class Service:
 class Cassandra(Service):
     name = "cassandra"
     pom = "cassandra.xml"
+
+    def ports(self) -> dict[str, int]:
+        return {"RINGTAIL_STACK_CASSANDRA_PORT": self.s.cassandra_port,
+                "RINGTAIL_STACK_CASSANDRA_STORAGE_PORT": self.s.cassandra_storage_port}
 
     def maven_properties(self) -> list[str]:
         return [f"-Dcassandra.version={CASSANDRA_VERSION}", "-DincludeScope=runtime"]
@@ -391,6 +399,10 @@ class Kafka(Service):
     name = "kafka"
     pom = "kafka.xml"
 
+    def ports(self) -> dict[str, int]:
+        return {"RINGTAIL_STACK_KAFKA_PORT": self.s.kafka_port,
+                "RINGTAIL_STACK_KAFKA_CONTROLLER_PORT": self.s.kafka_controller_port}
+
     def maven_properties(self) -> list[str]:
         return [f"-Dkafka.version={KAFKA_VERSION}", f"-Dlog4j2.version={LOG4J2_VERSION}", "-DincludeScope=runtime"]
 
@@ -453,6 +465,9 @@ class Registry(Service):
     pom = "apicurio.xml"
     goal = "unpack-dependencies"
 
+    def ports(self) -> dict[str, int]:
+        return {"RINGTAIL_STACK_REGISTRY_PORT": self.s.registry_port}
+
     def maven_properties(self) -> list[str]:
         # Unpack markers would otherwise land beside the POM and skip a later unpack.
         return [f"-Dapicurio.version={APICURIO_VERSION}",
@@ -493,6 +508,9 @@ class Postgres(Service):
     name = "postgres"
     user = "ringtail"
     database = "ringtail"
+
+    def ports(self) -> dict[str, int]:
+        return {"RINGTAIL_STACK_POSTGRES_PORT": self.s.postgres_port}
 
     @property
     def bindir(self) -> Path:
@@ -588,6 +606,9 @@ class MariaDB(Service):
     name = "mariadb"
     user = "ringtail"
     database = "ringtail"
+
+    def ports(self) -> dict[str, int]:
+        return {"RINGTAIL_STACK_MARIADB_PORT": self.s.mariadb_port}
 
     def fetch(self) -> None:
         if shutil.which("mariadbd") or Path("/usr/sbin/mariadbd").exists():
@@ -705,6 +726,14 @@ def write_description(settings: Settings) -> Path:
 def start(settings: Settings, names: list[str]) -> None:
     settings.run_dir.mkdir(parents=True, exist_ok=True)
     services = selected(settings, names)
+    # A port taken by a process this stack did not start (another checkout's stack, a service of the
+    # machine) would have its service "answer" at once: the tests would then talk to someone else's.
+    taken = [f"port {port} ({variable}) for {service.name}" for service in services if not pid_alive(service.pid_file)
+             for variable, port in service.ports().items() if port_open(settings.host, port)]
+    if taken:
+        raise StackError(f"{'; '.join(taken)}: taken by a process this stack did not start (another checkout's "
+                         "stack: run deploy/local/stop there; or a service of this machine). Stop it, or set the "
+                         "variable to a free port")
     began = time.monotonic()
     # Launch everything first, then wait: the JVMs boot in parallel.
     for service in services:

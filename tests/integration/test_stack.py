@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import uuid
 from pathlib import Path
 
@@ -148,3 +151,17 @@ def test_spark_reads_kafka_with_the_fetched_jars(stack: Stack) -> None:
         spark.stop()
     assert [(r.k, r.v) for r in rows] == [("0", "change 0"), ("1", "change 1"), ("2", "change 2")]
     admin.delete_topics([topic])
+
+
+def test_ports_another_stack_holds_are_refused_before_anything_starts(stack: Stack, tmp_path: Path) -> None:
+    """A second checkout's stack (its own run directory) on the ports of the running one: its services would
+    "answer" at once, so its tests would talk to the other stack; the start refuses, naming each port."""
+    script = Path(__file__).resolve().parents[2] / "deploy" / "local" / "stack.py"
+    run = subprocess.run([sys.executable, str(script), "start", "registry", "postgres"], capture_output=True,
+                         text=True, timeout=120, env={**os.environ, "RINGTAIL_STACK_RUN_DIR": str(tmp_path)})
+    assert run.returncode == 1, run.stderr
+    assert "(RINGTAIL_STACK_REGISTRY_PORT) for registry" in run.stderr, run.stderr
+    assert "(RINGTAIL_STACK_POSTGRES_PORT) for postgres" in run.stderr, run.stderr
+    assert "deploy/local/stop there" in run.stderr
+    assert not (tmp_path / "registry").exists() and not (tmp_path / "postgres").exists(), "something was started"
+
