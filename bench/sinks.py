@@ -163,9 +163,9 @@ def main() -> int:
                 # A log sink is given the log's columns; a mirror, the cells too.
                 given = [R.CELLS] if merges_cells(writer) else []
                 columns = [f"`{name}`" for name in R.LOG_ROW.fieldNames() + given]
-                writer.write(MicroBatch(0, warm.select(*columns), empty, lambda: 0))
+                writer.write(MicroBatch(0, warm.select(*columns), empty, lambda: 0, "warm-up"))
                 started = time.perf_counter()
-                writer.write(MicroBatch(1, rows.select(*columns), empty, lambda: 0))
+                writer.write(MicroBatch(1, rows.select(*columns), empty, lambda: 0, "measured"))
                 seconds = time.perf_counter() - started
                 writer.close()
                 best[sink] = min(best.get(sink, seconds), seconds)

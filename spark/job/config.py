@@ -56,6 +56,10 @@ class StreamSettings(FileSettings):
     # A mirror sink removes expired values with every micro-batch, and this often between them.
     mirror_purge_interval: float = Field(30.0, gt=0)
 
+    # A stop lets the running micro-batch finish; one still in its sink this long after (a sink that
+    # hangs) is cut, and replayed at the next start.
+    stop_timeout: float = Field(600.0, gt=0)
+
     # The job's checkpoint; the server keeps one per subscription under it.
     checkpoint_dir: Path = Path("ringtail-checkpoints")
     # Names the Spark application and, for the job, its writes in the sinks' exactly-once bookkeeping.

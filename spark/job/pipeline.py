@@ -26,6 +26,7 @@ from spark.streams.generations import MICROS_PER_SECOND
 
 from . import rows as R
 from .assign import StreamAssigner
+from .checkpoint import batch_digest
 from .config import StreamSettings
 from .events import decode_partition
 from .generations import GenerationKeeper
@@ -33,6 +34,7 @@ from .native_events import EventDecoder
 from .publications import Publications
 from .selection import Selection
 from .sinks import MicroBatch, Sink, merges_cells, reads_batch_whole
+from .stopping import request_end
 from .tally import BatchCounts, Tally
 
 log = logging.getLogger(__name__)
@@ -180,8 +182,10 @@ class BatchWriter:
 
     def __init__(self, settings: StreamSettings, sink: Sink, keeper: GenerationKeeper | None,
                  selection: Selection = Selection(), after_write: AfterWrite | None = None,
-                 publications: Publications | None = None, target: str = "") -> None:
+                 publications: Publications | None = None, target: str = "", checkpoint: Path | None = None) -> None:
         self.settings = settings
+        # The query's checkpoint (the job's by default): it says which offsets each batch covers.
+        self.checkpoint = Path(checkpoint or settings.checkpoint_dir)
         self.sink = sink
         self.keeper = keeper
         self.selection = selection
@@ -191,8 +195,6 @@ class BatchWriter:
         self._publications = publications if publications is not None else Publications()
         self._target = target
         self._publication: Future | None = None  # of the generations this writer's rows need
-        self.idle = threading.Event()  # set while no micro-batch is in the sink: a stop then cuts none short
-        self.idle.set()
         self.error: str | None = None  # why the last micro-batch failed
         # A mirror's expired values are purged every `mirror_purge_interval`, never during a batch.
         self._in_sink = threading.Lock()
@@ -217,7 +219,6 @@ class BatchWriter:
         return self._publication is not None and not self._publication.done()
 
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
-        self.idle.clear()
         try:
             with self._in_sink:
                 self.write(batch, batch_id)
@@ -226,8 +227,6 @@ class BatchWriter:
             reason = str(exc).strip().splitlines()
             self.error = f"batch {batch_id}: {type(exc).__name__}: {reason[0] if reason else ''}"
             raise
-        finally:
-            self.idle.set()
 
     def purge_when_due(self, wait: float = 1.0) -> None:
         """Once `mirror_purge_interval` has passed since the last purge: remove what has expired from a
@@ -248,6 +247,7 @@ class BatchWriter:
                 self._in_sink.release()
 
     def write(self, batch: DataFrame, batch_id: int) -> None:
+        offsets = batch_digest(self.checkpoint, batch_id)
         self.publish_generations()
         self.generations_in_sink()
         tally = Tally(batch_id, F.col(LATE) if LATE in batch.columns else F.lit(False))
@@ -255,7 +255,7 @@ class BatchWriter:
         try:
             rows, dead = split(batch, merges_cells(self.sink))
             rows = tally.deliver(rows, self.selection)
-            micro = MicroBatch(batch_id, rows, dead, lambda: tally.counts().dead_letters)
+            micro = MicroBatch(batch_id, rows, dead, lambda: tally.counts().dead_letters, offsets)
             if self.selection.everything and reads_batch_whole(self.sink):
                 self.sink.write(micro)  # its first read is the batch's one pass
                 counts = tally.counts()
@@ -281,11 +281,12 @@ class Job:
 
     def __init__(self, query: StreamingQuery, writer: BatchWriter, keeper: GenerationKeeper | None) -> None:
         self.query, self.writer, self.keeper = query, writer, keeper
+        self._stop_requested = False
+        self._ends_by_itself = False
 
     def run(self, stop: threading.Event, poll: float = 0.5) -> None:
         """Await the query until it ends (raising its failure) or `stop` is set; then stop it between
-        micro-batches. A stop during a batch would be safe too — the checkpoint replays the batch with
-        the same id, a no-op in every sink — waiting only spares the replay."""
+        micro-batches."""
         query = self.query
         while not query.awaitTermination(poll):
             self.writer.purge_when_due()
@@ -296,17 +297,25 @@ class Job:
                          progress["batchId"] if progress else "none")
                 return
 
-    def stop_between_batches(self, timeout: float = 60.0, poll: float = 0.05) -> None:
-        """Stop the query once no trigger runs (neither a micro-batch in the sink nor one being planned:
-        Spark interrupts a running trigger, and an interrupted sink write is replayed at the next start),
-        or after `timeout` with a backlog that leaves no gap between triggers."""
-        query, deadline = self.query, time.monotonic() + timeout
-        while time.monotonic() < deadline and query.isActive:
-            self.writer.idle.wait(max(0.0, deadline - time.monotonic()))
-            if not query.status["isTriggerActive"]:
-                break
-            time.sleep(poll)
-        query.stop()
+    def request_stop(self) -> None:
+        """Start no micro-batch after the running one (`spark.job.stopping`); `stop_between_batches`
+        then waits for that one. Asking several queries first lets their batches end side by side."""
+        if not self._stop_requested:
+            self._stop_requested = True
+            self._ends_by_itself = request_end(self.query)
+            if self._ends_by_itself:
+                log.info("query %s: no micro-batch starts after the running one", self.query.name)
+
+    def stop_between_batches(self) -> None:
+        """End the query after its running micro-batch: no batch is cut, none starts after the request
+        (raising the query's failure, if it failed). A batch still in the sink `stop_timeout` later
+        (a sink that hangs) is cut: it is replayed at the next start."""
+        self.request_stop()
+        query, timeout = self.query, self.writer.settings.stop_timeout
+        if self._ends_by_itself and not query.awaitTermination(timeout):
+            log.warning("micro-batch still running %.0f s after the stop was asked for: cut; it is replayed "
+                        "at the next start", timeout)
+        query.stop()  # a no-op once the query has ended
 
     def close(self) -> None:
         """Close the sink (once it has the generations, or could not be given them), and the keeper when
@@ -322,12 +331,12 @@ class Job:
 
 def start(spark: SparkSession, settings: StreamSettings, sink: Sink, *, available_now: bool = False,
           source: Source | None = None, changes: DataFrame | None = None, writer: BatchWriter | None = None,
-          name: str | None = None, checkpoint: Path | None = None) -> Job:
+          name: str | None = None) -> Job:
     """Start the query; the caller runs (or awaits, or stops) it and closes the job. With
     `available_now` it processes what the topics hold and stops. The job reads every table and
     delivers everything; a subscription brings its `source` (or, for a snapshot, its `changes`: a
-    stream of `DECODED` rows), its `writer` (with its selection and keeper), its query `name` and
-    its `checkpoint`."""
+    stream of `DECODED` rows), its `writer` (with its selection, keeper and checkpoint) and its
+    query `name`."""
     sink.prepare()
     keeper = None
     if writer is None:
@@ -351,7 +360,7 @@ def start(spark: SparkSession, settings: StreamSettings, sink: Sink, *, availabl
     stream = (changes.writeStream
               .queryName(name or settings.app_id)
               .foreachBatch(writer)
-              .option("checkpointLocation", str(checkpoint or settings.checkpoint_dir)))
+              .option("checkpointLocation", str(writer.checkpoint)))
     stream = stream.trigger(availableNow=True) if available_now else stream.trigger(
         processingTime=settings.trigger_interval)
     query = stream.start()

@@ -209,10 +209,9 @@ class Delivery:
             self._recorder = RangeProgressRecorder(registry, s, keeper)
             changes = None
         writer = BatchWriter(settings, sink, keeper, selection_of(s, session), after_write=self._after_write,
-                             publications=publications, target=target)
+                             publications=publications, target=target, checkpoint=checkpoint)
         self.job: Job = start(spark, settings, sink, source=source_of(settings, s, version), changes=changes,
-                              writer=writer, name=f"subscription-{s.name}" + ("-snapshot" if self.snapshot else ""),
-                              checkpoint=checkpoint)
+                              writer=writer, name=f"subscription-{s.name}" + ("-snapshot" if self.snapshot else ""))
 
     @property
     def snapshot_finished(self) -> bool:
@@ -254,10 +253,14 @@ class Delivery:
             newest = newest.replace(tzinfo=dt.timezone.utc)
         return max(0.0, (dt.datetime.now(dt.timezone.utc) - newest).total_seconds())
 
-    def stop(self, timeout: float = 30.0) -> None:
-        """Stop between micro-batches when one ends within `timeout`; otherwise cut it (it is replayed)."""
+    def request_stop(self) -> None:
+        """Start no micro-batch after the running one; `stop` waits for it."""
+        self.job.request_stop()
+
+    def stop(self) -> None:
+        """Stop after the running micro-batch (`Job.stop_between_batches`), and close the sink."""
         try:
-            self.job.stop_between_batches(timeout)
+            self.job.stop_between_batches()
         except Exception as exc:  # a query that failed raises its failure again on stop
             log.debug("stopping subscription %s: %s", self.subscription.name, exc)
         self.job.close()

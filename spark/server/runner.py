@@ -1,8 +1,8 @@
 """A runner: one Spark application that serves subscriptions from the registry.
 
 Every `poll_interval` it says it is alive, renews the leases it holds (a refused renewal stops that
-subscription at once), follows the registry (pause and cancel stop a query; resume, reset and alter
-restart it), retries failing subscriptions with backoff, claims active ones nobody holds up to its
+subscription at once), follows the registry (pause and cancel stop a query after its running
+micro-batch, starting no other; resume, reset and alter restart it), retries failing subscriptions with backoff, claims active ones nobody holds up to its
 share (subscriptions ÷ runners alive, so runners split them; a runner holding more than its share
 hands the rest back), and reports each subscription's figures; a mirror's expired values are removed
 between batches. A failing subscription is stopped and retried on its own; the others never wait for it.
@@ -113,9 +113,10 @@ class Runner:
                     self.held[name] = Held(subscriptions[name])
                     self._lost.discard(name)  # a renewal that raced its last release said lost
                 self._attempt(name)
-        for name in sorted(self.held, reverse=True)[:max(0, len(self.held) - share)]:
+        surplus = sorted(self.held, reverse=True)[:max(0, len(self.held) - share)]
+        for name in surplus:
             log.info("handing subscription %s back: %d runners share %d subscriptions", name, runners, len(runnable))
-            self._let_go(name)
+        self._let_go_all(surplus)
         self._report()
 
     # -- one held subscription -----------------------------------------------------------------
@@ -185,6 +186,18 @@ class Runner:
             held.delivered += delivery.delivered
             held.filtered += delivery.filtered
 
+    def _let_go_all(self, names: list[str]) -> None:
+        """Let these go, their running micro-batches ending side by side."""
+        for name in names:
+            delivery = self.held[name].delivery
+            if delivery is not None:
+                delivery.request_stop()
+        for name in names:
+            try:
+                self._let_go(name)
+            except Exception:
+                log.exception("stopping subscription %s", name)
+
     def _let_go(self, name: str, release: bool = True) -> None:
         # Held (and its lease renewed) until its last micro-batch or purge has ended: another runner
         # cannot claim it while this one still writes, and whoever sees it let go (a DROP of its sink's
@@ -218,11 +231,7 @@ class Runner:
 
     def close(self) -> None:
         """Stop every query between micro-batches and hand every lease back."""
-        for name in list(self.held):
-            try:
-                self._let_go(name)
-            except Exception:
-                log.exception("stopping subscription %s", name)
+        self._let_go_all(list(self.held))
         try:
             self.leases.leave()
         finally:

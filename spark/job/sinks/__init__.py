@@ -4,6 +4,8 @@ A micro-batch may be written again after a crash (Spark replays it with the same
 when the crash came before the checkpoint). Each sink turns that replay into a no-op: Delta by
 the transaction's application id and version, PostgreSQL by a ledger of batch ids written in
 the same transaction, Cassandra by upserting rows whose primary key is derived from the change.
+Every ledger keeps the batch's source offsets with its id, and refuses a batch it holds under the
+same id with other offsets rather than skip it (`ledger`).
 """
 from __future__ import annotations
 
@@ -25,7 +27,8 @@ _EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
 @dataclass(frozen=True)
 class MicroBatch:
     """One micro-batch as a sink takes it: its log rows (`LOG_ROW`, with `CELLS` for a mirror), its dead
-    letters (`DEAD_LETTER`), and its id, by which the sink makes a replay a no-op."""
+    letters (`DEAD_LETTER`), its id, by which the sink makes a replay a no-op, and the digest of the
+    source offsets it covers, by which the sink tells a replay from another batch with that id (`ledger`)."""
 
     id: int
     rows: DataFrame
@@ -33,6 +36,7 @@ class MicroBatch:
     # How many dead letters the batch holds, known once a pass has read it whole (the job counts them in
     # that pass).
     dead_letter_count: Callable[[], int]
+    offsets: str
 
     def has_dead_letters(self) -> bool:
         """Whether there are dead letters to write."""

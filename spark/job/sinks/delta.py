@@ -8,13 +8,16 @@ name). Rows of a table that no longer exists and never had a typed log go to `cd
 
 Every table is appended to with Delta's idempotent writes: the transaction carries (app id, batch id),
 and Delta skips a write whose version it has already committed for that app id, so a replayed batch
-adds nothing. Dead letters go to `dead_letters`.
+adds nothing. The commit's user metadata keeps the batch's source offsets too (`ledger`): before an
+append, the newest batch of the app id in the table's history is looked up (once per table), and a
+batch Delta would skip that is not its replay is refused. Dead letters go to `dead_letters`.
 
 A third layout, `mirror`, keeps no log: each base table's mirror, what `SELECT *` of it returns
 (`delta_mirror`).
 """
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -37,6 +40,7 @@ from spark.subscriptions.model import DELTA_LAYOUTS, MIRROR
 
 from . import MicroBatch, generation_rows, of_tables
 from .delta_mirror import DeltaMirrorStore, known_mirrors
+from .ledger import is_newest_replay
 from .log_table import LogLayout, typed_log_layout
 from .typed_log import TypedLog
 
@@ -44,12 +48,41 @@ from .typed_log import TypedLog
 # default Delta computes them for the first 32 columns, a third of a write's time (the JSON text
 # columns' minimums and maximums, which no query can use).
 STATS_COLUMNS, LOG_STATS = "delta.dataSkippingStatsColumns", "write_time,write_time_us,kafka_time"
+# The key of ringtail's entry in a commit's user metadata: the app id, batch id and source offsets.
+LEDGER = "ringtail"
 
 log = logging.getLogger(__name__)
 
 TIMESTAMPS = StructType([StructField("time", TimestampType(), False), StructField("expired", TimestampType())])
 STREAMS = StructType([StructField("time", TimestampType(), False), StructField("range_end", LongType(), False),
                       StructField("streams", ArrayType(BinaryType()), False)])
+
+
+def newest_batch(spark: SparkSession, path: str, app: str) -> tuple[int, str | None] | None:
+    """The newest batch `app` committed to the table at `path`, with its offsets, from the commits' user
+    metadata; read newest first, in growing windows (other writers' commits may come between)."""
+    if not DeltaTable.isDeltaTable(spark, path):
+        return None
+    table = DeltaTable.forPath(spark, path)
+    for limit in (100, 10_000, None):
+        history = table.history(limit) if limit else table.history()
+        commits = history.select("version", "userMetadata").orderBy(F.desc("version")).collect()
+        for commit in commits:
+            entry = _ledger_entry(commit.userMetadata)
+            if entry.get("app") == app:
+                return entry["batch"], entry["offsets"]
+        if limit is None or len(commits) < limit:
+            return None
+    return None
+
+
+def _ledger_entry(metadata: str | None) -> dict:
+    """ringtail's entry in a commit's user metadata; {} in another writer's commit (any text)."""
+    try:
+        value = json.loads(metadata) if metadata else {}
+    except ValueError:
+        return {}
+    return value.get(LEDGER, {}) if isinstance(value, dict) else {}
 
 
 class DeltaSink:
@@ -72,6 +105,8 @@ class DeltaSink:
         self.merges_cells = layout == MIRROR
         self._mirrors = Layouts(cluster) if layout == MIRROR else None
         self._prepared: dict[str, MirrorLayout] = {}
+        # Per table: the newest batch of this app id it holds, with its offsets (None: none).
+        self._newest: dict[str, tuple[int, str | None] | None] = {}
         self.mirror_chunk = mirror_chunk
         # An append reads the batch in one action; a mirror brings its changes to the driver.
         self.reads_batch_whole = layout != MIRROR
@@ -89,10 +124,19 @@ class DeltaSink:
         if self._mirrors is not None:
             self._mirrors.close()
 
-    def _append(self, frame: DataFrame, name: str, batch_id: int, *partitioning: str, **options: str) -> None:
+    def _append(self, frame: DataFrame, name: str, batch: MicroBatch, *partitioning: str, **options: str) -> None:
+        app = f"{self.app_id}:{name}"
+        if name not in self._newest:
+            self._newest[name] = newest_batch(self.spark, self.table(name), app)
+        newest, offsets = self._newest[name] or (None, None)
+        if is_newest_replay(app, batch.id, batch.offsets, newest, offsets):
+            log.info("batch %d of %s is in %s already; skipped", batch.id, app, self.table(name))
+            return
+        metadata = json.dumps({LEDGER: {"app": app, "batch": batch.id, "offsets": batch.offsets}})
         (frame.write.format("delta").mode("append").partitionBy(*partitioning)
-         .option("txnAppId", f"{self.app_id}:{name}").option("txnVersion", batch_id).options(**options)
+         .option("txnAppId", app).option("txnVersion", batch.id).option("userMetadata", metadata).options(**options)
          .save(self.table(name)))
+        self._newest[name] = (batch.id, batch.offsets)
 
     def write(self, batch: MicroBatch) -> None:
         rows: DataFrame | None = batch.rows
@@ -101,12 +145,12 @@ class DeltaSink:
             self._merge_mirrors(changes, changes)
             rows = None
         elif self.layout == "typed":
-            rows = self._write_typed(batch.rows, batch.id)
+            rows = self._write_typed(batch)
         if rows is not None:
-            self._append(rows, "cdc_log", batch.id, "keyspace", "table", **{STATS_COLUMNS: LOG_STATS})
+            self._append(rows, "cdc_log", batch, "keyspace", "table", **{STATS_COLUMNS: LOG_STATS})
         # Asked after the rows are written, whose read counted them: an empty append would still commit.
         if batch.has_dead_letters():
-            self._append(batch.dead_letters, "dead_letters", batch.id)
+            self._append(batch.dead_letters, "dead_letters", batch)
 
     def purge(self) -> None:
         """Remove what has expired from every mirror under the path."""
@@ -123,9 +167,9 @@ class DeltaSink:
 
         merge_batch(prepare_tables(self._mirrors, names, store_of, batch), batch, self.mirror_chunk, purge)
 
-    def _write_typed(self, rows: DataFrame, batch_id: int) -> DataFrame | None:
+    def _write_typed(self, batch: MicroBatch) -> DataFrame | None:
         """Each table's rows to its typed log; the rows of tables without one (for `cdc_log`), or None."""
-        untyped = []
+        rows, untyped = batch.rows, []
         for keyspace, table in rows.select("keyspace", "table").distinct().collect():
             name = f"typed/{keyspace}/{table}"
             typed = self._typed_log(keyspace, table, name)
@@ -134,7 +178,7 @@ class DeltaSink:
                 untyped.append((keyspace, table))
                 continue
             frame = rows.where((F.col("keyspace") == keyspace) & (F.col("table") == table))
-            self._append(frame.mapInArrow(typed.encode(), typed.schema), name, batch_id, mergeSchema="true",
+            self._append(frame.mapInArrow(typed.encode(), typed.schema), name, batch, mergeSchema="true",
                          **{"delta.columnMapping.mode": "name"})
         return of_tables(rows, untyped) if untyped else None
 

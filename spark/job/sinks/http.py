@@ -1,8 +1,9 @@
 """HTTP + JSON: each micro-batch POSTed to a URL as JSON arrays of log rows, in chunks.
 
 At least once, with an `Idempotency-Key` the receiver can use to drop repeats: the key names the
-writer (the subscription and its epoch), the batch and the chunk, and a replayed batch is cut into
-the same chunks (rows in a fixed order), so a repeat carries the key its first delivery had. The
+writer (the subscription and its epoch), the batch, the digest of its source offsets and the chunk,
+and a replayed batch is cut into the same chunks (rows in a fixed order), so a repeat carries the key
+its first delivery had, while another batch given the same id (by another checkpoint) never does. The
 `Ringtail-Content` header says what the array holds: `log-rows`, `dead-letters` or `generations`.
 
 A 5xx, 408, 429, a timeout or a refused connection is retried with exponential backoff, up to
@@ -50,9 +51,10 @@ class HttpSink:
     def write(self, batch: MicroBatch) -> None:
         rows, dead_letters, batch_id = batch.rows, batch.dead_letters, batch.id
         ordered = rows.orderBy(*(f"`{c}`" for c in _ORDER)).toLocalIterator()
-        sent = self._post_all("log-rows", (log_row_json(r) for r in ordered), batch_id)
+        name = f"{batch_id}:{batch.offsets}"
+        sent = self._post_all("log-rows", (log_row_json(r) for r in ordered), name)
         letters = dead_letters.orderBy("topic", "partition", "offset").toLocalIterator()
-        dead = self._post_all("dead-letters", (dead_letter_json(r) for r in letters), batch_id)
+        dead = self._post_all("dead-letters", (dead_letter_json(r) for r in letters), name)
         log.info("batch %d: %d log rows and %d dead letters posted to %s", batch_id, sent, dead, self.url)
 
     def publish_generations(self, generations: Generations) -> None:
@@ -60,10 +62,10 @@ class HttpSink:
         newest = generations.generations[-1].timestamp if generations.generations else 0
         self._post("generations", body, f"{self.app_id}:generations:{newest}")
 
-    def _post_all(self, content: str, items: Iterable[dict], batch_id: int) -> int:
+    def _post_all(self, content: str, items: Iterable[dict], batch: str) -> int:
         count = 0
         for index, chunk in enumerate(chunks(items, self.batch_size)):
-            self._post(content, chunk, f"{self.app_id}:{batch_id}:{content}:{index}")
+            self._post(content, chunk, f"{self.app_id}:{batch}:{content}:{index}")
             count += len(chunk)
         return count
 

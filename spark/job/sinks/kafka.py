@@ -6,9 +6,10 @@ Confluent's wire format with its schema in the registry (`format=avro`, subject 
 `avro_rows`), with the change id in the `ringtail-change-id` header. Dead letters go to
 `<topic>.dead-letters`, in the same format.
 
-Each micro-batch is one Kafka transaction, and the transaction also writes the batch id to the ledger
-topic `<topic>.ringtail` (compacted, keyed by the writer). A replayed batch the ledger already holds
-is skipped, and the transactional id (one per writer) fences a second writer of the same
+Each micro-batch is one Kafka transaction, and the transaction also writes the batch id and the digest
+of its source offsets to the ledger topic `<topic>.ringtail` (compacted, keyed by the writer: the newest
+stays). A replay of that batch is skipped, an older batch or other offsets are refused (`ledger`), and
+the transactional id (one per writer) fences a second writer of the same
 subscription, such as a runner that lost its lease without knowing it.
 
 For a cluster without transactions (`transactions=false`) the producer is idempotent instead and the
@@ -35,6 +36,7 @@ from spark.streams.generations import Generations
 from spark.subscriptions.model import KAFKA_FORMATS
 
 from . import MicroBatch
+from .ledger import is_newest_replay
 from .json_rows import dead_letter_json, generations_json, log_row_json
 
 Encode = Callable[[Row], bytes]
@@ -61,7 +63,8 @@ class KafkaSink:
         self._failures: list[str] = []  # delivery reports refused in the running batch
         self.ledger, self.dead_letters = f"{topic}.ringtail", f"{topic}.dead-letters"
         self._producer: Producer | None = None
-        self._written: int | None = None  # the newest batch id the ledger holds for this writer
+        # The newest batch id the ledger holds for this writer, and the digest of its source offsets.
+        self._written: tuple[int, str | None] | None = None
         self._encode_row: Encode | None = None
         self._encode_dead_letter: Encode | None = None
 
@@ -100,8 +103,9 @@ class KafkaSink:
         return ((lambda row: registry.serialize(row_id, avro_datum(row))),
                 (lambda row: registry.serialize(dead_id, avro_datum(row))))
 
-    def _read_ledger(self) -> int | None:
-        """The ledger's last committed batch id of this writer."""
+    def _read_ledger(self) -> tuple[int, str | None] | None:
+        """The ledger's last committed batch id of this writer, with its offsets (None in a record
+        written before the ledger kept them: a bare id)."""
         consumer = Consumer({"bootstrap.servers": self.bootstrap_servers, "group.id": f"ringtail-{uuid.uuid4()}",
                              "isolation.level": "read_committed", "enable.auto.commit": False,
                              "enable.partition.eof": True})
@@ -118,14 +122,16 @@ class KafkaSink:
                         return written
                     raise KafkaSinkError(f"reading {self.ledger}: {message.error().str()}")
                 if message.key() == f"batch:{self.app_id}".encode():
-                    written = int(message.value())
+                    value = json.loads(message.value())
+                    written = (value, None) if isinstance(value, int) else (value["batch"], value["offsets"])
             raise KafkaSinkError(f"reading {self.ledger}: not at its end within {self.timeout:.0f} s")
         finally:
             consumer.close()
 
     def write(self, batch: MicroBatch) -> None:
         rows, dead_letters, batch_id = batch.rows, batch.dead_letters, batch.id
-        if self._written is not None and batch_id <= self._written:
+        newest, offsets = self._written or (None, None)
+        if is_newest_replay(self.app_id, batch_id, batch.offsets, newest, offsets):
             log.info("batch %d of %s is in %s already; skipped", batch_id, self.app_id, self.topic)
             return
         producer = self._producer
@@ -138,8 +144,8 @@ class KafkaSink:
                                                      .toLocalIterator()))
             if not self.transactions:
                 self._acknowledged()  # the batch's records, before the ledger says it is written
-            producer.produce(self.ledger, key=f"batch:{self.app_id}".encode(), value=str(batch_id).encode(),
-                             on_delivery=self._report)
+            producer.produce(self.ledger, key=f"batch:{self.app_id}".encode(),
+                             value=_json({"batch": batch_id, "offsets": batch.offsets}), on_delivery=self._report)
             self._commit()
         except Exception as exc:
             if self.transactions:
@@ -148,7 +154,7 @@ class KafkaSink:
                 except KafkaException:
                     pass  # a fenced or fatal producer: the next prepare starts over
             raise KafkaSinkError(f"batch {batch_id} not written to {self.topic}: {exc}") from exc
-        self._written = batch_id
+        self._written = (batch_id, batch.offsets)
         log.info("batch %d: %d log rows and %d dead letters committed to %s", batch_id, sent, dead, self.topic)
 
     def _produce(self, topic: str, records: Iterable[tuple[bytes | None, bytes, str | None]]) -> int:

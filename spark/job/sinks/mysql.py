@@ -7,8 +7,8 @@ times as DATETIME(6) UTC; key keyspace, table, stream id, time, batch sequence n
 the ledger ``batches`` and the generation tables ``cdc_generation_timestamps`` and
 ``cdc_streams_descriptions_v2`` (streams as a JSON array of `0x…` ids in shard order).
 
-A batch is one transaction: claim (app_id, batch_id) in the ledger with INSERT IGNORE, or stop when it
-is there (a replay); insert the rows (a copy of a change read from another replica is ignored by the
+A batch is one transaction: claim (app_id, batch_id) in the ledger, or stop when it is there with the
+same source offsets (a replay; other offsets are refused, `ledger.BatchMismatch`); insert the rows (a copy of a change read from another replica is ignored by the
 key); the same for dead letters; record the counts. JSON cannot hold NaN or the infinities: such
 values are written as the strings "NaN", "Infinity", "-Infinity".
 """
@@ -26,6 +26,7 @@ from pyspark.sql import DataFrame, Row
 from spark.streams.generations import Generations
 
 from . import MicroBatch, chunks, generation_rows
+from .ledger import is_replay
 
 log = logging.getLogger(__name__)
 _CHUNK = 500
@@ -48,7 +49,8 @@ _SCHEMA = (
     " PRIMARY KEY (topic, `partition`, `offset`, reason)) DEFAULT CHARSET = utf8mb4 COLLATE = utf8mb4_bin",
     "CREATE TABLE IF NOT EXISTS batches (app_id VARCHAR(255) NOT NULL, batch_id BIGINT NOT NULL,"
     " `rows` BIGINT NOT NULL, dead_letters BIGINT NOT NULL,"
-    " written_at TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6), PRIMARY KEY (app_id, batch_id))",
+    " written_at TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6), offsets VARCHAR(64),"
+    " PRIMARY KEY (app_id, batch_id))",
     "CREATE TABLE IF NOT EXISTS cdc_generation_timestamps (time DATETIME(6) PRIMARY KEY, expired DATETIME(6))",
     "CREATE TABLE IF NOT EXISTS cdc_streams_descriptions_v2 (time DATETIME(6) NOT NULL, range_end BIGINT NOT NULL,"
     " streams JSON NOT NULL, PRIMARY KEY (time, range_end))",
@@ -121,6 +123,12 @@ class MySqlSink:
             with conn.cursor() as cursor:
                 for statement in self._schema_statements():
                     cursor.execute(statement)
+                # A ledger created before it kept offsets (MySQL has no ADD COLUMN IF NOT EXISTS): its rows
+                # keep none, and are taken on trust.
+                cursor.execute("SELECT COUNT(*) FROM information_schema.columns WHERE table_schema = DATABASE()"
+                               " AND table_name = 'batches' AND column_name = 'offsets'")
+                if cursor.fetchone()[0] == 0:
+                    cursor.execute("ALTER TABLE batches ADD COLUMN offsets VARCHAR(64)")
             conn.commit()
         finally:
             conn.close()
@@ -141,12 +149,16 @@ class MySqlSink:
             with conn.cursor() as cursor:
                 # Claiming first also serializes two writers of one batch: the second waits on the row lock.
                 try:
-                    cursor.execute("INSERT INTO batches (app_id, batch_id, `rows`, dead_letters) VALUES (%s, %s, 0, 0)",
-                                   (self.app_id, batch_id))
+                    cursor.execute("INSERT INTO batches (app_id, batch_id, `rows`, dead_letters, offsets)"
+                                   " VALUES (%s, %s, 0, 0, %s)", (self.app_id, batch_id, batch.offsets))
                 except pymysql.IntegrityError:
+                    cursor.execute("SELECT offsets FROM batches WHERE app_id = %s AND batch_id = %s",
+                                   (self.app_id, batch_id))
+                    written = cursor.fetchone()[0]
                     conn.rollback()
-                    log.info("batch %d of %s is already written; skipped", batch_id, self.app_id)
-                    return
+                    if is_replay(self.app_id, batch_id, batch.offsets, written):
+                        log.info("batch %d of %s is already written; skipped", batch_id, self.app_id)
+                        return
                 written = self._write_rows(cursor, rows, prepared)
                 letters = self._insert(cursor, _insert("dead_letters", _DEAD_LETTER_COLUMNS + ("app_id", "batch_id")),
                                        (tuple(r[c] for c in _DEAD_LETTER_COLUMNS) + (self.app_id, batch_id)

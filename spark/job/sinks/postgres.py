@@ -10,12 +10,13 @@ Tables (in `schema`, default ``ringtail``):
 ``dead_letters``
     DEAD_LETTER's columns and the batch that wrote them; key (topic, partition, "offset", reason).
 ``batches``
-    The ledger: (app_id, batch_id) with the rows and dead letters it inserted.
+    The ledger: (app_id, batch_id) with the digest of the source offsets the batch covered and the
+    rows and dead letters it inserted.
 ``cdc_generation_timestamps``, ``cdc_streams_descriptions_v2``
     The generation description tables, ``streams`` as bytea[] in shard order.
 
-A batch is one transaction: claim (app_id, batch_id) in the ledger, or stop when it is there (a
-replay); COPY the rows into a temporary table and INSERT … ON CONFLICT DO NOTHING, which also drops
+A batch is one transaction: claim (app_id, batch_id) in the ledger, or stop when it is there with
+the same offsets (a replay; other offsets are refused, `ledger.BatchMismatch`); COPY the rows into a temporary table and INSERT … ON CONFLICT DO NOTHING, which also drops
 copies of a change read from several replicas; the same for dead letters; record the counts.
 The rows are formatted on the executors as CSV (Spark expressions, then Arrow's CSV writer) and
 streamed through the driver into COPY, partition by partition.
@@ -35,6 +36,7 @@ from pyspark.sql import functions as F
 from spark.streams.generations import Generations
 
 from . import MicroBatch, generation_rows
+from .ledger import is_replay
 
 log = logging.getLogger(__name__)
 
@@ -166,7 +168,9 @@ def schema_statements(schema: str, log: bool = True) -> list[str]:
                    ", app_id text NOT NULL, batch_id bigint NOT NULL"),
         f"CREATE TABLE IF NOT EXISTS {s}.batches (app_id text NOT NULL, batch_id bigint NOT NULL,"
         " rows bigint NOT NULL, dead_letters bigint NOT NULL, written_at timestamptz NOT NULL DEFAULT now(),"
-        " PRIMARY KEY (app_id, batch_id))",
+        " offsets text, PRIMARY KEY (app_id, batch_id))",
+        # A ledger created before it kept offsets: its rows keep none, and are taken on trust.
+        f"ALTER TABLE {s}.batches ADD COLUMN IF NOT EXISTS offsets text",
         f"CREATE TABLE IF NOT EXISTS {s}.cdc_generation_timestamps (time timestamptz PRIMARY KEY,"
         " expired timestamptz)",
         f"CREATE TABLE IF NOT EXISTS {s}.cdc_streams_descriptions_v2 (time timestamptz NOT NULL,"
@@ -232,8 +236,9 @@ class PostgresSink:
         self.schema = schema
         self.app_id = app_id
         s = ident(schema)
-        self._claim = (f"INSERT INTO {s}.batches (app_id, batch_id, rows, dead_letters) VALUES (%s, %s, 0, 0)"
-                       " ON CONFLICT DO NOTHING")
+        self._claim = (f"INSERT INTO {s}.batches (app_id, batch_id, rows, dead_letters, offsets)"
+                       " VALUES (%s, %s, 0, 0, %s) ON CONFLICT DO NOTHING")
+        self._written = f"SELECT offsets FROM {s}.batches WHERE app_id = %s AND batch_id = %s"
         self._record = f"UPDATE {s}.batches SET rows = %s, dead_letters = %s WHERE app_id = %s AND batch_id = %s"
         self._insert_rows = tuple(insert_statement(schema, "cdc_log", self._LOG_STAGING, LOG_COLUMNS,
                                                    lenient=lenient) for lenient in (False, True))
@@ -264,9 +269,11 @@ class PostgresSink:
         with self._connect() as conn, conn.transaction():
             # Claiming first also serializes two writers of one batch: the second waits on the row
             # lock, then finds the batch written.
-            if conn.execute(self._claim, (self.app_id, batch_id)).rowcount == 0:
-                log.info("batch %d of %s is already written; skipped", batch_id, self.app_id)
-                return
+            if conn.execute(self._claim, (self.app_id, batch_id, batch.offsets)).rowcount == 0:
+                written = conn.execute(self._written, (self.app_id, batch_id)).fetchone()[0]
+                if is_replay(self.app_id, batch_id, batch.offsets, written):
+                    log.info("batch %d of %s is already written; skipped", batch_id, self.app_id)
+                    return
             written = self._write_rows(conn, rows)
             letters = self._load(conn, dead_letters, DEAD_LETTER_COLUMNS, self._DEAD_LETTER_STAGING,
                                  self._insert_dead_letters, (self.app_id, batch_id))

@@ -25,7 +25,7 @@ def sink(url: str, **options) -> HttpSink:
 
 
 def test_a_batch_is_posted_in_chunks_each_with_its_key(receiver):
-    sent = sink(receiver.url)._post_all("log-rows", ({"n": i} for i in range(5)), batch_id=7)
+    sent = sink(receiver.url)._post_all("log-rows", ({"n": i} for i in range(5)), batch="7")
     assert sent == 5
     assert receiver.accepted() == {"audit.1:7:log-rows:0": [{"n": 0}, {"n": 1}],
                                    "audit.1:7:log-rows:1": [{"n": 2}, {"n": 3}],
@@ -35,7 +35,7 @@ def test_a_batch_is_posted_in_chunks_each_with_its_key(receiver):
 
 def test_5xx_and_a_slow_answer_are_retried_with_the_same_key(receiver):
     receiver.script = [(503, b"busy", 0.0), (500, b"oops", 0.0), (200, b"{}", 2.0)]  # the third times out
-    sink(receiver.url)._post_all("log-rows", [{"n": 1}], batch_id=3)
+    sink(receiver.url)._post_all("log-rows", [{"n": 1}], batch="3")
     keys = [r["headers"]["idempotency-key"] for r in receiver.requests]
     assert keys == ["audit.1:3:log-rows:0"] * 4
     assert [r["status"] for r in receiver.requests] == [503, 500, 200, 200]
@@ -44,17 +44,17 @@ def test_5xx_and_a_slow_answer_are_retried_with_the_same_key(receiver):
 def test_a_4xx_fails_the_batch_with_the_receivers_answer(receiver):
     receiver.script = [(400, b'{"error": "qty must be positive"}', 0.0)]
     with pytest.raises(HttpSinkError, match=r"refused audit.1:4:log-rows:0 with 400: .*qty must be positive"):
-        sink(receiver.url)._post_all("log-rows", [{"n": 1}], batch_id=4)
+        sink(receiver.url)._post_all("log-rows", [{"n": 1}], batch="4")
     assert len(receiver.requests) == 1  # not retried: the receiver said no
 
 
 def test_a_receiver_that_stays_down_fails_the_batch_after_its_attempts():
     with pytest.raises(HttpSinkError, match=r"did not take audit.1:0:log-rows:0 after 3 attempts"):
-        sink(f"http://127.0.0.1:{unused_port()}/x", attempts=3)._post_all("log-rows", [{"n": 1}], batch_id=0)
+        sink(f"http://127.0.0.1:{unused_port()}/x", attempts=3)._post_all("log-rows", [{"n": 1}], batch="0")
 
 
 def test_a_bearer_token_is_sent(receiver):
-    sink(receiver.url, token="s3cret")._post_all("log-rows", [{"n": 1}], batch_id=0)
+    sink(receiver.url, token="s3cret")._post_all("log-rows", [{"n": 1}], batch="0")
     assert receiver.requests[0]["headers"]["authorization"] == "Bearer s3cret"
 
 

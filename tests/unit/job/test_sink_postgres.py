@@ -47,11 +47,12 @@ def test_schema_statements() -> None:
     log = statements[1]
     assert log.startswith('CREATE TABLE IF NOT EXISTS "my ""schema""".cdc_log ("keyspace" text NOT NULL')
     assert log.endswith('PRIMARY KEY ("keyspace", "table", "cdc$stream_id", "cdc$time", "cdc$batch_seq_no"))')
-    assert 'PRIMARY KEY (app_id, batch_id)' in statements[3]
-    assert "cdc_generation_timestamps (time timestamptz PRIMARY KEY, expired timestamptz)" in statements[4]
-    assert "streams bytea[] NOT NULL, PRIMARY KEY (time, range_end)" in statements[5]
-    assert '"my ""schema""".lenient_jsonb' in statements[6]
-    assert 'FUNCTION "my ""schema""".json_value' in statements[7] and '"my ""schema""".lenient_jsonb(v)' in statements[7]
+    assert 'offsets text, PRIMARY KEY (app_id, batch_id)' in statements[3]
+    assert statements[4] == 'ALTER TABLE "my ""schema""".batches ADD COLUMN IF NOT EXISTS offsets text'
+    assert "cdc_generation_timestamps (time timestamptz PRIMARY KEY, expired timestamptz)" in statements[5]
+    assert "streams bytea[] NOT NULL, PRIMARY KEY (time, range_end)" in statements[6]
+    assert '"my ""schema""".lenient_jsonb' in statements[7]
+    assert 'FUNCTION "my ""schema""".json_value' in statements[8] and '"my ""schema""".lenient_jsonb(v)' in statements[8]
 
 
 def test_staging_copy_and_insert_statements() -> None:

@@ -1,0 +1,49 @@
+"""What Spark's checkpoint says of a micro-batch: the source offsets it covers.
+
+Before a micro-batch runs, Spark writes `<checkpoint>/offsets/<batch id>`: a version line, the batch's
+metadata (its watermark, its time, some conf), then one line per source with the offset the batch
+reads up to. A batch starts where the one before it ended; the first starts where the source says it
+started (the Kafka source keeps that in `sources/0/0`). A batch cut short is run again with the same
+file, so the same id always covers the same offsets in one checkpoint — and a batch id alone says
+nothing across two checkpoints: each numbers its batches from 0.
+"""
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+# The Kafka source's first offsets (a version line, then the offsets as JSON).
+_FIRST = Path("sources") / "0" / "0"
+
+
+def source_offsets(checkpoint: Path, batch_id: int) -> list[str] | None:
+    """The source offset lines of `batch_id` (one per source, as JSON text); None before it is planned."""
+    path = checkpoint / "offsets" / str(batch_id)
+    if not path.exists():
+        return None
+    lines = path.read_text().splitlines()
+    if len(lines) < 3:
+        raise ValueError(f"{path}: no source offset after the version and metadata lines")
+    return lines[2:]
+
+
+def newest_batch(checkpoint: Path) -> int | None:
+    """The newest batch id planned in `checkpoint`; None before any."""
+    folder = checkpoint / "offsets"
+    ids = [int(p.name) for p in folder.glob("*") if p.name.isdigit()] if folder.is_dir() else []
+    return max(ids, default=None)
+
+
+def batch_digest(checkpoint: Path, batch_id: int) -> str:
+    """A digest of the offsets `batch_id` covers, from where it starts to where it ends: equal for a
+    replay of the batch, different for another batch given the same id by another checkpoint."""
+    ends = source_offsets(checkpoint, batch_id)
+    if ends is None:
+        raise ValueError(f"{checkpoint}: batch {batch_id} has no offsets; it was not planned in this checkpoint")
+    if batch_id > 0:
+        starts = source_offsets(checkpoint, batch_id - 1) or []
+    else:
+        first = checkpoint / _FIRST
+        starts = first.read_text().splitlines()[1:] if first.exists() else []
+    text = "\n".join(["from", *starts, "to", *ends])
+    return hashlib.sha256(text.encode()).hexdigest()[:32]

@@ -1,0 +1,114 @@
+"""Every sink ledger against its real store: a batch id written again with the offsets it was written
+with is a replay (skipped), with other offsets it is refused and nothing of it is written — also by a
+sink opened afresh, as another runner or a restarted job opens it."""
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Callable, Iterator
+
+import psycopg
+import pytest
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
+
+from spark.job.sinks import open_sink
+from spark.job.sinks.ledger import BatchMismatch
+from spark.job.sinks.mysql import connect_dsn
+from tests.integration.micro_batches import micro_batch
+from tests.integration.test_job_sink_postgres import log_row
+
+pytestmark = pytest.mark.integration
+
+
+def kafka_values(bootstrap: str, topic: str) -> list[bytes]:
+    """Every committed record of `topic`'s partitions, as a `read_committed` reader sees them."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"t-{uuid.uuid4()}",
+                         "isolation.level": "read_committed", "enable.partition.eof": True})
+    try:
+        partitions = consumer.list_topics(topic, timeout=10).topics[topic].partitions
+        consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in partitions])
+        values, ended = [], set()
+        while len(ended) < len(partitions):
+            message = consumer.poll(10)
+            assert message is not None, f"{topic}: no end of partition within 10 s"
+            if message.error():
+                assert message.error().code() == KafkaError._PARTITION_EOF, message.error()
+                ended.add(message.partition())
+            else:
+                values.append(message.value())
+        return values
+    finally:
+        consumer.close()
+
+
+@pytest.fixture(params=["postgres", "mysql", "kafka", "delta"])
+def store(request, stack, tmp_path) -> Iterator[tuple[str, dict, Callable[[], list[int]]]]:
+    """(sink kind, its settings, the ids of the log rows it holds)."""
+    run = f"ledger_{uuid.uuid4().hex[:10]}"
+    kind = request.param
+    if kind == "postgres":
+        def ids():
+            with psycopg.connect(stack.postgres_dsn) as conn:
+                return [r[0] for r in conn.execute(f"SELECT (key->>'id')::int FROM {run}.cdc_log ORDER BY 1")]
+        yield kind, {"dsn": stack.postgres_dsn, "schema": run}, ids
+        with psycopg.connect(stack.postgres_dsn, autocommit=True) as conn:
+            conn.execute(f"DROP SCHEMA IF EXISTS {run} CASCADE")
+    elif kind == "mysql":
+        conn = connect_dsn(stack.mysql_dsn)
+        with conn.cursor() as cursor:
+            cursor.execute(f"CREATE DATABASE `{run}`")
+        conn.close()
+        dsn = stack.mysql_dsn.rsplit("/", 1)[0] + f"/{run}"
+
+        def ids():
+            conn = connect_dsn(dsn)
+            with conn.cursor() as cursor:
+                cursor.execute("SELECT JSON_VALUE(`key`, '$.id') FROM cdc_log ORDER BY 1")
+                rows = [int(r[0]) for r in cursor.fetchall()]
+            conn.close()
+            return rows
+        yield kind, {"dsn": dsn}, ids
+        conn = connect_dsn(stack.mysql_dsn)
+        with conn.cursor() as cursor:
+            cursor.execute(f"DROP DATABASE IF EXISTS `{run}`")
+        conn.close()
+    elif kind == "kafka":
+        yield kind, {"topic": run}, lambda: sorted(
+            json.loads(v)["key"]["id"] for v in kafka_values(stack.kafka_bootstrap, run))
+    else:
+        path = tmp_path / run
+
+        def ids():
+            from pyspark.sql import SparkSession
+
+            frame = SparkSession.getActiveSession().read.format("delta").load(str(path / "cdc_log"))
+            return sorted(json.loads(r.key)["id"] for r in frame.select("key").collect())
+        yield kind, {"path": str(path)}, ids
+
+
+def test_a_batch_id_is_a_replay_only_with_its_own_offsets(spark, stack, store):
+    kind, config, ids = store
+
+    def opened():
+        sink = open_sink(spark, kind, config, app_id="audit.1", cluster=((stack.cassandra_host,), stack.cassandra_port),
+                         keyspace="unused", kafka=stack.kafka_bootstrap, registry=stack.registry_url)
+        sink.prepare()
+        return sink
+
+    sink = opened()
+    sink.write(micro_batch(spark, 0, [log_row(1)], offsets="first-0"))
+    sink.write(micro_batch(spark, 1, [log_row(2)], offsets="first-1"))
+    sink.write(micro_batch(spark, 1, [log_row(2)], offsets="first-1"))  # a replay: skipped
+    assert ids() == [1, 2]
+    sink.close()
+
+    # Opened afresh, as a runner with another checkpoint opens it: its batches 0 and 1 cover other offsets.
+    again = opened()
+    for batch_id, row in ((1, 3), (0, 4)):
+        with pytest.raises(BatchMismatch) as refused:
+            again.write(micro_batch(spark, batch_id, [log_row(row)], offsets=f"second-{batch_id}"))
+        assert refused.value.batch_id == batch_id and "audit.1" in str(refused.value)
+    again.write(micro_batch(spark, 1, [log_row(2)], offsets="first-1"))  # the real replay still is one
+    again.write(micro_batch(spark, 2, [log_row(5)], offsets="first-2"))  # and the next batch goes in
+    assert ids() == [1, 2, 5]
+    again.close()
