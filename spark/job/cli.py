@@ -78,7 +78,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         job.run(shutdown.requested)
     except StreamingQueryException as exc:
-        log.error("the query failed: %s", exc.getMessage())
+        # The writer's reason is the readable one; Spark's message wraps it in a Py4J traceback.
+        log.error("the query failed: %s", job.writer.error or exc.getMessage())
         return 1
     finally:
         job.close()

@@ -176,6 +176,10 @@ def split(assigned: DataFrame, cells: bool = False) -> tuple[DataFrame, DataFram
     return rows, dead
 
 
+class BatchFailed(Exception):
+    """A micro-batch did not reach its sink; the reason, as `BatchWriter.error` says it."""
+
+
 class BatchWriter:
     """The `foreachBatch` function: the generations published, the selection, then the sink (the rows come
     with their stream ids: given in the decoding pass, or by the snapshot)."""
@@ -223,10 +227,13 @@ class BatchWriter:
             with self._in_sink:
                 self.write(batch, batch_id)
         except Exception as exc:
-            # Spark reports it wrapped in a Py4J traceback; the reason is kept here, readable.
             reason = str(exc).strip().splitlines()
             self.error = f"batch {batch_id}: {type(exc).__name__}: {reason[0] if reason else ''}"
-            raise
+            log.error("%s", self.error, exc_info=True)
+            # Spark gets the reason alone, not the traceback (with a Java one inside, from Py4J): a failure
+            # while the query is ending is matched against a regex that recurses once per character
+            # (`spark.job.stopping`), and a long message overflows the stream thread's stack.
+            raise BatchFailed(self.error) from None
 
     def purge_when_due(self, wait: float = 1.0) -> None:
         """Once `mirror_purge_interval` has passed since the last purge: remove what has expired from a

@@ -8,6 +8,10 @@ from pathlib import Path
 
 from deploy.local.endpoints import ROOT
 
+# What a micro-batch interrupted by a stop leaves in a Spark process's log; an ordinary stop leaves none.
+CUT_BATCH = ("StackOverflowError", "InterruptedException", "SPARK_JOB_CANCELLED", "CANNOT_LOAD_STATE_STORE",
+             "ClosedByInterruptException", "terminated with error")
+
 
 def runner_process(stack, base: dict, folder: Path, runner_id: str, **settings) -> subprocess.Popen:
     """`python -m spark.server` with the `served` fixture's settings, `settings` on top, one Spark core;

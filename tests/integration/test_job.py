@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 import uuid
+from pathlib import Path
 
 import psycopg
 import pytest
@@ -40,6 +41,7 @@ from spark.streams.generations import MICROS_PER_SECOND, Generation, Generations
 from spark.streams.topology import build_topology_description
 from spark.streams.storage import GenerationStore
 from tests.integration.pipeline import has_marker, write_marker
+from tests.integration.serving import CUT_BATCH
 from deploy.local.receiver import Receiver
 from tests.support import wait_for
 
@@ -539,8 +541,43 @@ def test_sigterm_stops_the_job_between_micro_batches_and_exits_0(spark, cql, key
     text = output.read_text()
     assert "SIGTERM: stopping after the running micro-batch" in text and "stopped after micro-batch" in text
     assert "Traceback" not in text, text[-3000:]
+    assert not [cut for cut in CUT_BATCH if cut in text], text[-3000:]
     rows = log_rows(spark, settings, keyspace, "kv")
     assert sorted(json.loads(r["key"])["k"] for r in rows) == list(range(20))
+
+
+def test_the_job_on_another_checkpoint_is_refused_by_the_sink_and_exits_1(spark, cql, keyspace, job, stack,
+                                                                           tmp_path):
+    """`python -m spark.job` started on a checkpoint other than the one that wrote its sink: its batch 0
+    is not the sink's batch 0, so the ledger refuses it (nothing skipped, nothing written twice) and
+    the job exits 1 saying why."""
+    connector, consumer, settings = job
+    # Several batches: the sink's newest is past batch 0, which the other checkpoint starts with. (Had
+    # the first run read everything in batch 0, the other's batch 0 would be the same batch: a replay.)
+    settings = settings.model_copy(update={
+        "spark_jars": stack.spark_jars, "spark_master": "local[1]", "max_offsets_per_trigger": 8,
+        "spark_conf": {"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "1"}})
+    cql.execute(f"CREATE TABLE {keyspace}.kv (k int PRIMARY KEY, v text) WITH cdc = true")
+    for k in range(20):
+        cql.execute(f"INSERT INTO {keyspace}.kv (k, v) VALUES (%s, 'v')", (k,))
+    consumer.until(has_marker(write_marker(cql, keyspace)))
+
+    def run(checkpoint: Path, name: str) -> tuple[int, str]:
+        config = tmp_path / f"{name}.yaml"
+        config.write_text(json.dumps({**settings.model_dump(mode="json"), "checkpoint_dir": str(checkpoint)}))
+        output = tmp_path / f"{name}.log"
+        with open(output, "w") as out:
+            code = subprocess.run([sys.executable, "-m", "spark.job", "--config", str(config), "--available-now"],
+                                  cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, timeout=300).returncode
+        return code, output.read_text()
+
+    code, text = run(settings.checkpoint_dir, "first")
+    assert code == 0, text[-3000:]
+    code, text = run(tmp_path / "another-checkpoint", "stray")
+    assert code == 1, text[-3000:]
+    refused = [line for line in text.splitlines() if "the query failed: batch 0: BatchMismatch" in line]
+    assert refused and f"{settings.app_id}:cdc_log" in refused[0] and "checkpoint_dir" in refused[0]
+    assert sorted(json.loads(r["key"])["k"] for r in log_rows(spark, settings, keyspace, "kv")) == list(range(20))
 
 
 def example_ddl(keyspace: str) -> list[str]:

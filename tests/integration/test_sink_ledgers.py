@@ -15,6 +15,7 @@ from spark.job.sinks import open_sink
 from spark.job.sinks.ledger import BatchMismatch
 from spark.job.sinks.mysql import connect_dsn
 from tests.integration.micro_batches import micro_batch
+from tests.integration.test_job import drop_mysql_database, mysql_database
 from tests.integration.test_job_sink_postgres import log_row
 
 pytestmark = pytest.mark.integration
@@ -54,11 +55,7 @@ def store(request, stack, tmp_path) -> Iterator[tuple[str, dict, Callable[[], li
         with psycopg.connect(stack.postgres_dsn, autocommit=True) as conn:
             conn.execute(f"DROP SCHEMA IF EXISTS {run} CASCADE")
     elif kind == "mysql":
-        conn = connect_dsn(stack.mysql_dsn)
-        with conn.cursor() as cursor:
-            cursor.execute(f"CREATE DATABASE `{run}`")
-        conn.close()
-        dsn = stack.mysql_dsn.rsplit("/", 1)[0] + f"/{run}"
+        dsn = mysql_database(stack, run)
 
         def ids():
             conn = connect_dsn(dsn)
@@ -68,10 +65,7 @@ def store(request, stack, tmp_path) -> Iterator[tuple[str, dict, Callable[[], li
             conn.close()
             return rows
         yield kind, {"dsn": dsn}, ids
-        conn = connect_dsn(stack.mysql_dsn)
-        with conn.cursor() as cursor:
-            cursor.execute(f"DROP DATABASE IF EXISTS `{run}`")
-        conn.close()
+        drop_mysql_database(stack, dsn)
     elif kind == "kafka":
         yield kind, {"topic": run}, lambda: sorted(
             json.loads(v)["key"]["id"] for v in kafka_values(stack.kafka_bootstrap, run))
