@@ -111,9 +111,15 @@ class Checkpoint:
         return self._unacknowledged
 
     def start_after(self, segment: SegmentFile) -> Position | None:
-        """Where reading `segment` resumes: after the committed position when it lies in it."""
+        """Where reading `segment` resumes: after the newest position of it queued in this run (read and
+        handed over, acknowledged or not), else after the committed position when it lies in it. A
+        segment that left cdc_raw while read and came back so repeats nothing of this run."""
+        segment_id = segment.segment_id
+        queued = [item.position for item in self._queue if item.position.segment_id == segment_id]
         position = self.state.position
-        return position if position is not None and position.segment_id == segment.segment_id else None
+        if position is not None and position.segment_id == segment_id:
+            queued.append(position)
+        return max(queued, default=None)
 
     def produced(self, position: Position, events: int = 1) -> Callable:
         """Record `events` events handed to the producer, the last of them at `position`; returns the

@@ -3,7 +3,8 @@
 Cassandra never deletes a segment that holds CDC data: only a consumer or an operator does. One that
 vanishes unread or half read is a loss of acknowledged writes, so it is recorded (`lost/<stem>.json`,
 `<stem>` being the segment's name without `.log`, with the position reached) and reading does not pass
-it until the segment comes back (it is then read from where reading stopped) or an operator
+it until the segment comes back (it is then read on from where reading stopped in this run, or from the
+committed position after a restart: `Checkpoint.start_after`) or an operator
 acknowledges the loss (`python -m connector ack-lost`, which writes `lost/<stem>.ack`). Records
 survive restarts; acknowledged ones stay as the audit trail.
 """

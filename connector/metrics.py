@@ -27,7 +27,8 @@ class Metrics:
                                          registry=r)
         self.segments_quarantined = Counter("ringtail_segments_quarantined", "Segments moved to quarantine",
                                             registry=r)
-        self.segment = Gauge("ringtail_current_segment_id", "Segment being read", registry=r)
+        self.segment = Gauge("ringtail_current_segment_id", "Segment reading is on, or waits for (a lost one)",
+                             registry=r)
         self.position = Gauge("ringtail_current_position_offset", "Offset read in the current segment",
                               registry=r)
         self.committed = Gauge("ringtail_committed_position_offset", "Committed offset", ["segment_id"],
@@ -101,10 +102,10 @@ def connector_readiness(metrics: Metrics, health: Health, started: threading.Eve
 
 class StatusServer:
     """/metrics from `registry`; /health answers while the process runs; /ready is 200 only while
-    `report` gives no problems (it returns problems and warnings, both shown)."""
+    `report` gives no problems (it returns problems and warnings, both shown, with what `detail` adds)."""
 
     def __init__(self, registry: CollectorRegistry, report: Callable[[], tuple[list[str], list[str]]],
-                 host: str, port: int) -> None:
+                 host: str, port: int, detail: Callable[[], dict] = dict) -> None:
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:
                 if self.path == "/metrics":
@@ -113,7 +114,7 @@ class StatusServer:
                     self._send(200, b"ok\n")
                 elif self.path == "/ready":
                     problems, warnings = report()
-                    body = {"ready": not problems, "problems": problems, "warnings": warnings}
+                    body = {"ready": not problems, "problems": problems, "warnings": warnings, **detail()}
                     self._send(503 if problems else 200, json.dumps(body).encode() + b"\n", "application/json")
                 else:
                     self._send(404, b"not found\n")

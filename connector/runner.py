@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 
 from confluent_kafka import KafkaException
 from confluent_kafka.schema_registry import SchemaRegistryClient
@@ -70,6 +71,7 @@ class Connector:
         self._quarantined: set[int] = set()
         self._gone: set[int] = set()  # read to their end (released, quarantined or skipped)
         self._lost_reported: set[str] = set()  # lost segments /ready names
+        self._shown: tuple[int, str] | tuple[None, None] = (None, None)  # the segment the metric and /ready name
         self._index_reported: int | None = None
         self._housekept = 0.0
 
@@ -87,7 +89,8 @@ class Connector:
         s = self.settings
         started = threading.Event()
         status = StatusServer(self.metrics.registry, connector_readiness(self.metrics, self.health, started),
-                              s.metrics_host, s.metrics_port).start() if s.metrics_port else None
+                              s.metrics_host, s.metrics_port, detail=lambda: {"segment": self._shown[1]}
+                              ).start() if s.metrics_port else None
         watch = DirectoryWatch(s.cdc_raw, self._wake).start()
         monitor = Monitor(self).start()
         try:
@@ -205,6 +208,9 @@ class Connector:
 
     def step(self) -> bool:
         """Read what is durable in the segment to read; True when anything was read or finished."""
+        # Delivery reports are served every turn: while reading waits (for a lost segment, say), the
+        # commit still follows what Kafka acknowledges.
+        self.producer.poll(0)
         listing = scan(self.settings.cdc_raw)
         self._watch_segments(listing)
         if time.monotonic() - self._housekept >= self.settings.housekeeping_interval:
@@ -212,6 +218,10 @@ class Connector:
         pending = self.lost.pending()
         blocked_from = pending[0].segment_id if pending else None
         segment = next_segment(listing, self.checkpoint.releasing, blocked_from, frozenset(self._returned))
+        if segment is not None:
+            self._show_segment(segment.segment_id, segment.name, lambda: self.checkpoint.start_after(segment))
+        elif pending:
+            self._show_segment(pending[0].segment_id, pending[0].name, lambda: pending[0].position)
         if self.tail is not None and (segment is None or self.tail.segment != segment):
             self.tail.close()  # passed over: a later segment is indexed, so this one never held CDC data
             self.tail = None
@@ -267,9 +277,18 @@ class Connector:
             return True
         producer.poll(0)
         if tail.position is not None:
-            m.segment.set(tail.segment.segment_id)
             m.position.set(tail.position.entry_offset)
         return read
+
+    def _show_segment(self, segment_id: int, name: str, position: Callable[[], Position | None]) -> None:
+        """The metrics and /ready name the segment reading is on, or waits for (a lost one), and where in
+        it reading stands (`position()`, asked when the segment changes; reading moves it on); with
+        nothing to read, the last one read."""
+        if (segment_id, name) != self._shown:
+            self._shown = (segment_id, name)
+            self.metrics.segment.set(segment_id)
+            at = position()
+            self.metrics.position.set(at.entry_offset if at is not None else 0)
 
     def _room(self) -> int:
         """How many more events may be in flight, waiting while none may; 0 when stopping first."""
@@ -437,9 +456,7 @@ class Connector:
         self.note_indexed(listing)
         for segment_id, segment in list(self._known.items()):
             if segment_id not in present and not self.checkpoint.releasing(segment_id):
-                reading = self.tail is not None and self.tail.segment.segment_id == segment_id
-                self._record_lost(segment.name, segment_id,
-                                  self.tail.position if reading else self.checkpoint.start_after(segment))
+                self._record_lost(segment.name, segment_id, self.checkpoint.start_after(segment))
         pending = self.lost.pending()
         for lost in pending:
             if lost.segment_id in present:

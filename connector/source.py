@@ -78,12 +78,15 @@ def next_segment(listing: Listing, done: Callable[[int], bool], blocked_from: in
     (a lost segment reading must not pass). A segment without an index is passed over when a later one
     has an index: it never held CDC data, as Cassandra syncs, and so indexes, segments oldest first; the
     newest one without an index is the one being written, read once its index appears. `complete`
-    segments count as indexed (they came back without their index)."""
+    segments count as indexed (they came back without their index). A lost segment was indexed, so
+    below it no segment without an index is the one being written."""
     indexed = listing.indexed | complete
     pending = [s for s in listing.segments if not done(s.segment_id)
                and (blocked_from is None or s.segment_id < blocked_from)]
     for i, segment in enumerate(pending):
-        if segment.segment_id in indexed or not any(s.segment_id in indexed for s in pending[i + 1:]):
+        if segment.segment_id in indexed:
+            return segment
+        if blocked_from is None and not any(s.segment_id in indexed for s in pending[i + 1:]):
             return segment
     return None
 

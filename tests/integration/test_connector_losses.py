@@ -308,6 +308,70 @@ def test_a_segment_removed_unread_stops_reading_until_it_returns_or_its_loss_is_
     assert connector.process.returncode == 0
 
 
+def test_a_segment_lost_while_read_blocks_reading_visibly_and_returns_without_repeats(
+        stack, cql, keyspace, tmp_path, fresh_kafka):
+    """Kafka down holds the connector inside a completed segment (`max_in_flight` events wait); that
+    segment is moved away, and an older link without an index (as a clean Cassandra stop leaves one)
+    put beside it. Kafka back: the loss is reported, the metric and /ready name the lost segment while
+    reading waits for it, and the old link draws no index error. Put back, the segment is read on from
+    where reading stopped: every row once, no event twice."""
+    kafka, local, connector, consumer, table = on_a_broker_of_its_own(
+        stack, cql, keyspace, tmp_path, fresh_kafka, metrics_port=unused_port(), max_in_flight=200,
+        measure_interval=0.5, index_grace=1, leftover_min_age=3600)
+    leftover = None
+    try:
+        written = write_rows(cql, table, range(50))
+        consumer.until(lambda events: len(events) >= 50, timeout=60)
+        kafka.stop()
+
+        def held_in_a_completed_segment():
+            written.extend(write_rows(cql, table, range(len(written), len(written) + 500), "h" * 250))
+            figures = connector.metrics()
+            segment = next((s for s in list_segments(connector.cdc_raw)
+                            if s.segment_id == figures.get("ringtail_current_segment_id")), None)
+            index = read_cdc_index(segment.index_path) if segment else None
+            return figures.get("ringtail_producer_in_flight") == 200 and index and index.completed and segment
+
+        segment = wait_for(held_in_a_completed_segment, timeout=120, what="reading held inside a completed segment")
+        leftover = connector.cdc_raw / segment.path.name.replace(str(segment.segment_id), str(segment.segment_id - 1))
+        assert not leftover.exists()
+        leftover.write_bytes(bytes(1024))
+        aside = tmp_path / "aside"
+        aside.mkdir()
+        for path in (segment.index_path, segment.path):
+            shutil.move(path, aside / path.name)
+        kafka.start()
+        kafka.wait()
+        consumer = reconnected(consumer, local, connector.prefix)
+
+        wait_for(lambda: any(segment.name in p for p in ready(connector)[1]["problems"]), timeout=90,
+                 what=f"the loss of {segment.name} reported")
+        wait_for(lambda: ready(connector)[1].get("segment") == segment.name, timeout=30,
+                 what="/ready naming the lost segment")
+        figures = connector.metrics()
+        record = json.loads((connector.state_dir / "lost" / f"{segment.path.stem}.json").read_text())
+        assert figures["ringtail_current_segment_id"] == segment.segment_id
+        assert figures["ringtail_current_position_offset"] == record["position"]["entry_offset"] > 0
+        time.sleep(3)  # thrice index_grace: an index error for the old link would be out by now
+        status, body = ready(connector)
+        assert status == 503 and body["segment"] == segment.name
+        assert [p for p in body["problems"] if segment.name not in p] == []
+        assert "ringtail_index_problems_total{" not in metrics_text(connector)
+        assert not [line for line in connector.log.read_text().splitlines() if leftover.name in line and "index" in line]
+
+        for path in aside.iterdir():  # back, index first: then the segment is complete
+            shutil.move(path, connector.cdc_raw / path.name)
+        events = consumer.until(lambda events: {e["_key"]["id"] for e in events} >= set(written), timeout=180)
+        assert_each_once(events, "t", written, repeats=False)
+        wait_for(lambda: ready(connector)[0] == 200, timeout=30, what="/ready back to 200")
+    finally:
+        consumer.close()
+        connector.stop()
+        if leftover is not None:
+            leftover.unlink(missing_ok=True)
+    assert connector.process.returncode == 0
+
+
 def test_an_empty_index_is_reported_then_quarantined_and_leftovers_are_removed(stack, cql, keyspace, tmp_path,
                                                                               pipeline):
     """A cdc_raw of the connector's own, holding copies: a complete segment whose `_cdc.idx` is empty
@@ -345,6 +409,9 @@ def test_an_empty_index_is_reported_then_quarantined_and_leftovers_are_removed(s
     problem = wait_for(lambda: next((p for p in ready(connector)[1]["problems"] if empty.name in p), None),
                        timeout=30, what="the empty index reported")
     assert "empty" in problem
+    # While reading is stuck there, the metric and /ready name the segment it is stuck on.
+    assert connector.metrics()["ringtail_current_segment_id"] == empty.segment_id
+    assert ready(connector)[1]["segment"] == empty.name
     text = metrics_text(connector)
     assert 'ringtail_housekeeping_removed_total{kind="orphan_index"} 1.0' in text
     assert 'ringtail_housekeeping_removed_total{kind="unindexed_link"} 1.0' in text

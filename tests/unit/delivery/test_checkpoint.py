@@ -214,6 +214,24 @@ def test_reading_resumes_after_the_committed_position_in_its_segment_only(store)
     assert checkpoint.start_after(seg(6)) is None
 
 
+def test_reading_resumes_after_what_this_run_handed_over_acknowledged_or_not(store):
+    """A segment that left cdc_raw while read and came back: what was produced from it is not read again
+    (Kafka has it, or will have it, or the delivery fails and everything after the commit is read again)."""
+    store.state = DeliveryState(at(5, 100))
+    checkpoint = Checkpoint(store, lambda s: None)
+    delivered = checkpoint.produced(at(5, 200))
+    checkpoint.produced(at(5, 300))
+    checkpoint.read_through(at(5, 350))  # filtered changes after it
+    checkpoint.produced(at(6, 10))
+    assert checkpoint.start_after(seg(5)) == at(5, 350)
+    assert checkpoint.start_after(seg(6)) == at(6, 10)
+    delivered(None, Report(0))
+    assert checkpoint.commit() == at(5, 200)
+    assert checkpoint.start_after(seg(5)) == at(5, 350)
+    # A new run (a restart, or a rewind after a failed delivery) knows only the commit.
+    assert Checkpoint(store, lambda s: None).start_after(seg(5)) == at(5, 200)
+
+
 def test_the_state_file_round_trips_and_reads_the_first_format(tmp_path):
     store = PositionStore(tmp_path / "position.json")
     assert store.load() == DeliveryState()

@@ -60,6 +60,15 @@ def test_reading_does_not_pass_a_lost_segment(tmp_path):
     assert next_segment(scan(tmp_path), nothing_done, blocked_from=4).segment_id == 3
 
 
+def test_below_a_lost_segment_a_link_without_an_index_is_a_leftover_not_the_segment_being_written(tmp_path):
+    segment(tmp_path, 2)  # left by a clean stop of Cassandra: never held CDC data
+    segment(tmp_path, 3, "100\nCOMPLETED")
+    segment(tmp_path, 5, "100")  # indexed, after the lost 4: not seen while reading waits for 4
+    assert next_segment(scan(tmp_path), lambda i: i == 3, blocked_from=4) is None
+    assert next_segment(scan(tmp_path), nothing_done, blocked_from=4).segment_id == 3
+    assert next_segment(scan(tmp_path), lambda i: i == 3, blocked_from=6).segment_id == 5
+
+
 def test_a_segment_that_came_back_without_its_index_is_read(tmp_path):
     segment(tmp_path, 3)
     segment(tmp_path, 5, "100")
