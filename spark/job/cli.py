@@ -25,7 +25,7 @@ def make_sink(spark: SparkSession, settings: JobSettings) -> Sink:
     return open_sink(spark, settings.sink, config, app_id=settings.app_id,
                      cluster=(settings.cassandra_hosts, settings.cassandra_port),
                      keyspace=settings.generations_keyspace, kafka=settings.kafka_bootstrap_servers,
-                     registry=settings.registry_url)
+                     registry=settings.registry_url, replication=settings.generations_replication)
 
 
 def build_parser() -> argparse.ArgumentParser:

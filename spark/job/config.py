@@ -15,6 +15,7 @@ from pydantic_settings import NoDecode, SettingsConfigDict
 
 from connector.avro.serializer import topic_name
 from connector.settings import FileSettings, split_hosts
+from spark.streams.storage import DEFAULT_REPLICATION, replication_literal
 from spark.subscriptions.model import DELTA_LAYOUTS, SQL_LAYOUTS
 
 
@@ -32,6 +33,10 @@ class StreamSettings(FileSettings):
     cassandra_hosts: Annotated[tuple[str, ...], NoDecode] = ("127.0.0.1",)
     cassandra_port: int = 9042
     generations_keyspace: str = "ringtail_cdc"
+    # Its replication when ringtail creates it (an existing keyspace is left as it is: ALTER KEYSPACE
+    # changes it). It holds the generations, subscriptions, leases and progress: on a cluster, replicate
+    # it as the data is, e.g. {class: NetworkTopologyStrategy, dc1: 3}, or one node down stops them.
+    generations_replication: dict[str, str | int] = Field(default_factory=lambda: dict(DEFAULT_REPLICATION))
     shards: int = Field(1, ge=1)  # per node, as ScyllaDB's smp
     ignore_msb: int = Field(12, ge=0, le=63)  # ScyllaDB's murmur3_partitioner_ignore_msb_bits
     # How far back the first generation starts, so that changes written before the job's
@@ -77,6 +82,14 @@ class StreamSettings(FileSettings):
     @classmethod
     def _split(cls, value):
         return split_hosts(value)
+
+    @field_validator("generations_replication")
+    @classmethod
+    def _replication(cls, value: dict[str, str | int]) -> dict[str, str | int]:
+        if "class" not in value:
+            raise ValueError("a replication map names its class (SimpleStrategy or NetworkTopologyStrategy)")
+        replication_literal(value)  # refused here, before anything starts, rather than at the CREATE
+        return value
 
     @property
     def topic_pattern(self) -> str:

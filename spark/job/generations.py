@@ -33,7 +33,7 @@ class GenerationKeeper:
         self.cluster, self.session = connect(settings.cassandra_hosts, settings.cassandra_port,
                                               **STATEMENTS_ONLY)
         self.store = GenerationStore(self.session, settings.generations_keyspace)
-        self.store.create_schema()
+        self.store.create_schema(settings.generations_replication)
         self.generations = Generations()
         self._checked_at: float | None = None
         self._lock = threading.Lock()  # one keeper may serve several queries' batches

@@ -189,7 +189,7 @@ class Delivery:
         sink = open_sink(spark, s.sink, s.sink_config, app_id=app_id,
                          cluster=(settings.cassandra_hosts, settings.cassandra_port),
                          keyspace=settings.generations_keyspace, kafka=settings.kafka_bootstrap_servers,
-                         registry=settings.registry_url)
+                         registry=settings.registry_url, replication=settings.generations_replication)
         target = f"{s.sink}:{sorted(s.sink_config.items())}"
         checkpoint = checkpoint_of(settings, s, snapshot=self.snapshot)
         self._recorder: Callable[[BatchCounts, DataFrame], None]

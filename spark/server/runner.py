@@ -58,7 +58,7 @@ class Runner:
         self.settings, self.session = settings, session
         self.publications = Publications()  # the generations given to each sink target, for every delivery
         self.registry = SubscriptionRegistry(session, settings.generations_keyspace)
-        self.registry.create_schema()
+        self.registry.create_schema(settings.generations_replication)
         self.leases = Leases(session, settings.generations_keyspace, settings.runner_id, settings.lease_ttl)
         self.keeper = GenerationKeeper(settings)
         self.held: dict[str, Held] = {}

@@ -83,7 +83,8 @@ _IDENTIFIER = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,47}")
 _OPTION = re.compile(r"[A-Za-z0-9_.]+")
 
 
-def _replication_literal(replication: Mapping[str, str | int]) -> str:
+def replication_literal(replication: Mapping[str, str | int]) -> str:
+    """A keyspace's replication map as CQL; only plain names and numbers go into the statement."""
     for name, value in replication.items():
         if not _OPTION.fullmatch(str(name)) or not _OPTION.fullmatch(str(value)):
             raise InvalidStoreSetting(f"replication option {name!r}: {value!r} is not a plain name or number")
@@ -119,7 +120,7 @@ class GenerationStore:
     def create_schema(self, replication: Mapping[str, str | int] = DEFAULT_REPLICATION) -> None:
         """Create the keyspace, if missing, and the tables; existing ones are left as they are."""
         self.session.execute(
-            f"CREATE KEYSPACE IF NOT EXISTS {self.keyspace} WITH replication = {_replication_literal(replication)}"
+            f"CREATE KEYSPACE IF NOT EXISTS {self.keyspace} WITH replication = {replication_literal(replication)}"
         )
         for statement in _SCHEMA:
             self.session.execute(statement.format(keyspace=self.keyspace))

@@ -139,7 +139,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     cluster, session = connect(list(settings.cassandra_hosts), settings.cassandra_port)
     try:
         registry = SubscriptionRegistry(session, settings.generations_keyspace)
-        registry.create_schema()
+        registry.create_schema(settings.generations_replication)
         control = Control(registry, session, _LazySparkCheck())
         statement = statement_of(args)
         result = control.show(statement.name) if args.verb == "show" else control.run(statement)

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from spark.streams.storage import DEFAULT_KEYSPACE, DEFAULT_REPLICATION
+from spark.streams.storage import DEFAULT_KEYSPACE, DEFAULT_REPLICATION, replication_literal
 
 from .model import Change, InvalidSubscription, Subscription
 
@@ -91,8 +91,8 @@ class SubscriptionRegistry:
         self.keyspace = keyspace
 
     def create_schema(self, replication: Mapping[str, str | int] = DEFAULT_REPLICATION) -> None:
-        options = ", ".join(f"'{k}': '{v}'" for k, v in replication.items())
-        self.session.execute(f"CREATE KEYSPACE IF NOT EXISTS {self.keyspace} WITH replication = {{{options}}}")
+        self.session.execute(
+            f"CREATE KEYSPACE IF NOT EXISTS {self.keyspace} WITH replication = {replication_literal(replication)}")
         for statement in _SCHEMA:
             self.session.execute(statement.format(ks=self.keyspace))
 

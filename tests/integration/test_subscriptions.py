@@ -99,3 +99,26 @@ def test_two_creates_of_one_name_cannot_both_win(cql, keyspace, spark):
         assert registry.get("race").revision == 1
     finally:
         cql.execute(f"DROP KEYSPACE IF EXISTS {keyspace}_reg")
+
+
+def test_ringtails_keyspace_is_created_with_the_replication_set(cql, keyspace, stack, spark):
+    """The runner (through the registry) and the job (through its generation keeper) each create the
+    keyspace with `generations_replication` when it is missing; here as a cluster would set it."""
+    from spark.job.generations import GenerationKeeper
+    from spark.server.config import ServerSettings
+    from spark.server.runner import Runner
+
+    dc = cql.execute("SELECT data_center FROM system.local").one().data_center
+    replication = {"class": "NetworkTopologyStrategy", dc: 1}
+    expected = {"class": "org.apache.cassandra.locator.NetworkTopologyStrategy", dc: "1"}
+    for created_by in ("runner", "keeper"):
+        name = f"{keyspace}_{created_by}"
+        settings = ServerSettings(cassandra_hosts=(stack.cassandra_host,), cassandra_port=stack.cassandra_port,
+                                  generations_keyspace=name, generations_replication=replication, metrics_port=0)
+        opened = Runner(spark, settings, cql) if created_by == "runner" else GenerationKeeper(settings)
+        try:
+            row = cql.execute("SELECT replication FROM system_schema.keyspaces WHERE keyspace_name = %s", (name,)).one()
+            assert dict(row.replication) == expected, created_by
+        finally:
+            opened.close()
+            cql.execute(f"DROP KEYSPACE IF EXISTS {name}")

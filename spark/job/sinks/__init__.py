@@ -18,6 +18,7 @@ from typing import Any, Protocol, TypeVar
 from pyspark.sql import DataFrame
 
 from spark.streams.generations import Generations
+from spark.streams.storage import DEFAULT_REPLICATION
 from spark.subscriptions.model import MIRROR, boolean_setting
 
 T = TypeVar("T")
@@ -112,10 +113,11 @@ def generation_rows(generations: Generations) -> tuple[list[tuple], list[tuple]]
 
 
 def open_sink(spark: Any, kind: str, config: Mapping[str, str], *, app_id: str, cluster: tuple[Sequence[str], int],
-              keyspace: str, kafka: str, registry: str) -> Sink:
+              keyspace: str, kafka: str, registry: str,
+              replication: Mapping[str, str | int] = DEFAULT_REPLICATION) -> Sink:
     """The sink `kind` with its settings (named as `spark.subscriptions.model.SINKS` lists them).
     `app_id` names its writes in the exactly-once bookkeeping; the Cassandra sink writes to `cluster`
-    and `keyspace` (Delta's typed layout and the mirrors read their tables' schemas there), the Kafka sink to the
+    and `keyspace` (created with `replication` when missing, as ringtail's own keyspace is) (Delta's typed layout and the mirrors read their tables' schemas there), the Kafka sink to the
     `kafka` cluster and its Avro schemas to the `registry`, unless their settings say otherwise."""
     if kind == "delta":
         from .delta import DeltaSink
@@ -140,7 +142,7 @@ def open_sink(spark: Any, kind: str, config: Mapping[str, str], *, app_id: str, 
 
         hosts = tuple(h.strip() for h in config["hosts"].split(",")) if "hosts" in config else cluster[0]
         return CassandraSink(hosts=list(hosts), port=int(config.get("port", cluster[1])),
-                             keyspace=config.get("keyspace", keyspace))
+                             keyspace=config.get("keyspace", keyspace), replication=replication)
     if kind == "mysql" and config.get("layout") == MIRROR:
         from .mysql_mirror import MySqlMirrorSink
 

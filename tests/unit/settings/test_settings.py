@@ -64,3 +64,14 @@ def test_without_cdc_raw_anywhere_the_error_names_it(tmp_path):
     yaml.write_text("cdc_enabled: true\n")
     with pytest.raises(ValidationError, match="cdc_raw"):
         ConnectorSettings(cassandra_yaml=yaml)
+
+
+def test_the_generations_keyspace_replication_is_a_setting_checked_before_anything_starts(monkeypatch):
+    assert JobSettings.load(None).generations_replication == {"class": "SimpleStrategy", "replication_factor": 1}
+    monkeypatch.setenv("RINGTAIL_JOB_GENERATIONS_REPLICATION", '{"class": "NetworkTopologyStrategy", "dc1": 3}')
+    assert JobSettings.load(None).generations_replication == {"class": "NetworkTopologyStrategy", "dc1": 3}
+    monkeypatch.delenv("RINGTAIL_JOB_GENERATIONS_REPLICATION")  # sources' maps are merged, not replaced
+    with pytest.raises(ValidationError, match="is not a plain name or number"):
+        JobSettings(generations_replication={"class": "NetworkTopologyStrategy", "dc1": "3}; DROP KEYSPACE x"})
+    with pytest.raises(ValidationError, match="names its class"):
+        JobSettings(generations_replication={"dc1": 3})

@@ -4,7 +4,7 @@ import pytest
 
 from spark.streams import Generation, InvalidStoreSetting, InvalidTopology, build_topology_description
 from spark.streams.rewrite import first_live_generation
-from spark.streams.storage import DEFAULT_KEYSPACE, DEFAULT_REPLICATION, GenerationStore, _replication_literal
+from spark.streams.storage import DEFAULT_KEYSPACE, DEFAULT_REPLICATION, GenerationStore, replication_literal
 
 
 @pytest.mark.parametrize("keyspace", ["", "1abc", "has-dash", "x" * 49, "ks; DROP"])
@@ -13,15 +13,15 @@ def test_keyspace_must_be_a_plain_identifier(keyspace):
         GenerationStore(None, keyspace)
 
 
-def test_replication_literal():
-    assert _replication_literal({"class": "SimpleStrategy", "replication_factor": 1}) == (
+def testreplication_literal():
+    assert replication_literal({"class": "SimpleStrategy", "replication_factor": 1}) == (
         "{'class': 'SimpleStrategy', 'replication_factor': '1'}"
     )
-    assert _replication_literal({"class": "NetworkTopologyStrategy", "dc1": 3}) == (
+    assert replication_literal({"class": "NetworkTopologyStrategy", "dc1": 3}) == (
         "{'class': 'NetworkTopologyStrategy', 'dc1': '3'}"
     )
     with pytest.raises(InvalidStoreSetting):
-        _replication_literal({"class": "x'}; DROP KEYSPACE k; --"})
+        replication_literal({"class": "x'}; DROP KEYSPACE k; --"})
 
 
 def test_generations_are_stored_in_whole_milliseconds():
