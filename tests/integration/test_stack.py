@@ -117,6 +117,7 @@ def test_registry_registers_and_returns_avro_schema(stack: Stack) -> None:
 def test_spark_reads_kafka_with_the_fetched_jars(stack: Stack) -> None:
     from confluent_kafka import Producer
     from confluent_kafka.admin import AdminClient, NewTopic
+    from pyspark import SparkContext
     from pyspark.sql import SparkSession
 
     topic = f"spark-smoke-{uuid.uuid4().hex[:8]}"
@@ -127,6 +128,9 @@ def test_spark_reads_kafka_with_the_fetched_jars(stack: Stack) -> None:
         producer.produce(topic, key=str(i).encode(), value=f"change {i}".encode())
     assert producer.flush(30) == 0
 
+    # getOrCreate returns the tests' shared session when one runs already: stopping it here would stop it
+    # for every later test.
+    shared = SparkContext._active_spark_context is not None
     spark = (
         SparkSession.builder.master("local[1]")
         .appName("ringtail-smoke")
@@ -148,7 +152,8 @@ def test_spark_reads_kafka_with_the_fetched_jars(stack: Stack) -> None:
             .collect()
         )
     finally:
-        spark.stop()
+        if not shared:
+            spark.stop()
     assert [(r.k, r.v) for r in rows] == [("0", "change 0"), ("1", "change 1"), ("2", "change 2")]
     admin.delete_topics([topic])
 
