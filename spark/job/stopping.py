@@ -32,7 +32,8 @@ def request_end(query: StreamingQuery) -> bool:
     when it waits between triggers. False when this Spark build offers no way to (nothing was done)."""
     try:
         # No public API ends a query between batches: Spark's own state, through Py4J.
-        terminated = SparkContext._jvm.py4j.reflection.ReflectionUtil.classForName(_TERMINATED).getField("MODULE$").get(None)
+        state = SparkContext._jvm.py4j.reflection.ReflectionUtil.classForName(_TERMINATED)
+        terminated = state.getField("MODULE$").get(None)
         query._jsq.streamingQuery().state().set(terminated)  # noqa: SLF001
     except Exception as exc:  # noqa: BLE001 - another Spark: the caller falls back to stop()
         log.warning("this Spark cannot end a query between micro-batches (%s: %s); it is stopped at once, its "

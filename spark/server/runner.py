@@ -2,10 +2,11 @@
 
 Every `poll_interval` it says it is alive, renews the leases it holds (a refused renewal stops that
 subscription at once), follows the registry (pause and cancel stop a query after its running
-micro-batch, starting no other; resume, reset and alter restart it), retries failing subscriptions with backoff, claims active ones nobody holds up to its
-share (subscriptions ÷ runners alive, so runners split them; a runner holding more than its share
-hands the rest back), and reports each subscription's figures; a mirror's expired values are removed
-between batches. A failing subscription is stopped and retried on its own; the others never wait for it.
+micro-batch, starting no other; resume, reset and alter restart it), retries failing subscriptions with
+backoff, claims active ones nobody holds up to its share (subscriptions ÷ runners alive, so runners
+split them; a runner holding more than its share hands the rest back), and reports each subscription's
+figures; a mirror's expired values are removed between batches. A failing subscription is stopped and
+retried on its own; the others never wait for it.
 """
 from __future__ import annotations
 

@@ -117,8 +117,9 @@ def open_sink(spark: Any, kind: str, config: Mapping[str, str], *, app_id: str, 
               replication: Mapping[str, str | int] = DEFAULT_REPLICATION) -> Sink:
     """The sink `kind` with its settings (named as `spark.subscriptions.model.SINKS` lists them).
     `app_id` names its writes in the exactly-once bookkeeping; the Cassandra sink writes to `cluster`
-    and `keyspace` (created with `replication` when missing, as ringtail's own keyspace is) (Delta's typed layout and the mirrors read their tables' schemas there), the Kafka sink to the
-    `kafka` cluster and its Avro schemas to the `registry`, unless their settings say otherwise."""
+    and `keyspace`, created with `replication` when missing, as ringtail's own keyspace is (Delta's typed
+    layout and the mirrors read their tables' schemas there), the Kafka sink to the `kafka` cluster
+    and its Avro schemas to the `registry`, unless their settings say otherwise."""
     if kind == "delta":
         from .delta import DeltaSink
 

@@ -8,9 +8,10 @@ the ledger ``batches`` and the generation tables ``cdc_generation_timestamps`` a
 ``cdc_streams_descriptions_v2`` (streams as a JSON array of `0x…` ids in shard order).
 
 A batch is one transaction: claim (app_id, batch_id) in the ledger, or stop when it is there with the
-same source offsets (a replay; other offsets are refused, `ledger.BatchMismatch`); insert the rows (a copy of a change read from another replica is ignored by the
-key); the same for dead letters; record the counts. JSON cannot hold NaN or the infinities: such
-values are written as the strings "NaN", "Infinity", "-Infinity".
+same source offsets (a replay; other offsets are refused, `ledger.BatchMismatch`); insert the rows (a
+copy of a change read from another replica is ignored by the key); the same for dead letters; record
+the counts. JSON cannot hold NaN or the infinities: such values are written as the strings "NaN",
+"Infinity", "-Infinity".
 """
 from __future__ import annotations
 
@@ -154,9 +155,9 @@ class MySqlSink:
                 except pymysql.IntegrityError:
                     cursor.execute("SELECT offsets FROM batches WHERE app_id = %s AND batch_id = %s",
                                    (self.app_id, batch_id))
-                    written = cursor.fetchone()[0]
+                    held = cursor.fetchone()[0]
                     conn.rollback()
-                    if is_replay(self.app_id, batch_id, batch.offsets, written):
+                    if is_replay(self.app_id, batch_id, batch.offsets, held):
                         log.info("batch %d of %s is already written; skipped", batch_id, self.app_id)
                         return
                 written = self._write_rows(cursor, rows, prepared)

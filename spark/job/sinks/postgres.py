@@ -16,8 +16,9 @@ Tables (in `schema`, default ``ringtail``):
     The generation description tables, ``streams`` as bytea[] in shard order.
 
 A batch is one transaction: claim (app_id, batch_id) in the ledger, or stop when it is there with
-the same offsets (a replay; other offsets are refused, `ledger.BatchMismatch`); COPY the rows into a temporary table and INSERT … ON CONFLICT DO NOTHING, which also drops
-copies of a change read from several replicas; the same for dead letters; record the counts.
+the same offsets (a replay; other offsets are refused, `ledger.BatchMismatch`); COPY the rows into a
+temporary table and INSERT … ON CONFLICT DO NOTHING, which also drops copies of a change read from
+several replicas; the same for dead letters; record the counts.
 The rows are formatted on the executors as CSV (Spark expressions, then Arrow's CSV writer) and
 streamed through the driver into COPY, partition by partition.
 """
@@ -238,7 +239,7 @@ class PostgresSink:
         s = ident(schema)
         self._claim = (f"INSERT INTO {s}.batches (app_id, batch_id, rows, dead_letters, offsets)"
                        " VALUES (%s, %s, 0, 0, %s) ON CONFLICT DO NOTHING")
-        self._written = f"SELECT offsets FROM {s}.batches WHERE app_id = %s AND batch_id = %s"
+        self._held_offsets = f"SELECT offsets FROM {s}.batches WHERE app_id = %s AND batch_id = %s"
         self._record = f"UPDATE {s}.batches SET rows = %s, dead_letters = %s WHERE app_id = %s AND batch_id = %s"
         self._insert_rows = tuple(insert_statement(schema, "cdc_log", self._LOG_STAGING, LOG_COLUMNS,
                                                    lenient=lenient) for lenient in (False, True))
@@ -270,8 +271,8 @@ class PostgresSink:
             # Claiming first also serializes two writers of one batch: the second waits on the row
             # lock, then finds the batch written.
             if conn.execute(self._claim, (self.app_id, batch_id, batch.offsets)).rowcount == 0:
-                written = conn.execute(self._written, (self.app_id, batch_id)).fetchone()[0]
-                if is_replay(self.app_id, batch_id, batch.offsets, written):
+                held = conn.execute(self._held_offsets, (self.app_id, batch_id)).fetchone()[0]
+                if is_replay(self.app_id, batch_id, batch.offsets, held):
                     log.info("batch %d of %s is already written; skipped", batch_id, self.app_id)
                     return
             written = self._write_rows(conn, rows)
