@@ -110,9 +110,12 @@ def stopped_cleanly(log: Path, checkpoint: Path, name: str, posts: Posts, comman
     decided (before `until`: another runner taking it over), and posted for one batch at most after it;
     return how long after the command its last post came."""
     decided = wait_for(lambda: logged_at(log, NO_NEW_BATCH.format(name=name), commanded), 60, f"{name}: stop decided")
-    assert planned_after(checkpoint, decided, until) == []
+    # A trigger that had passed Spark's state check just before the decision still plans its batch
+    # (spark.job.stopping): at most that one, and it runs whole.
+    started = planned_after(checkpoint, decided, until)
+    assert len(started) <= 1, f"batches {started} of {name} planned after the stop was decided"
     late = {batch for batch, at, _ in posts.of(name) if decided < at < until}
-    assert len(late) <= 1, f"batches {sorted(late)} of {name} posted after the stop was decided"
+    assert len(late) <= 1 + len(started), f"batches {sorted(late)} of {name} posted after the stop was decided"
     return max(at for _, at, _ in posts.of(name) if at < until) - commanded
 
 
