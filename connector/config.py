@@ -27,7 +27,10 @@ class ConnectorSettings(FileSettings):
     registry_url: str = "http://127.0.0.1:8081"
     topic_prefix: str = "ringtail"
     topic_partitions: int = Field(6, ge=1)
-    topic_replication_factor: int = Field(1, ge=1)
+    # Unset: three copies with two in sync (min(3, brokers) and min.insync.replicas 2 on smaller clusters'
+    # terms; see connector.kafka.topic_replication).
+    topic_replication_factor: int | None = Field(None, ge=1)
+    topic_min_insync_replicas: int | None = Field(None, ge=1)
     # Named in every event's `source`.
     cluster_name: str = "cassandra"
     node_name: str = Field(default_factory=socket.gethostname)

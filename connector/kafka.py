@@ -62,9 +62,25 @@ def create_topic(admin: AdminClient, topic: NewTopic, stopping: threading.Event,
     return True
 
 
+def topic_replication(brokers: int, replication_factor: int | None,
+                      min_insync_replicas: int | None) -> tuple[int, int]:
+    """(replication factor, min.insync.replicas) of the topics ringtail creates on a cluster of `brokers`.
+    Unset, they are what production clusters run with where they can: three copies, of which two must
+    have a write before it is acknowledged (acks=all), so one broker can be lost without losing or
+    refusing a write; a smaller cluster gets a copy on each broker and one broker's loss to spare."""
+    factor = replication_factor or min(3, brokers)
+    in_sync = min_insync_replicas or max(1, min(2, factor - 1))
+    if factor > brokers:
+        raise TopicError(f"topic_replication_factor {factor} is more than the {brokers} broker(s) of the cluster")
+    if in_sync > factor:
+        raise TopicError(f"topic_min_insync_replicas {in_sync} is more than the replication factor {factor}: "
+                         "no write could be acknowledged")
+    return factor, in_sync
+
+
 class EventProducer:
-    def __init__(self, bootstrap_servers: str, *, partitions: int, replication_factor: int,
-                 extra: dict | None = None) -> None:
+    def __init__(self, bootstrap_servers: str, *, partitions: int, replication_factor: int | None = None,
+                 min_insync_replicas: int | None = None, extra: dict | None = None) -> None:
         config = {
             "bootstrap.servers": bootstrap_servers,
             "linger.ms": 5,
@@ -78,16 +94,30 @@ class EventProducer:
         }
         self._producer = Producer(config)
         self._admin = AdminClient({"bootstrap.servers": bootstrap_servers})
-        self.partitions, self.replication_factor = partitions, replication_factor
+        self.partitions = partitions
+        self._replication = (replication_factor, min_insync_replicas)
+        self._layout: tuple[int, int] | None = None  # decided at the first topic, from the cluster's brokers
         self._topics: set[str] = set()
+
+    def _topic_layout(self, timeout: float) -> tuple[int, int]:
+        if self._layout is None:
+            try:
+                brokers = len(self._admin.list_topics(timeout=timeout).brokers)
+            except KafkaException as exc:
+                raise TopicError(f"cannot read the cluster's brokers: {exc.args[0].str()}") from None
+            self._layout = topic_replication(brokers, *self._replication)
+            log.info("topics are created with replication factor %d and min.insync.replicas %d (%d broker(s))",
+                     *self._layout, brokers)
+        return self._layout
 
     def ensure_topic(self, topic: str, stopping: threading.Event, timeout: float = 60) -> bool:
         """Create `topic` unless this producer knows it; False when `stopping` was set meanwhile (a stop
         does not wait for a broker that does not answer)."""
         if topic in self._topics:
             return True
-        if not create_topic(self._admin, NewTopic(topic, self.partitions, self.replication_factor), stopping,
-                            timeout):
+        factor, in_sync = self._topic_layout(timeout)
+        new = NewTopic(topic, self.partitions, factor, config={"min.insync.replicas": str(in_sync)})
+        if not create_topic(self._admin, new, stopping, timeout):
             return False
         self._topics.add(topic)
         return True

@@ -96,7 +96,8 @@ class Connector:
         try:
             self._start_schema()
             self.producer = EventProducer(s.kafka_bootstrap_servers, partitions=s.topic_partitions,
-                                          replication_factor=s.topic_replication_factor, extra=s.producer)
+                                          replication_factor=s.topic_replication_factor,
+                                          min_insync_replicas=s.topic_min_insync_replicas, extra=s.producer)
             source = SourceInfo(s.topic_prefix, s.cluster_name, s.node_name)
             self.events = ChangeSerializer(ChangeEncoder(source, self.schema.snapshot),
                                            SchemaRegistry(SchemaRegistryClient({"url": s.registry_url})))

@@ -25,13 +25,13 @@ def _cassandra_yaml(target: Path) -> None:
     template = Template((ROOT / "deploy" / "local" / "cassandra" / "cassandra.yaml").read_text())
     target.write_text(
         template.substitute(
-            host="0.0.0.0", storage_port=7000, native_port=9042, num_tokens=16, data_dir="/var/lib/cassandra",
+            host="0.0.0.0", seed="127.0.0.1", storage_port=7000, native_port=9042, num_tokens=16,
+            token_replication=1, concurrent_writes=8, data_dir="/var/lib/cassandra",
             cdc_total_space="512MiB", commitlog_segment_size="1MiB",
             commitlog_sync="commitlog_sync: periodic\ncommitlog_sync_period: 1000ms",
             storage_compatibility_mode="CASSANDRA_4",
         ).replace("rpc_address: 0.0.0.0", "rpc_address: 0.0.0.0\nbroadcast_rpc_address: 127.0.0.1")
         .replace("listen_address: 0.0.0.0", "listen_address: 127.0.0.1")
-        .replace('seeds: "0.0.0.0:7000"', 'seeds: "127.0.0.1:7000"')
     )
 
 

@@ -19,15 +19,28 @@ class StackUnavailable(RuntimeError):
 
 
 @dataclass(frozen=True)
-class Stack:
-    cassandra_host: str
-    cassandra_port: int
+class Node:
+    """One Cassandra node of the stack: `cassandra@i` on its own address, with its own directories."""
+
+    name: str
+    host: str
     cdc_raw: Path
-    kafka_bootstrap: str
+    commitlog: Path
+    data: Path
+
+
+@dataclass(frozen=True)
+class Stack:
+    cassandra_host: str  # node 1's
+    cassandra_port: int
+    cdc_raw: Path  # node 1's
+    kafka_bootstrap: str  # every broker's
     registry_url: str
     postgres_dsn: str
     mysql_dsn: str
     spark_jars: tuple[str, ...]
+    nodes: tuple[Node, ...] = ()  # every node of the ring (one on the default stack)
+    run_dir: Path | None = None  # the local stack's (for `stack.py` commands on it)
 
 
 def _answers(host: str, port: int) -> bool:
@@ -36,9 +49,10 @@ def _answers(host: str, port: int) -> bool:
         return sock.connect_ex((host, port)) == 0
 
 
-def connect_stack() -> Stack:
-    """The local stack described by `<run dir>/stack.json`, once every service's port answers."""
-    run_dir = Path(os.environ.get("RINGTAIL_STACK_RUN_DIR") or ROOT / ".run")
+def connect_stack(run_dir: Path | None = None) -> Stack:
+    """The local stack described by `<run dir>/stack.json` (RINGTAIL_STACK_RUN_DIR's by default), once every
+    service's port answers."""
+    run_dir = run_dir or Path(os.environ.get("RINGTAIL_STACK_RUN_DIR") or ROOT / ".run")
     description = run_dir / "stack.json"
     if not description.exists():
         raise StackUnavailable(f"the local stack is not running ({description} is missing): {START_HINT}")
@@ -52,6 +66,9 @@ def connect_stack() -> Stack:
         postgres_dsn=d["postgres"]["dsn"],
         mysql_dsn=d["mariadb"]["dsn"],
         spark_jars=tuple(d["spark-jars"]["jars"]),
+        nodes=tuple(Node(n["name"], n["host"], Path(n["cdc_raw"]), Path(n["commitlog"]), Path(n["data"]))
+                    for n in d["cassandra"]["nodes"]),
+        run_dir=run_dir,
     )
     kafka = urlsplit(f"//{stack.kafka_bootstrap}")
     registry = urlsplit(stack.registry_url)

@@ -3,8 +3,14 @@ Spark's connector jars, run as plain processes from Maven Central artifacts.
 
     python deploy/local/stack.py start [SERVICE ...]   fetch, configure, start, wait until answering
     python deploy/local/stack.py stop  [SERVICE ...]   stop what start started (pid files)
+    python deploy/local/stack.py kill  SERVICE ...     SIGKILL (a node or broker lost, as in a crash)
     python deploy/local/stack.py status                one line per service
     python deploy/local/stack.py cassandra-yaml        print the Cassandra configuration (for images)
+
+RINGTAIL_STACK_CASSANDRA_NODES=N makes Cassandra a ring of N nodes (`cassandra@1` … `cassandra@N`) and
+RINGTAIL_STACK_KAFKA_BROKERS=N Kafka a KRaft cluster of N brokers (`kafka@1` …): node and broker i listen
+on the i-th loopback address from RINGTAIL_STACK_HOST (127.0.0.1, 127.0.0.2, …) on the same ports. A
+SERVICE is one of them (`cassandra@2`) or every one of its kind (`cassandra`).
 
 Everything lives under the run directory (RINGTAIL_STACK_RUN_DIR, default `.run/` in the project). After a
 start, `<run dir>/stack.json` describes the endpoints, directories and jars for tests and tools.
@@ -13,6 +19,7 @@ start, `<run dir>/stack.json` describes the endpoints, directories and jars for 
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import json
 import os
 import shutil
@@ -55,9 +62,12 @@ def _env(name: str, default: str) -> str:
 @dataclass(frozen=True)
 class Settings:
     run_dir: Path
-    host: str
+    dist_dir: Path  # what Maven fetched; stacks of other run directories may share it
+    host: str  # node and broker 1's address; the others follow it
+    cassandra_nodes: int
     cassandra_port: int
     cassandra_storage_port: int
+    cassandra_jmx_port: int  # node i's is this + i - 1: JMX binds the loopback address whatever the node's
     cassandra_heap: str
     cassandra_num_tokens: int
     commitlog_segment_size: str
@@ -66,6 +76,7 @@ class Settings:
     commitlog_sync_group_window: str  # group: writes wait at most this long for the sync they share
     cdc_total_space: str
     storage_compatibility_mode: str
+    kafka_brokers: int
     kafka_port: int
     kafka_controller_port: int
     kafka_heap: str
@@ -77,11 +88,15 @@ class Settings:
 
     @classmethod
     def from_env(cls) -> Settings:
+        run_dir = Path(_env("RINGTAIL_STACK_RUN_DIR", str(PROJECT / ".run"))).resolve()
         return cls(
-            run_dir=Path(_env("RINGTAIL_STACK_RUN_DIR", str(PROJECT / ".run"))).resolve(),
+            run_dir=run_dir,
+            dist_dir=Path(_env("RINGTAIL_STACK_DIST_DIR", str(run_dir / "dist"))).resolve(),
             host=_env("RINGTAIL_STACK_HOST", "127.0.0.1"),
+            cassandra_nodes=_count("RINGTAIL_STACK_CASSANDRA_NODES"),
             cassandra_port=int(_env("RINGTAIL_STACK_CASSANDRA_PORT", "9042")),
             cassandra_storage_port=int(_env("RINGTAIL_STACK_CASSANDRA_STORAGE_PORT", "7000")),
+            cassandra_jmx_port=int(_env("RINGTAIL_STACK_CASSANDRA_JMX_PORT", "7199")),
             cassandra_heap=_env("RINGTAIL_STACK_CASSANDRA_HEAP", "1G"),
             cassandra_num_tokens=int(_env("RINGTAIL_STACK_CASSANDRA_NUM_TOKENS", "16")),
             commitlog_segment_size=_env("RINGTAIL_STACK_COMMITLOG_SEGMENT_SIZE", "1MiB"),
@@ -90,6 +105,7 @@ class Settings:
             commitlog_sync_group_window=_env("RINGTAIL_STACK_COMMITLOG_SYNC_GROUP_WINDOW", "15ms"),
             cdc_total_space=_env("RINGTAIL_STACK_CDC_TOTAL_SPACE", "512MiB"),
             storage_compatibility_mode=_env("RINGTAIL_STACK_STORAGE_COMPATIBILITY_MODE", "CASSANDRA_4"),
+            kafka_brokers=_count("RINGTAIL_STACK_KAFKA_BROKERS"),
             kafka_port=int(_env("RINGTAIL_STACK_KAFKA_PORT", "9092")),
             kafka_controller_port=int(_env("RINGTAIL_STACK_KAFKA_CONTROLLER_PORT", "9093")),
             kafka_heap=_env("RINGTAIL_STACK_KAFKA_HEAP", "512M"),
@@ -100,6 +116,18 @@ class Settings:
             mariadb_port=int(_env("RINGTAIL_STACK_MARIADB_PORT", "3307")),
             start_timeout=float(_env("RINGTAIL_STACK_START_TIMEOUT", "240")),
         )
+
+
+    def address(self, index: int) -> str:
+        """Node or broker `index`'s address (1-based): the host's, then the loopback addresses after it."""
+        return str(ipaddress.ip_address(self.host) + index - 1)
+
+
+def _count(name: str) -> int:
+    value = _env(name, "1")
+    if not value.isdigit() or int(value) < 1:
+        raise StackError(f"{name} must be a whole number of at least 1, not {value!r}")
+    return int(value)
 
 
 class StackError(RuntimeError):
@@ -219,15 +247,20 @@ def java() -> str:
 
 
 class Service:
-    name: str
+    kind: str  # what it is; a stack may run several of a kind (`cassandra@1`, `cassandra@2`)
 
-    def __init__(self, settings: Settings):
+    def __init__(self, settings: Settings, index: int = 1):
         self.s = settings
+        self.index = index
         self.dir = settings.run_dir / self.name
 
     @property
+    def name(self) -> str:
+        return self.kind
+
+    @property
     def pid_file(self) -> Path:
-        return self.dir / f"{self.name}.pid"
+        return self.dir / f"{self.kind}.pid"
 
     @property
     def logs(self) -> Path:
@@ -238,13 +271,14 @@ class Service:
     pom: str | None = None
     goal = "copy-dependencies"
     launched_at: float | None = None  # set when this start launched the process
+    joins: bool = False  # starts once the first of its kind answers (a node joining a ring)
 
     def maven_properties(self) -> list[str]:
         return []
 
     @property
     def dist(self) -> Path:
-        return self.s.run_dir / "dist" / self.name
+        return self.s.dist_dir / self.kind
 
     def fetch(self) -> None:
         if self.pom is None:
@@ -270,6 +304,10 @@ class Service:
         """The ports it listens on, by the variable that sets each."""
         return {}
 
+    @property
+    def address(self) -> str:
+        return self.s.host
+
     def start(self) -> None:
         self.fetch()
         if pid_alive(self.pid_file):
@@ -287,18 +325,52 @@ class Service:
     def stop(self) -> None:
         stop_pid(self.name, self.pid_file)
 
+    def kill(self) -> None:
+        pid = pid_alive(self.pid_file)
+        if pid is None:
+            raise StackError(f"{self.name} is not running")
+        log(f"killing {self.name} (pid {pid}, SIGKILL)")
+        os.killpg(pid, signal.SIGKILL)
+        while pid_alive(self.pid_file):
+            time.sleep(0.1)
+        self.pid_file.unlink(missing_ok=True)
+
     def status(self) -> str:
         pid = pid_alive(self.pid_file)
         return f"running (pid {pid})" if pid else "stopped"
 
 
-class Cassandra(Service):
-    name = "cassandra"
+class Member(Service):
+    """One of several of its kind (a Cassandra node, a Kafka broker): named `kind@index`, on the index-th
+    address."""
+
+    @property
+    def name(self) -> str:
+        return f"{self.kind}@{self.index}"
+
+    @property
+    def address(self) -> str:
+        return self.s.address(self.index)
+
+
+class Cassandra(Member):
+    """Node `index` of the ring; node 1 is its seed, the others join it once it answers."""
+
+    kind = "cassandra"
     pom = "cassandra.xml"
+
+    @property
+    def joins(self) -> bool:
+        return self.index > 1
 
     def ports(self) -> dict[str, int]:
         return {"RINGTAIL_STACK_CASSANDRA_PORT": self.s.cassandra_port,
-                "RINGTAIL_STACK_CASSANDRA_STORAGE_PORT": self.s.cassandra_storage_port}
+                "RINGTAIL_STACK_CASSANDRA_STORAGE_PORT": self.s.cassandra_storage_port,
+                "RINGTAIL_STACK_CASSANDRA_JMX_PORT": self.jmx_port}
+
+    @property
+    def jmx_port(self) -> int:
+        return self.s.cassandra_jmx_port + self.index - 1
 
     def maven_properties(self) -> list[str]:
         return [f"-Dcassandra.version={CASSANDRA_VERSION}", "-DincludeScope=runtime"]
@@ -322,10 +394,13 @@ class Cassandra(Service):
         s = self.s
         return render(
             HERE / "cassandra" / "cassandra.yaml",
-            host=s.host,
+            host=self.address,
+            seed=s.address(1),
             storage_port=s.cassandra_storage_port,
             native_port=s.cassandra_port,
             num_tokens=s.cassandra_num_tokens,
+            # Tokens spread for the replication the ring's keyspaces have (3 on a ring, as in production).
+            token_replication=min(3, s.cassandra_nodes),
             data_dir=data_dir,
             cdc_total_space=s.cdc_total_space,
             commitlog_sync=self.sync_setting(),
@@ -361,42 +436,63 @@ class Cassandra(Service):
             "-Dcassandra-foreground=yes",
             "-Dcassandra.skip_wait_for_gossip_to_settle=0",
             "-Dcassandra.superuser_setup_delay_ms=0",
-            "-Dcassandra.jmx.local.port=" + _env("RINGTAIL_STACK_CASSANDRA_JMX_PORT", "7199"),
+            # A new ring holds no data to stream: its nodes join at once, without bootstrapping. A node
+            # started again after a kill or a lost disk comes back with the tokens it had.
+            "-Dcassandra.auto_bootstrap=false",
+            f"-Dcassandra.jmx.local.port={self.jmx_port}",
             f"-Djava.io.tmpdir={self.dir / 'tmp'}",
             "-cp",
             f"{conf}:{self.dist}/*",
             "org.apache.cassandra.service.CassandraDaemon",
         ]
         (self.dir / "tmp").mkdir(exist_ok=True)
-        log(f"starting Cassandra {CASSANDRA_VERSION} on {s.host}:{s.cassandra_port} (logs: {self.logs})")
-        spawn(self.name, cmd, self.dir, env={"MALLOC_ARENA_MAX": "4"})
+        log(f"starting Cassandra {CASSANDRA_VERSION} {self.name} on {self.address}:{s.cassandra_port} "
+            f"(logs: {self.logs})")
+        spawn(self.kind, cmd, self.dir, env={"MALLOC_ARENA_MAX": "4"})
 
-    def ready(self) -> bool:
-        if not port_open(self.s.host, self.s.cassandra_port):
-            return False
-        from cassandra.cluster import Cluster
+    def _ask(self, cql: str) -> list:
+        """Rows of `cql` asked of this node only (the driver would otherwise answer through any node)."""
+        from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile
+        from cassandra.policies import WhiteListRoundRobinPolicy
 
-        cluster = Cluster([self.s.host], port=self.s.cassandra_port, connect_timeout=5)
+        only_this = ExecutionProfile(load_balancing_policy=WhiteListRoundRobinPolicy([self.address]))
+        cluster = Cluster([self.address], port=self.s.cassandra_port, connect_timeout=5,
+                          execution_profiles={EXEC_PROFILE_DEFAULT: only_this})
         try:
-            row = cluster.connect().execute("SELECT release_version FROM system.local").one()
-            return row.release_version.startswith(CASSANDRA_VERSION.rsplit(".", 1)[0])
+            return list(cluster.connect().execute(cql))
         finally:
             cluster.shutdown()
 
+    def ready(self) -> bool:
+        if not port_open(self.address, self.s.cassandra_port):
+            return False
+        row = self._ask("SELECT release_version FROM system.local")[0]
+        return row.release_version.startswith(CASSANDRA_VERSION.rsplit(".", 1)[0])
+
+    def knows_ring(self) -> bool:
+        """Whether this node holds every other node of the ring as a full member (address, host id, data
+        centre and tokens): a write it coordinates goes to every replica, none is left out of the ring."""
+        peers = self._ask("SELECT host_id, native_address, data_center, rack, tokens FROM system.peers_v2")
+        return sum(all(value is not None for value in peer) for peer in peers) >= self.s.cassandra_nodes - 1
+
     def describe(self) -> dict:
         return {
-            "host": self.s.host,
+            "name": self.name,
+            "host": self.address,
             "port": self.s.cassandra_port,
             "version": CASSANDRA_VERSION,
             "cdc_raw": str(self.data / "cdc_raw"),
             "commitlog": str(self.data / "commitlog"),
+            "data": str(self.data),
             "config": str(self.dir / "conf" / "cassandra.yaml"),
             "logs": str(self.logs),
         }
 
 
-class Kafka(Service):
-    name = "kafka"
+class Kafka(Member):
+    """Broker `index` of a KRaft cluster in which every broker is also a controller (a quorum of them all)."""
+
+    kind = "kafka"
     pom = "kafka.xml"
 
     def ports(self) -> dict[str, int]:
@@ -419,49 +515,58 @@ class Kafka(Service):
             f"{self.dist}/*",
         ]
 
+    def _cluster_id(self) -> str:
+        """The cluster's id, made once for the run directory: every broker is formatted with it."""
+        path = self.s.run_dir / "kafka-cluster-id"
+        if not path.exists():
+            made = subprocess.run([*self._java("256M"), "kafka.tools.StorageTool", "random-uuid"],
+                                  capture_output=True, text=True, check=True).stdout.strip().splitlines()[-1]
+            path.write_text(made)
+        return path.read_text().strip()
+
     def launch(self) -> None:
         s = self.s
         data = self.dir / "data"
         config = self.dir / "server.properties"
+        brokers = s.kafka_brokers
         config.write_text(render(
             HERE / "kafka" / "server.properties",
-            host=s.host,
+            node_id=self.index,
+            host=self.address,
             port=s.kafka_port,
             controller_port=s.kafka_controller_port,
+            voters=",".join(f"{i}@{s.address(i)}:{s.kafka_controller_port}" for i in range(1, brokers + 1)),
             data_dir=data,
+            # What production clusters run with: three copies, two in sync before a write is acknowledged.
+            replication=min(3, brokers),
+            min_isr=min(2, brokers),
         ))
         if not (data / "meta.properties").exists():
-            cluster_id = subprocess.run(
-                [*self._java("256M"), "kafka.tools.StorageTool", "random-uuid"],
-                capture_output=True, text=True, check=True,
-            ).stdout.strip().splitlines()[-1]
-            subprocess.run(
-                [*self._java("256M"), "kafka.tools.StorageTool", "format", "--standalone",
-                 "-t", cluster_id, "-c", str(config)],
-                capture_output=True, text=True, check=True,
-            )
-        log(f"starting Kafka {KAFKA_VERSION} on {s.host}:{s.kafka_port} (logs: {self.logs})")
-        spawn(self.name, [*self._java(s.kafka_heap), "kafka.Kafka", str(config)], self.dir)
+            subprocess.run([*self._java("256M"), "kafka.tools.StorageTool", "format", "-t", self._cluster_id(),
+                            "-c", str(config)], capture_output=True, text=True, check=True)
+        log(f"starting Kafka {KAFKA_VERSION} {self.name} on {self.bootstrap} (logs: {self.logs})")
+        spawn(self.kind, [*self._java(s.kafka_heap), "kafka.Kafka", str(config)], self.dir)
 
     def ready(self) -> bool:
-        if not port_open(self.s.host, self.s.kafka_port):
+        if not port_open(self.address, self.s.kafka_port):
             return False
         from confluent_kafka.admin import AdminClient
 
         admin = AdminClient({"bootstrap.servers": self.bootstrap})
         metadata = admin.list_topics(timeout=5)
-        return len(metadata.brokers) > 0
+        return self.index in metadata.brokers
 
     @property
     def bootstrap(self) -> str:
-        return f"{self.s.host}:{self.s.kafka_port}"
+        return f"{self.address}:{self.s.kafka_port}"
 
     def describe(self) -> dict:
-        return {"bootstrap_servers": self.bootstrap, "version": KAFKA_VERSION, "logs": str(self.logs)}
+        return {"name": self.name, "bootstrap_servers": self.bootstrap, "version": KAFKA_VERSION,
+                "data": str(self.dir / "data"), "logs": str(self.logs)}
 
 
 class Registry(Service):
-    name = "registry"
+    kind = "registry"
     pom = "apicurio.xml"
     goal = "unpack-dependencies"
 
@@ -505,7 +610,7 @@ class Registry(Service):
 class Postgres(Service):
     """Debian's PostgreSQL server binaries, with a cluster of the project's own under the run dir."""
 
-    name = "postgres"
+    kind = "postgres"
     user = "ringtail"
     database = "ringtail"
 
@@ -603,7 +708,7 @@ class Postgres(Service):
 class MariaDB(Service):
     """Debian's MariaDB server, with a data directory of the project's own under the run dir."""
 
-    name = "mariadb"
+    kind = "mariadb"
     user = "ringtail"
     database = "ringtail"
 
@@ -671,7 +776,7 @@ class MariaDB(Service):
 class SparkJars(Service):
     """Not a process: Spark's Kafka, Avro and Delta jars, handed to Spark through `spark.jars`."""
 
-    name = "spark-jars"
+    kind = "spark-jars"
     pom = "spark.xml"
 
     def maven_properties(self) -> list[str]:
@@ -705,18 +810,31 @@ class SparkJars(Service):
         return {"version": SPARK_VERSION, "delta_version": DELTA_VERSION, "jars": self.jars()}
 
 
-SERVICES = {cls.name: cls for cls in (Cassandra, Kafka, Registry, Postgres, MariaDB, SparkJars)}
+KINDS = (Cassandra, Kafka, Registry, Postgres, MariaDB, SparkJars)
+
+
+def services(settings: Settings) -> list[Service]:
+    """Every service of the stack, in start order."""
+    counts = {Cassandra: settings.cassandra_nodes, Kafka: settings.kafka_brokers}
+    return [kind(settings, index) for kind in KINDS for index in range(1, counts.get(kind, 1) + 1)]
 
 
 def selected(settings: Settings, names: list[str]) -> list[Service]:
-    unknown = set(names) - set(SERVICES)
+    """The services `names` name (a service, or every one of a kind), all of them for none."""
+    every = services(settings)
+    known = {s.name for s in every} | {s.kind for s in every}
+    unknown = set(names) - known
     if unknown:
-        raise StackError(f"unknown service(s) {', '.join(sorted(unknown))}; known: {', '.join(SERVICES)}")
-    return [cls(settings) for name, cls in SERVICES.items() if not names or name in names]
+        raise StackError(f"unknown service(s) {', '.join(sorted(unknown))}; known: {', '.join(sorted(known))}")
+    return [s for s in every if not names or s.name in names or s.kind in names]
 
 
 def write_description(settings: Settings) -> Path:
-    description = {name: cls(settings).describe() for name, cls in SERVICES.items()}
+    every = services(settings)
+    description = {s.kind: s.describe() for s in every if s.index == 1}
+    description["cassandra"]["nodes"] = [s.describe() for s in every if isinstance(s, Cassandra)]
+    brokers = [s.describe() for s in every if isinstance(s, Kafka)]
+    description["kafka"].update(bootstrap_servers=",".join(b["bootstrap_servers"] for b in brokers), brokers=brokers)
     description["run_dir"] = str(settings.run_dir)
     target = settings.run_dir / "stack.json"
     target.write_text(json.dumps(description, indent=2) + "\n")
@@ -725,22 +843,32 @@ def write_description(settings: Settings) -> Path:
 
 def start(settings: Settings, names: list[str]) -> None:
     settings.run_dir.mkdir(parents=True, exist_ok=True)
-    services = selected(settings, names)
+    chosen = selected(settings, names)
     # A port taken by a process this stack did not start (another checkout's stack, a service of the
     # machine) would have its service "answer" at once: the tests would then talk to someone else's.
-    taken = [f"port {port} ({variable}) for {service.name}" for service in services if not pid_alive(service.pid_file)
-             for variable, port in service.ports().items() if port_open(settings.host, port)]
+    taken = [f"port {s.address}:{port} ({variable}) for {s.name}" for s in chosen if not pid_alive(s.pid_file)
+             for variable, port in s.ports().items()
+             if port_open("127.0.0.1" if "JMX" in variable else s.address, port)]
     if taken:
         raise StackError(f"{'; '.join(taken)}: taken by a process this stack did not start (another checkout's "
                          "stack: run deploy/local/stop there; or a service of this machine). Stop it, or set the "
                          "variable to a free port")
     began = time.monotonic()
-    # Launch everything first, then wait: the JVMs boot in parallel.
-    for service in services:
-        service.start()
-    for service in services:
-        took = service.wait()
-        log(f"{service.name} ready ({took:.1f}s after launch)")
+    # Launch everything first, then wait: the JVMs boot in parallel. Nodes joining a ring start once
+    # the first node answers (it is their seed), side by side.
+    for wave in ([s for s in chosen if not s.joins], [s for s in chosen if s.joins]):
+        for service in wave:
+            service.start()
+        for service in wave:
+            took = service.wait()
+            log(f"{service.name} ready ({took:.1f}s after launch)")
+    if any(isinstance(s, Cassandra) for s in chosen) and settings.cassandra_nodes > 1:
+        # A node known to the others only partly (no tokens yet) is left out of the replicas of the writes
+        # they coordinate: data written then would be missing on it for good.
+        for node in (s for s in services(settings) if isinstance(s, Cassandra) and pid_alive(s.pid_file)):
+            wait_until(f"{node.name} (knowing the ring)", node.knows_ring, settings.start_timeout, node.pid_file,
+                       node.logs)
+        log("every node knows the ring")
     target = write_description(settings)
     log(f"stack up in {time.monotonic() - began:.1f}s; description: {target}")
 
@@ -750,22 +878,32 @@ def stop(settings: Settings, names: list[str]) -> None:
         service.stop()
 
 
+def kill(settings: Settings, names: list[str]) -> None:
+    if not names:
+        raise StackError("kill needs the service(s) to kill, for example cassandra@2")
+    for service in selected(settings, names):
+        service.kill()
+
+
 def status(settings: Settings) -> None:
     for service in selected(settings, []):
-        print(f"{service.name:11} {service.status()}")
+        print(f"{service.name:12} {service.status()}")
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("command", choices=("start", "stop", "status", "cassandra-yaml"))
-    parser.add_argument("services", nargs="*", help=f"any of: {', '.join(SERVICES)} (default: all)")
+    parser.add_argument("command", choices=("start", "stop", "kill", "status", "cassandra-yaml"))
+    parser.add_argument("services", nargs="*", help=f"any of: {', '.join(k.kind for k in KINDS)}, or one of "
+                                                    "several: cassandra@2 (default: all)")
     args = parser.parse_args(argv)
-    settings = Settings.from_env()
     try:
+        settings = Settings.from_env()
         if args.command == "start":
             start(settings, args.services)
         elif args.command == "stop":
             stop(settings, args.services)
+        elif args.command == "kill":
+            kill(settings, args.services)
         elif args.command == "cassandra-yaml":
             # The same configuration for the container image (deploy/cassandra.Dockerfile).
             print(Cassandra(settings).yaml(Path(_env("RINGTAIL_STACK_CASSANDRA_DATA_DIR", "/var/lib/cassandra"))), end="")
