@@ -27,8 +27,8 @@ class ConnectorSettings(FileSettings):
     registry_url: str = "http://127.0.0.1:8081"
     topic_prefix: str = "ringtail"
     topic_partitions: int = Field(6, ge=1)
-    # Unset: three copies with two in sync (min(3, brokers) and min.insync.replicas 2 on smaller clusters'
-    # terms; see connector.kafka.topic_replication).
+    # Unset: min(3, brokers) copies, two of them in sync (one fewer on a cluster of one or two brokers);
+    # see connector.kafka.topic_replication.
     topic_replication_factor: int | None = Field(None, ge=1)
     topic_min_insync_replicas: int | None = Field(None, ge=1)
     # Named in every event's `source`.

@@ -65,9 +65,9 @@ def create_topic(admin: AdminClient, topic: NewTopic, stopping: threading.Event,
 def topic_replication(brokers: int, replication_factor: int | None,
                       min_insync_replicas: int | None) -> tuple[int, int]:
     """(replication factor, min.insync.replicas) of the topics ringtail creates on a cluster of `brokers`.
-    Unset, they are what production clusters run with where they can: three copies, of which two must
-    have a write before it is acknowledged (acks=all), so one broker can be lost without losing or
-    refusing a write; a smaller cluster gets a copy on each broker and one broker's loss to spare."""
+    Unset, they are what production clusters run with: three copies, of which two must have a write
+    before it is acknowledged (acks=all), so one broker can be lost without losing or refusing a write.
+    A cluster of fewer brokers gets a copy on each, one fewer in sync (at least one)."""
     factor = replication_factor or min(3, brokers)
     in_sync = min_insync_replicas or max(1, min(2, factor - 1))
     if factor > brokers:

@@ -29,6 +29,12 @@ class Node:
     data: Path
 
 
+def nodes_of(description: dict) -> tuple[Node, ...]:
+    """The nodes a `stack.json` lists."""
+    return tuple(Node(n["name"], n["host"], Path(n["cdc_raw"]), Path(n["commitlog"]), Path(n["data"]))
+                 for n in description["cassandra"]["nodes"])
+
+
 @dataclass(frozen=True)
 class Stack:
     cassandra_host: str  # node 1's
@@ -49,10 +55,9 @@ def _answers(host: str, port: int) -> bool:
         return sock.connect_ex((host, port)) == 0
 
 
-def connect_stack(run_dir: Path | None = None) -> Stack:
-    """The local stack described by `<run dir>/stack.json` (RINGTAIL_STACK_RUN_DIR's by default), once every
-    service's port answers."""
-    run_dir = run_dir or Path(os.environ.get("RINGTAIL_STACK_RUN_DIR") or ROOT / ".run")
+def connect_stack() -> Stack:
+    """The local stack described by `<run dir>/stack.json`, once every service's port answers."""
+    run_dir = Path(os.environ.get("RINGTAIL_STACK_RUN_DIR") or ROOT / ".run")
     description = run_dir / "stack.json"
     if not description.exists():
         raise StackUnavailable(f"the local stack is not running ({description} is missing): {START_HINT}")
@@ -66,8 +71,7 @@ def connect_stack(run_dir: Path | None = None) -> Stack:
         postgres_dsn=d["postgres"]["dsn"],
         mysql_dsn=d["mariadb"]["dsn"],
         spark_jars=tuple(d["spark-jars"]["jars"]),
-        nodes=tuple(Node(n["name"], n["host"], Path(n["cdc_raw"]), Path(n["commitlog"]), Path(n["data"]))
-                    for n in d["cassandra"]["nodes"]),
+        nodes=nodes_of(d),
         run_dir=run_dir,
     )
     kafka = urlsplit(f"//{stack.kafka_bootstrap}")

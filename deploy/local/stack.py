@@ -67,7 +67,7 @@ class Settings:
     cassandra_nodes: int
     cassandra_port: int
     cassandra_storage_port: int
-    cassandra_jmx_port: int  # node i's is this + i - 1: JMX binds the loopback address whatever the node's
+    cassandra_jmx_port: int  # node i's is this + i - 1
     cassandra_heap: str
     cassandra_num_tokens: int
     commitlog_segment_size: str
@@ -217,18 +217,24 @@ def wait_until(name: str, check, timeout: float, pid_file: Path | None, logs: Pa
     raise StackError(f"{name} did not answer within {timeout:.0f}s ({last_error}); see {logs}")
 
 
+def signal_group(pid: int, pid_file: Path, sig: signal.Signals, wait: float) -> bool:
+    """Send `sig` to the process group of `pid` (a service and what it started); True when the service
+    ended within `wait` seconds."""
+    os.killpg(pid, sig)
+    deadline = time.monotonic() + wait
+    while pid_alive(pid_file):
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.1)
+    return True
+
+
 def stop_pid(name: str, pid_file: Path, grace: float = 30) -> None:
     pid = pid_alive(pid_file)
-    if pid is None:
-        pid_file.unlink(missing_ok=True)
-        return
-    log(f"stopping {name} (pid {pid})")
-    os.killpg(pid, signal.SIGTERM)
-    deadline = time.monotonic() + grace
-    while time.monotonic() < deadline and pid_alive(pid_file):
-        time.sleep(0.3)
-    if pid_alive(pid_file):
-        os.killpg(pid, signal.SIGKILL)
+    if pid is not None:
+        log(f"stopping {name} (pid {pid})")
+        if not signal_group(pid, pid_file, signal.SIGTERM, grace):
+            signal_group(pid, pid_file, signal.SIGKILL, 10)
     pid_file.unlink(missing_ok=True)
 
 
@@ -300,8 +306,8 @@ class Service:
     def describe(self) -> dict:
         return {}
 
-    def ports(self) -> dict[str, int]:
-        """The ports it listens on, by the variable that sets each."""
+    def ports(self) -> dict[str, tuple[str, int]]:
+        """The (address, port) pairs it listens on, by the variable that sets each port."""
         return {}
 
     @property
@@ -330,9 +336,8 @@ class Service:
         if pid is None:
             raise StackError(f"{self.name} is not running")
         log(f"killing {self.name} (pid {pid}, SIGKILL)")
-        os.killpg(pid, signal.SIGKILL)
-        while pid_alive(self.pid_file):
-            time.sleep(0.1)
+        if not signal_group(pid, self.pid_file, signal.SIGKILL, 10):
+            raise StackError(f"{self.name} (pid {pid}) still runs 10 s after SIGKILL")
         self.pid_file.unlink(missing_ok=True)
 
     def status(self) -> str:
@@ -363,10 +368,11 @@ class Cassandra(Member):
     def joins(self) -> bool:
         return self.index > 1
 
-    def ports(self) -> dict[str, int]:
-        return {"RINGTAIL_STACK_CASSANDRA_PORT": self.s.cassandra_port,
-                "RINGTAIL_STACK_CASSANDRA_STORAGE_PORT": self.s.cassandra_storage_port,
-                "RINGTAIL_STACK_CASSANDRA_JMX_PORT": self.jmx_port}
+    def ports(self) -> dict[str, tuple[str, int]]:
+        return {"RINGTAIL_STACK_CASSANDRA_PORT": (self.address, self.s.cassandra_port),
+                "RINGTAIL_STACK_CASSANDRA_STORAGE_PORT": (self.address, self.s.cassandra_storage_port),
+                # JMX binds the loopback address whatever the node's: each node needs a port of its own.
+                "RINGTAIL_STACK_CASSANDRA_JMX_PORT": ("127.0.0.1", self.jmx_port)}
 
     @property
     def jmx_port(self) -> int:
@@ -495,9 +501,9 @@ class Kafka(Member):
     kind = "kafka"
     pom = "kafka.xml"
 
-    def ports(self) -> dict[str, int]:
-        return {"RINGTAIL_STACK_KAFKA_PORT": self.s.kafka_port,
-                "RINGTAIL_STACK_KAFKA_CONTROLLER_PORT": self.s.kafka_controller_port}
+    def ports(self) -> dict[str, tuple[str, int]]:
+        return {"RINGTAIL_STACK_KAFKA_PORT": (self.address, self.s.kafka_port),
+                "RINGTAIL_STACK_KAFKA_CONTROLLER_PORT": (self.address, self.s.kafka_controller_port)}
 
     def maven_properties(self) -> list[str]:
         return [f"-Dkafka.version={KAFKA_VERSION}", f"-Dlog4j2.version={LOG4J2_VERSION}", "-DincludeScope=runtime"]
@@ -570,8 +576,8 @@ class Registry(Service):
     pom = "apicurio.xml"
     goal = "unpack-dependencies"
 
-    def ports(self) -> dict[str, int]:
-        return {"RINGTAIL_STACK_REGISTRY_PORT": self.s.registry_port}
+    def ports(self) -> dict[str, tuple[str, int]]:
+        return {"RINGTAIL_STACK_REGISTRY_PORT": (self.address, self.s.registry_port)}
 
     def maven_properties(self) -> list[str]:
         # Unpack markers would otherwise land beside the POM and skip a later unpack.
@@ -614,8 +620,8 @@ class Postgres(Service):
     user = "ringtail"
     database = "ringtail"
 
-    def ports(self) -> dict[str, int]:
-        return {"RINGTAIL_STACK_POSTGRES_PORT": self.s.postgres_port}
+    def ports(self) -> dict[str, tuple[str, int]]:
+        return {"RINGTAIL_STACK_POSTGRES_PORT": (self.address, self.s.postgres_port)}
 
     @property
     def bindir(self) -> Path:
@@ -712,8 +718,8 @@ class MariaDB(Service):
     user = "ringtail"
     database = "ringtail"
 
-    def ports(self) -> dict[str, int]:
-        return {"RINGTAIL_STACK_MARIADB_PORT": self.s.mariadb_port}
+    def ports(self) -> dict[str, tuple[str, int]]:
+        return {"RINGTAIL_STACK_MARIADB_PORT": (self.address, self.s.mariadb_port)}
 
     def fetch(self) -> None:
         if shutil.which("mariadbd") or Path("/usr/sbin/mariadbd").exists():
@@ -846,9 +852,8 @@ def start(settings: Settings, names: list[str]) -> None:
     chosen = selected(settings, names)
     # A port taken by a process this stack did not start (another checkout's stack, a service of the
     # machine) would have its service "answer" at once: the tests would then talk to someone else's.
-    taken = [f"port {s.address}:{port} ({variable}) for {s.name}" for s in chosen if not pid_alive(s.pid_file)
-             for variable, port in s.ports().items()
-             if port_open("127.0.0.1" if "JMX" in variable else s.address, port)]
+    taken = [f"port {address}:{port} ({variable}) for {s.name}" for s in chosen if not pid_alive(s.pid_file)
+             for variable, (address, port) in s.ports().items() if port_open(address, port)]
     if taken:
         raise StackError(f"{'; '.join(taken)}: taken by a process this stack did not start (another checkout's "
                          "stack: run deploy/local/stop there; or a service of this machine). Stop it, or set the "

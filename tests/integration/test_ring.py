@@ -14,7 +14,6 @@ import random
 import shutil
 import subprocess
 import sys
-import threading
 import time
 import uuid
 from collections import Counter
@@ -26,7 +25,7 @@ from cassandra import ConsistencyLevel
 from cassandra.query import SimpleStatement
 from confluent_kafka.admin import AdminClient, ConfigResource
 
-from deploy.local.endpoints import ROOT, Node, Stack, connect_stack
+from deploy.local.endpoints import ROOT, Stack, nodes_of
 from deploy.local.processes import ConnectorProcess
 from spark.job import rows as R
 from spark.job.config import JobSettings
@@ -63,8 +62,7 @@ class Ring:
 
     def describe(self, main: Stack) -> Stack:
         ring = json.loads((self.run_dir / "stack.json").read_text())
-        nodes = tuple(Node(n["name"], n["host"], Path(n["cdc_raw"]), Path(n["commitlog"]), Path(n["data"]))
-                      for n in ring["cassandra"]["nodes"])
+        nodes = nodes_of(ring)
         return dataclasses.replace(main, cassandra_host=nodes[0].host, cdc_raw=nodes[0].cdc_raw, nodes=nodes,
                                    kafka_bootstrap=ring["kafka"]["bootstrap_servers"], run_dir=self.run_dir)
 
