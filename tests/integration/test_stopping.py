@@ -215,7 +215,7 @@ def test_a_runner_with_another_checkpoint_is_refused_by_the_ledger_and_skips_not
     started = []
 
     def runner(runner_id: str, **more):
-        started.append(runner_process(stack, base, tmp_path, runner_id, **settings, **more))
+        started.append(runner_process(stack, base, tmp_path, runner_id, **{**settings, **more}))
         return started[-1]
 
     def stopped(process) -> None:
@@ -229,7 +229,9 @@ def test_a_runner_with_another_checkpoint_is_refused_by_the_ledger_and_skips_not
         stopped(first)
 
         insert(cql, keyspace, range(200, 300))
-        stray = runner("stray", checkpoint_dir=str(other))
+        # Batches of another size: its batch 0 cannot cover the offsets of the first runner's batch 0 (which
+        # the ledger would rightly take for a replay, as it did when both planned 50 of the same 200).
+        stray = runner("stray", checkpoint_dir=str(other), max_offsets_per_trigger=40)
         failing = wait_for(lambda: (s := registry.get("pg")).state == "failing" and s, 180, "pg failing")
         assert "batch 0 of pg.1" in failing.last_error and "checkpoint_dir" in failing.last_error
         stopped(stray)
