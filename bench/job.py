@@ -232,6 +232,8 @@ class Run:
     jvm_peak: int | None
     driver_peak: int | None
     worker_peak: int | None
+    state_keys: int = 0  # held by the replica-copy step at the end (its state operator's numRowsTotal)
+    state_bytes: int = 0  # its RocksDB files and memory then
 
     @property
     def seconds(self) -> float:
@@ -266,6 +268,7 @@ def run_job(spark, settings: JobSettings, keyspace: str, jvm: int | None, varian
         if query.exception() is not None:
             raise SystemExit(f"error: the job failed: {query.exception()}")
         later = [p for p in query.recentProgress if p["batchId"] > 0]
+        last = query.lastProgress or {}
     finally:
         query.stop()
         job.close()
@@ -277,9 +280,11 @@ def run_job(spark, settings: JobSettings, keyspace: str, jvm: int | None, varian
     rows, with_stream_id = log.agg(F.count(F.lit(1)), F.count("`cdc$stream_id`")).first()
     dead_path = settings.delta_path / "dead_letters"
     dead = spark.read.format("delta").load(str(dead_path)).count() if dead_path.exists() else 0
+    state = (last.get("stateOperators") or [{}])[0]
+    state_bytes = state.get("memoryUsedBytes", 0) + state.get("customMetrics", {}).get("rocksdbSstFileSize", 0)
     return Run(variant, set_up - started, finished - set_up, sum(p["numInputRows"] for p in later),
                sum(p["durationMs"]["triggerExecution"] for p in later) / 1000, rows, with_stream_id, dead, jvm_peak,
-               driver_peak, worker_peak)
+               driver_peak, worker_peak, state.get("numRowsTotal", 0), state_bytes)
 
 
 def in_process(records: list[pa.RecordBatch], settings: JobSettings, cql, repeat: int
@@ -313,6 +318,96 @@ def job_streams(spark, delta_path: Path) -> dict[str, bytes | None]:
     return {row[0]: None if row[1] is None else bytes(row[1]) for row in rows}
 
 
+def capture(stack, cql, admin: AdminClient, consumer: Consumer, connector: ConnectorProcess, keyspace: str,
+            prefix: str, rows: int) -> None:
+    """Write `rows` rows to a new cdc table `keyspace.t` with the connector running, until its topic
+    `<prefix>.<keyspace>.t` holds them all; stop the connector and delete its other topics."""
+    topic = f"{prefix}.{keyspace}.{TABLE}"
+    cql.execute(f"CREATE KEYSPACE {keyspace} WITH replication = {{'class': 'SimpleStrategy', 'replication_factor': 1}}")
+    cql.execute(f"CREATE TABLE {keyspace}.{TABLE} (k int, c int, v text, n bigint, PRIMARY KEY (k, c)) WITH cdc = true")
+    insert = cql.prepare(f"INSERT INTO {keyspace}.{TABLE} (k, c, v, n) VALUES (?, ?, ?, ?)")
+    connector.start_from_now()
+    connector.start()
+
+    print(f"writing {rows:,} rows to {keyspace}.{TABLE}, connector running", flush=True)
+    started = time.monotonic()
+    # A generator of results, not their list: that list would stay in this process's memory (and
+    # so in the driver's peak below) as hundreds of MiB.
+    for ok, result in execute_concurrent_with_args(
+            cql, insert, ((i // 5, i % 5, f"value {i:09d} abcdefghijklmnopqrstuvwxyz", i * 7919) for i in range(rows)),
+            concurrency=64, raise_on_first_error=True, results_generator=True):
+        if not ok:
+            raise result
+    write_seconds = time.monotonic() - started
+    held = wait_for_events(consumer, connector, topic, rows, stall=60)
+    capture_seconds = time.monotonic() - started
+    connector.stop()
+    # The connector sends every cdc table's changes: other writers' tables (tests running beside
+    # this) get topics under this prefix too, which the job's pattern would read. Only ours stay.
+    others = [t for t in prefix_topics(admin, prefix) if t != topic]
+    foreign = sum(high - low for t in others for low, high in end_offsets(consumer, t).values())
+    delete_topics(admin, others)
+    print(f"{held:,} events in {topic} after {capture_seconds:.1f} s (writes took {write_seconds:.1f} s)"
+          + (f"; deleted {len(others)} other topic(s) of the prefix ({foreign:,} events of other "
+             f"writers' tables)" if others else ""), flush=True)
+
+
+def local_stack():
+    """The local stack's description; exits 2, saying why, when it is not running."""
+    try:
+        return connect_stack()
+    except StackUnavailable as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        raise SystemExit(2) from None
+
+
+def open_clients(stack) -> tuple[AdminClient, Consumer, object, object]:
+    """(Kafka admin, consumer, Cassandra cluster, session) of the local stack."""
+    admin = AdminClient({"bootstrap.servers": stack.kafka_bootstrap})
+    consumer = Consumer({"bootstrap.servers": stack.kafka_bootstrap, "group.id": f"bench-{uuid.uuid4()}",
+                         "enable.auto.commit": False})
+    cluster, cql = connect([stack.cassandra_host], stack.cassandra_port)
+    return admin, consumer, cluster, cql
+
+
+def close_clients(consumer: Consumer, cluster, cql, keyspaces: list[str]) -> None:
+    """Close the clients, dropping the benchmark's keyspaces first; each step runs whatever the others do."""
+    cleanup(consumer.close)
+    for keyspace in keyspaces:
+        cleanup(lambda: cql.execute(f"DROP KEYSPACE IF EXISTS {keyspace}"))
+    cleanup(cluster.shutdown)
+
+
+def base_settings(stack, prefix: str, generations_keyspace: str, max_offsets: int) -> JobSettings:
+    """The job's settings in every run: local[2], the stack's services."""
+    return JobSettings(
+        kafka_bootstrap_servers=stack.kafka_bootstrap, registry_url=stack.registry_url,
+        topic_prefix=prefix, cassandra_hosts=(stack.cassandra_host,), cassandra_port=stack.cassandra_port,
+        generations_keyspace=generations_keyspace, spark_master="local[2]", spark_jars=stack.spark_jars,
+        max_offsets_per_trigger=max_offsets, spark_conf=SPARK_CONF, log_format="text")
+
+
+def run_in_turns(spark, base: JobSettings, variants: dict[str, dict], first: str, repeat: int, scratch: Path,
+                 keyspace: str, jvm: int | None, report) -> tuple[list[Run], list[str]]:
+    """(the counted runs, the order of all runs). Run 0 (`first`) warms up (JVM, Python workers, the
+    generations keyspace and first generation) and is not counted; then the variants take turns, each
+    round starting one later than the last (A B C, B C A, C A B…): the JVM still speeds up over the first
+    runs, which would favour the later. Each run has a fresh checkpoint and Delta path; `report(number,
+    run)` is called after each."""
+    names = list(variants)
+    order = [first] + [names[(r + i) % len(names)] for r in range(repeat) for i in range(len(names))]
+    runs = []
+    for number, variant in enumerate(order):
+        settings = base.model_copy(update={
+            **variants[variant], "delta_path": scratch / f"run{number}" / "delta",
+            "checkpoint_dir": scratch / f"run{number}" / "checkpoint"})
+        run = run_job(spark, settings, keyspace, jvm, variant)
+        report(number, run)
+        if number:
+            runs.append(run)
+    return runs, order
+
+
 def cleanup(step) -> None:
     """Run one clean-up step; a failure is reported and the next steps still run."""
     try:
@@ -334,85 +429,35 @@ def main() -> int:
     args = parser.parse_args()
     if min(args.rows, args.repeat, args.batch, args.max_offsets) < 1:
         parser.error("--rows, --repeat, --batch and --max-offsets must be at least 1")
-    try:
-        stack = connect_stack()
-    except StackUnavailable as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    stack = local_stack()
 
     name = uuid.uuid4().hex[:8]
     keyspace, prefix = f"benchjob_{name}", f"benchjob{name}"
     topic = f"{prefix}.{keyspace}.{TABLE}"
     generations_keyspace = f"{keyspace}_gen"
-    admin = AdminClient({"bootstrap.servers": stack.kafka_bootstrap})
-    consumer = Consumer({"bootstrap.servers": stack.kafka_bootstrap, "group.id": f"bench-{uuid.uuid4()}",
-                         "enable.auto.commit": False})
-    cluster, cql = connect([stack.cassandra_host], stack.cassandra_port)
+    admin, consumer, cluster, cql = open_clients(stack)
     spark = None
-    runs: list[Run] = []
     with tempfile.TemporaryDirectory(prefix="ringtail-bench-job-") as scratch_dir:
         scratch = Path(scratch_dir)
         connector = ConnectorProcess(stack, scratch / "state", prefix)
         try:
-            cql.execute(f"CREATE KEYSPACE {keyspace} WITH replication = "
-                        f"{{'class': 'SimpleStrategy', 'replication_factor': 1}}")
-            cql.execute(f"CREATE TABLE {keyspace}.{TABLE} (k int, c int, v text, n bigint, PRIMARY KEY (k, c))"
-                        f" WITH cdc = true")
-            insert = cql.prepare(f"INSERT INTO {keyspace}.{TABLE} (k, c, v, n) VALUES (?, ?, ?, ?)")
-            connector.start_from_now()
-            connector.start()
-
-            print(f"writing {args.rows:,} rows to {keyspace}.{TABLE}, connector running", flush=True)
-            started = time.monotonic()
-            # A generator of results, not their list: that list would stay in this process's memory (and
-            # so in the driver's peak below) as hundreds of MiB.
-            for ok, result in execute_concurrent_with_args(
-                    cql, insert, ((i // 5, i % 5, f"value {i:09d} abcdefghijklmnopqrstuvwxyz", i * 7919)
-                                  for i in range(args.rows)),
-                    concurrency=64, raise_on_first_error=True, results_generator=True):
-                if not ok:
-                    raise result
-            write_seconds = time.monotonic() - started
-            held = wait_for_events(consumer, connector, topic, args.rows, stall=60)
-            capture_seconds = time.monotonic() - started
-            connector.stop()
-            # The connector sends every cdc table's changes: other writers' tables (tests running beside
-            # this) get topics under this prefix too, which the job's pattern would read. Only ours stay.
-            others = [t for t in prefix_topics(admin, prefix) if t != topic]
-            foreign = sum(high - low for t in others for low, high in end_offsets(consumer, t).values())
-            delete_topics(admin, others)
-            print(f"{held:,} events in {topic} after {capture_seconds:.1f} s (writes took {write_seconds:.1f} s)"
-                  + (f"; deleted {len(others)} other topic(s) of the prefix ({foreign:,} events of other "
-                     f"writers' tables)" if others else ""), flush=True)
+            capture(stack, cql, admin, consumer, connector, keyspace, prefix, args.rows)
 
             from spark.job.pipeline import spark_session
 
-            base = JobSettings(
-                kafka_bootstrap_servers=stack.kafka_bootstrap, registry_url=stack.registry_url,
-                topic_prefix=prefix, cassandra_hosts=(stack.cassandra_host,), cassandra_port=stack.cassandra_port,
-                generations_keyspace=generations_keyspace, spark_master="local[2]", spark_jars=stack.spark_jars,
-                max_offsets_per_trigger=args.max_offsets,
-                spark_conf=SPARK_CONF, log_format="text")
+            base = base_settings(stack, prefix, generations_keyspace, args.max_offsets)
             spark = spark_session(base)
             spark.sparkContext.setLogLevel("ERROR")
             jvm = driver_jvm()
             resettable = reset_peak(jvm) and reset_peak(os.getpid())
-            # Run 0 warms up (JVM, Python workers, the generations keyspace and first generation) and
-            # is not counted; then the variants take turns, each round starting one later than the last
-            # (A B C, B C A, C A B…): the JVM still speeds up over the first runs, which would favour the later.
-            names = list(VARIANTS)
-            order = [WITH] + [names[(r + i) % len(names)] for r in range(args.repeat) for i in range(len(names))]
-            for number, variant in enumerate(order):
-                settings = base.model_copy(update={
-                    **VARIANTS[variant], "delta_path": scratch / f"run{number}" / "delta",
-                    "checkpoint_dir": scratch / f"run{number}" / "checkpoint"})
-                run = run_job(spark, settings, keyspace, jvm, variant)
-                if number:
-                    runs.append(run)
+
+            def report(number: int, run: Run) -> None:
                 print(f"  run {number}: {run.variant:<16} {run.seconds:6.2f} s (setup {run.setup:.2f} s)"
                       f"  {run.rows:>9,} log rows  {run.rate:>9,.0f} rows/s"
                       + (f"  after the first batch {run.later_rate:,.0f} records/s" if run.later_records else "")
                       + ("  (warm-up, not counted)" if not number else ""), flush=True)
+
+            runs, order = run_in_turns(spark, base, VARIANTS, WITH, args.repeat, scratch, keyspace, jvm, report)
 
             print("decoding and assigning in process", flush=True)
             records = record_batches(consumer, topic, args.batch)
@@ -424,10 +469,7 @@ def main() -> int:
             cleanup(connector.stop)
             if spark is not None:
                 cleanup(spark.stop)
-            cleanup(consumer.close)
-            cleanup(lambda: cql.execute(f"DROP KEYSPACE IF EXISTS {keyspace}"))
-            cleanup(lambda: cql.execute(f"DROP KEYSPACE IF EXISTS {generations_keyspace}"))
-            cleanup(cluster.shutdown)
+            close_clients(consumer, cluster, cql, [keyspace, generations_keyspace])
             cleanup(lambda: delete_topics(admin, prefix_topics(admin, prefix)))
 
     best = {variant: min((r for r in runs if r.variant == variant), key=lambda r: r.seconds)

@@ -9,7 +9,10 @@ forbids is refused by the registry and raised as SchemaRejected.
 from __future__ import annotations
 
 import json
+import time
+from collections.abc import Callable
 from contextlib import contextmanager
+from typing import TypeVar
 
 import httpx
 from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
@@ -19,8 +22,15 @@ from fastavro import parse_schema
 from .errors import RegistryError, SchemaRejected, UnknownSchemaId
 from .wire import frame, schema_id_of, unframe
 
-_REJECTED = (409, 422)  # incompatible with the subject's versions; not a valid schema
+_CONFLICT, _INVALID = 409, 422  # incompatible with the subject's versions (or a race, below); not a valid schema
+_REJECTED = (_CONFLICT, _INVALID)
 _NOT_FOUND = 404
+# Attempts at configuring or registering a subject when the registry answers 409. One connector runs per
+# node, and each sets up a new table's subject at the same moment as the others: some registries
+# (Apicurio's Confluent API) answer all but the first "already exists", which asking again resolves. A
+# schema the subject's compatibility refuses is refused at every attempt.
+_CONFLICT_ATTEMPTS = 4
+T = TypeVar("T")
 
 
 def schema_text(schema: dict) -> str:
@@ -53,9 +63,9 @@ class SchemaRegistry:
     def _register(self, subject: str, text: str, table: str) -> int:
         with _registry_errors(subject, table):
             if subject not in self._configured:
-                self.client.set_compatibility(subject, self.compatibility)
+                _past_races(lambda: self.client.set_compatibility(subject, self.compatibility))
                 self._configured.add(subject)
-            return self.client.register_schema(subject, Schema(text, "AVRO"))
+            return _past_races(lambda: self.client.register_schema(subject, Schema(text, "AVRO")))
 
     def schema(self, schema_id: int) -> dict:
         """The schema of an id as registered (with its `cql_*` attributes), fetched once."""
@@ -78,6 +88,18 @@ class SchemaRegistry:
 
     def deserialize(self, payload: bytes):
         return unframe(payload, self.parsed_schema(schema_id_of(payload)))
+
+
+def _past_races(call: Callable[[], T]) -> T:
+    """`call()`, made again while the registry answers 409 (see `_CONFLICT_ATTEMPTS`)."""
+    for attempt in range(1, _CONFLICT_ATTEMPTS):
+        try:
+            return call()
+        except SchemaRegistryError as exc:
+            if exc.http_status_code != _CONFLICT:
+                raise
+            time.sleep(0.05 * attempt)
+    return call()
 
 
 @contextmanager

@@ -860,8 +860,11 @@ def start(settings: Settings, names: list[str]) -> None:
                          "variable to a free port")
     began = time.monotonic()
     # Launch everything first, then wait: the JVMs boot in parallel. Nodes joining a ring start once
-    # the first node answers (it is their seed), side by side.
-    for wave in ([s for s in chosen if not s.joins], [s for s in chosen if s.joins]):
+    # the first node answers (it is their seed), one after another: each allocates its tokens from the
+    # ring it finds, and two allocating side by side may not see each other's (a node then stayed out of
+    # the others' peers for minutes).
+    first = [s for s in chosen if not s.joins]
+    for wave in (first, *([s] for s in chosen if s.joins)):
         for service in wave:
             service.start()
         for service in wave:

@@ -15,7 +15,7 @@ from pydantic_settings import NoDecode, SettingsConfigDict
 
 from connector.avro.serializer import topic_name
 from connector.settings import FileSettings, split_hosts
-from spark.streams.storage import DEFAULT_REPLICATION, replication_literal
+from spark.streams.storage import replication_literal
 from spark.subscriptions.model import DELTA_LAYOUTS, SQL_LAYOUTS
 
 
@@ -34,9 +34,9 @@ class StreamSettings(FileSettings):
     cassandra_port: int = 9042
     generations_keyspace: str = "ringtail_cdc"
     # Its replication when ringtail creates it (an existing keyspace is left as it is: ALTER KEYSPACE
-    # changes it). It holds the generations, subscriptions, leases and progress: on a cluster, replicate
-    # it as the data is, e.g. {class: NetworkTopologyStrategy, dc1: 3}, or one node down stops them.
-    generations_replication: dict[str, str | int] = Field(default_factory=lambda: dict(DEFAULT_REPLICATION))
+    # changes it). It holds the generations, subscriptions, leases and progress. Unset: NetworkTopologyStrategy
+    # with min(3, nodes) copies in each data centre the cluster has (`spark.streams.storage.cluster_replication`).
+    generations_replication: dict[str, str | int] | None = None
     shards: int = Field(1, ge=1)  # per node, as ScyllaDB's smp
     ignore_msb: int = Field(12, ge=0, le=63)  # ScyllaDB's murmur3_partitioner_ignore_msb_bits
     # How far back the first generation starts, so that changes written before the job's
@@ -50,7 +50,8 @@ class StreamSettings(FileSettings):
     leeway: float = Field(5.0, ge=0)
     max_age: float | None = Field(None, gt=0)
 
-    # Replica copies (one connector per node) are removed within this watermark on Kafka time.
+    # Replica copies (one connector per node) are removed while the job reads them within this window of
+    # each other; a row read later than that after its write is late: checked by key in the sink, or marked.
     dedup: bool = True
     dedup_watermark: str = "10 minutes"
     # How events are decoded: the native core, or the Python reference it is tested against (slower;
@@ -85,7 +86,9 @@ class StreamSettings(FileSettings):
 
     @field_validator("generations_replication")
     @classmethod
-    def _replication(cls, value: dict[str, str | int]) -> dict[str, str | int]:
+    def _replication(cls, value: dict[str, str | int] | None) -> dict[str, str | int] | None:
+        if value is None:
+            return value
         if "class" not in value:
             raise ValueError("a replication map names its class (SimpleStrategy or NetworkTopologyStrategy)")
         replication_literal(value)  # refused here, before anything starts, rather than at the CREATE

@@ -41,11 +41,8 @@ log = logging.getLogger(__name__)
 
 # Identifies one change's log row whatever node's connector sent it.
 REPLICA_KEY = ["keyspace", "table", "partition_key", "change_id", "cdc$batch_seq_no"]
-# Columns added by `remove_replica_copies`, and its observed metric in the query progress
-# (`observedMetrics["late"]["late_rows"]`).
-LATE = "late"
+# The event-time column `remove_replica_copies` adds.
 DEDUP_TIME = "dedup_time"
-LATE_METRICS, LATE_ROWS = "late", "late_rows"
 
 
 def use_utc() -> None:
@@ -116,7 +113,7 @@ def read_changes(spark: SparkSession, settings: StreamSettings, source: Source |
         reader = reader.option("maxOffsetsPerTrigger", settings.max_offsets_per_trigger)
     decoded = (reader.load().select("topic", "partition", "offset", "timestamp", "key", "value")
                .mapInArrow(decode_partition(settings.registry_url, cells, assigner, decoder(settings)), R.DECODED))
-    return remove_replica_copies(decoded, settings.dedup_watermark) if settings.dedup else decoded
+    return remove_replica_copies(decoded, settings.dedup_watermark, settings.leeway) if settings.dedup else decoded
 
 
 def decoder(settings: StreamSettings) -> str:
@@ -128,28 +125,34 @@ def decoder(settings: StreamSettings) -> str:
     return settings.decoder
 
 
-def remove_replica_copies(decoded: DataFrame, window: str) -> DataFrame:
-    """`decoded` without the replica copies of a change that reached Kafka within `window` of each
-    other, plus a `LATE` column: true for a row read more than `window` after it reached Kafka.
+def remove_replica_copies(decoded: DataFrame, window: str, leeway: float) -> DataFrame:
+    """`decoded` without the replica copies of a change that the job reads within `window` of each
+    other, plus a `LATE` column: true for a row the job reads more than `window` after its write.
+
+    A change is identified across replicas by `REPLICA_KEY`: its table, partition key and a digest of
+    its content (cells, timestamps, TTLs, deletions), which every replica's copy shares. The state keeps
+    a key at least `window` of the job's time after it first read it. A copy of a write no older than
+    `window` - `leeway` therefore finds the first copy's key (the first was read after the write, give or
+    take the `leeway` a client's clock may run ahead: a later write is a dead letter); an older copy
+    (a connector that was stopped, hints replayed to a node back after an outage, the job itself behind)
+    may not, so it is marked `LATE` and each sink checks it by its key where it can: PostgreSQL, MySQL
+    and Cassandra hold rows keyed by the change, Delta looks the key up before appending (`DeltaSink`);
+    Kafka and HTTP cannot, and mark the row (a `ringtail-late` header, a `late` field). Nothing is kept
+    without bound and no copy passes unmarked.
 
     No row is ever dropped for being late: `dropDuplicatesWithinWatermark` would silently discard
     rows older than its watermark (a Kafka partition read late after an outage), so the event time
     it sees is the Kafka time held within [now - window, now]; the watermark trails the newest event
-    time by `window` and so never passes a row. A late row is delivered rather than sent to dead
-    letters, because a dead letter keeps the change out of the log until someone replays it, while
-    delivering loses nothing. At worst it repeats a change whose copy from another replica was
-    delivered more than `window` earlier (copies share a Kafka partition, keyed by partition key, so
-    a late partition brings its copies together): PostgreSQL and Cassandra absorb the repeat (rows
-    keyed by the change), Delta (idempotent per batch only) holds it twice. "Now" is the micro-batch's
-    time, recorded in the checkpoint, so a replayed batch decides the same way."""
+    time by `window` and so never passes a row. "Now" is the micro-batch's time, recorded in the
+    checkpoint, so a replayed batch decides the same way."""
     now = F.current_timestamp()
     window_ago = now - F.expr(f"INTERVAL {window}")
     event_time = F.least(F.greatest(F.col("kafka_time"), window_ago), now)
-    return (decoded.withColumn(LATE, F.col("kafka_time") < window_ago)
+    vouched = window_ago + F.expr(f"INTERVAL {int(leeway * 1_000_000)} MICROSECONDS")
+    return (decoded.withColumn(R.LATE, F.coalesce(F.col("write_time") < vouched, F.lit(False)))
             .withColumn(DEDUP_TIME, event_time)
             .withWatermark(DEDUP_TIME, window)
-            .dropDuplicatesWithinWatermark(REPLICA_KEY)
-            .observe(LATE_METRICS, F.count_if(F.col(LATE)).alias(LATE_ROWS)))
+            .dropDuplicatesWithinWatermark(REPLICA_KEY))
 
 
 @dataclass(frozen=True)
@@ -165,9 +168,12 @@ AfterWrite = Callable[[BatchCounts, DataFrame], None]
 
 
 def split(assigned: DataFrame, cells: bool = False) -> tuple[DataFrame, DataFrame]:
-    """(log rows, dead letters) of assigned `DECODED` rows; with `cells`, the log rows keep that column."""
+    """(log rows, dead letters) of assigned `DECODED` rows; the log rows with `LATE` (false where the
+    replica-copy step did not run) and, with `cells`, that column."""
     names = [f.name for f in R.LOG_ROW.fields] + ([R.CELLS] if cells else [])
-    rows = assigned.where(F.col("failure").isNull()).select(*(F.col(f"`{name}`") for name in names))
+    late = F.col(R.LATE) if R.LATE in assigned.columns else F.lit(False)
+    rows = assigned.where(F.col("failure").isNull()).select(*(F.col(f"`{name}`") for name in names),
+                                                            late.alias(R.LATE))
     dead = assigned.where(F.col("failure").isNotNull()).select(
         F.col("failure").alias("reason"), F.col("failure_detail").alias("detail"),
         F.col("source.topic").alias("topic"), F.col("source.partition").alias("partition"),
@@ -257,7 +263,7 @@ class BatchWriter:
         offsets = batch_digest(self.checkpoint, batch_id)
         self.publish_generations()
         self.generations_in_sink()
-        tally = Tally(batch_id, F.col(LATE) if LATE in batch.columns else F.lit(False))
+        tally = Tally(batch_id, F.col(R.LATE) if R.LATE in batch.columns else F.lit(False))
         batch = tally.observe(batch).persist()
         try:
             rows, dead = split(batch, merges_cells(self.sink))
@@ -272,8 +278,8 @@ class BatchWriter:
                 # Nothing to write (every row filtered out) writes nothing: a no-op on replay too.
                 if counts.delivered or counts.dead_letters:
                     self.sink.write(micro)
-            late_note = (f"; {counts.late} of them late (read more than {self.settings.dedup_watermark} after they"
-                         f" reached Kafka), delivered all the same" if counts.late else "")
+            late_note = (f"; {counts.late} of them late (read more than {self.settings.dedup_watermark} after their"
+                         f" write), checked by key in the sink or marked" if counts.late else "")
             selected = f" ({counts.delivered} selected)" if not self.selection.everything else ""
             log.info("batch %d written: %d rows%s, %d dead letters%s", batch_id, counts.rows, selected,
                      counts.dead_letters, late_note)

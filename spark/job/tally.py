@@ -49,7 +49,7 @@ class Tally:
         logged = F.col("failure").isNull()
         newest = F.unix_micros(F.max(F.when(logged, F.col("kafka_time"))))
         return batch.observe(self._batch, F.count_if(logged).alias("rows"), F.count_if(~logged).alias("dead_letters"),
-                             F.count_if(self._late).alias("late"), newest.alias("newest"))
+                             F.count_if(logged & self._late).alias("late"), newest.alias("newest"))
 
     def deliver(self, rows: DataFrame, selection: Selection) -> DataFrame:
         """The rows `selection` delivers of the batch's log `rows`; counted too when it keeps only some."""

@@ -174,6 +174,7 @@ class Delivery:
         self.subscription = subscription
         self.delivered = 0
         self.filtered = 0
+        self.late = 0  # rows read more than dedup_watermark after their write (spark.job.pipeline)
         self.newest_kafka_time: dt.datetime | None = None
         self.batches_written = 0
         self.started = dt.datetime.now(dt.timezone.utc)
@@ -224,6 +225,7 @@ class Delivery:
         with self._lock:
             self.delivered += counts.delivered
             self.filtered += counts.rows - counts.delivered
+            self.late += counts.late
             self.batches_written += 1
             if counts.newest_kafka_time is not None:
                 self.newest_kafka_time = counts.newest_kafka_time

@@ -44,10 +44,13 @@ class Held:
     next_attempt: float = 0.0  # monotonic
     delivered: int = 0  # by deliveries stopped since claimed
     filtered: int = 0
+    late: int = 0
 
-    def figures(self) -> tuple[int, int]:
+    def figures(self) -> tuple[int, int, int]:
+        """(delivered, filtered, late) rows since claimed."""
         d = self.delivery
-        return (self.delivered + (d.delivered if d else 0), self.filtered + (d.filtered if d else 0))
+        return (self.delivered + (d.delivered if d else 0), self.filtered + (d.filtered if d else 0),
+                self.late + (d.late if d else 0))
 
 
 class Runner:
@@ -186,6 +189,7 @@ class Runner:
             delivery.stop()
             held.delivered += delivery.delivered
             held.filtered += delivery.filtered
+            held.late += delivery.late
 
     def _let_go_all(self, names: list[str]) -> None:
         """Let these go, their running micro-batches ending side by side."""
@@ -215,18 +219,18 @@ class Runner:
     def _report(self) -> None:
         now = dt.datetime.now(dt.timezone.utc)
         for name, held in list(self.held.items()):
-            delivered, filtered = held.figures()
+            _, filtered, _ = held.figures()
             lag = held.delivery.lag_seconds() if held.delivery else None
             self.registry.record_status(name, Status(self.settings.runner_id, lag, filtered, held.retries, now))
 
-    def snapshot(self) -> list[tuple[Subscription, bool, int, int, float | None, int]]:
-        """(subscription, running, delivered, filtered, lag, retries) of each held subscription."""
+    def snapshot(self) -> list[tuple[Subscription, bool, int, int, int, float | None, int]]:
+        """(subscription, running, delivered, filtered, late, lag, retries) of each held subscription."""
         with self._lock:
             held = list(self.held.values())
         out = []
         for h in held:
-            delivered, filtered = h.figures()
-            out.append((h.subscription, h.delivery is not None, delivered, filtered,
+            delivered, filtered, late = h.figures()
+            out.append((h.subscription, h.delivery is not None, delivered, filtered, late,
                         h.delivery.lag_seconds() if h.delivery else None, h.retries))
         return out
 

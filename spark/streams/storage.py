@@ -24,6 +24,7 @@ This module needs cassandra-driver; the rest of the package does not.
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -43,7 +44,11 @@ from .topology import (
 )
 
 DEFAULT_KEYSPACE = "ringtail_cdc"
-DEFAULT_REPLICATION: Mapping[str, str | int] = {"class": "SimpleStrategy", "replication_factor": 1}
+log = logging.getLogger(__name__)
+# A keyspace's replication map (`{class: NetworkTopologyStrategy, dc1: 3}`); None: `cluster_replication`.
+Replication = Mapping[str, str | int] | None
+# Copies of ringtail's own keyspace in each data centre, at most (fewer where it has fewer nodes).
+DEFAULT_COPIES = 3
 TIMESTAMPS_KEY = "timestamps"
 
 DESCRIPTIONS_TABLE = "cdc_generation_descriptions_v2"
@@ -80,7 +85,7 @@ _SELECT_DESCRIPTION = (
 _SELECT_STREAMS = f"SELECT range_end, streams FROM {{keyspace}}.{STREAMS_TABLE} WHERE time = ?"
 
 _IDENTIFIER = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,47}")
-_OPTION = re.compile(r"[A-Za-z0-9_.]+")
+_OPTION = re.compile(r"[A-Za-z0-9_.-]+")  # data centre names may hold dashes (us-east-1)
 
 
 def replication_literal(replication: Mapping[str, str | int]) -> str:
@@ -89,6 +94,35 @@ def replication_literal(replication: Mapping[str, str | int]) -> str:
         if not _OPTION.fullmatch(str(name)) or not _OPTION.fullmatch(str(value)):
             raise InvalidStoreSetting(f"replication option {name!r}: {value!r} is not a plain name or number")
     return "{" + ", ".join(f"'{name}': '{value}'" for name, value in replication.items()) + "}"
+
+
+def replication_of(centres: Iterable[str | None]) -> dict[str, str | int]:
+    """`NetworkTopologyStrategy` with min(3, its nodes) copies in each data centre, given each node's data
+    centre: one node gets one copy, a ring of three or more three, so one node down leaves a quorum."""
+    nodes: dict[str, int] = {}
+    for centre in filter(None, centres):  # a peer still joining may not name its data centre yet
+        nodes[centre] = nodes.get(centre, 0) + 1
+    if not nodes:
+        raise InvalidStoreSetting("the cluster names no data centre: set the keyspace's replication")
+    return {"class": "NetworkTopologyStrategy", **{c: min(DEFAULT_COPIES, n) for c, n in sorted(nodes.items())}}
+
+
+def cluster_replication(session: Any) -> dict[str, str | int]:
+    """`replication_of` the nodes of the session's cluster."""
+    local = session.execute("SELECT data_center FROM system.local").one()
+    peers = session.execute("SELECT data_center FROM system.peers")
+    return replication_of([local.data_center, *(p.data_center for p in peers)])
+
+
+def create_keyspace(session: Any, keyspace: str, replication: Replication) -> None:
+    """Create `keyspace` when missing, with `replication` or else the cluster's (`cluster_replication`);
+    an existing keyspace is left as it is."""
+    if session.execute("SELECT keyspace_name FROM system_schema.keyspaces WHERE keyspace_name = %s",
+                       (keyspace,)).one() is not None:
+        return
+    chosen = replication if replication is not None else cluster_replication(session)
+    session.execute(f"CREATE KEYSPACE IF NOT EXISTS {keyspace} WITH replication = {replication_literal(chosen)}")
+    log.info("keyspace %s created with replication %s", keyspace, chosen)
 
 
 def _millis(generation: Generation) -> int:
@@ -117,11 +151,9 @@ class GenerationStore:
         self.concurrency = concurrency
         self._prepared: dict[str, PreparedStatement] = {}
 
-    def create_schema(self, replication: Mapping[str, str | int] = DEFAULT_REPLICATION) -> None:
-        """Create the keyspace, if missing, and the tables; existing ones are left as they are."""
-        self.session.execute(
-            f"CREATE KEYSPACE IF NOT EXISTS {self.keyspace} WITH replication = {replication_literal(replication)}"
-        )
+    def create_schema(self, replication: Replication = None) -> None:
+        """Create the keyspace, if missing (`create_keyspace`), and the tables; existing ones are left as they are."""
+        create_keyspace(self.session, self.keyspace, replication)
         for statement in _SCHEMA:
             self.session.execute(statement.format(keyspace=self.keyspace))
 

@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from spark.streams.storage import DEFAULT_KEYSPACE, DEFAULT_REPLICATION, replication_literal
+from spark.streams.storage import DEFAULT_KEYSPACE, Replication, create_keyspace
 
 from .model import Change, InvalidSubscription, Subscription
 
@@ -90,9 +89,8 @@ class SubscriptionRegistry:
         self.session = session
         self.keyspace = keyspace
 
-    def create_schema(self, replication: Mapping[str, str | int] = DEFAULT_REPLICATION) -> None:
-        self.session.execute(
-            f"CREATE KEYSPACE IF NOT EXISTS {self.keyspace} WITH replication = {replication_literal(replication)}")
+    def create_schema(self, replication: Replication = None) -> None:
+        create_keyspace(self.session, self.keyspace, replication)
         for statement in _SCHEMA:
             self.session.execute(statement.format(ks=self.keyspace))
 

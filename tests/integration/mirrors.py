@@ -32,13 +32,17 @@ def ordered(rows: Iterable[dict]) -> list[dict]:
     return sorted(rows, key=lambda row: json.dumps(row, sort_keys=True, default=str))
 
 
-def source_rows(cluster: Any, layout: MirrorLayout) -> list[dict]:
-    """`SELECT *` of the base table, values decoded from their bytes by the connector's CQL type layer."""
+def source_rows(cluster: Any, layout: MirrorLayout, consistency: int | None = None) -> list[dict]:
+    """`SELECT *` of the base table (at `consistency`, or the session's), values decoded from their bytes
+    by the connector's CQL type layer."""
+    from cassandra.query import SimpleStatement
+
     session = raw_rows(cluster.connect())
     try:
         types = _types(layout)
         reads = {n: (column_json(t, f"check.{n}"), json_value(t)) for n, t in types.items()}
-        statement = f"SELECT * FROM {maybe_quote(layout.keyspace)}.{maybe_quote(layout.table)}"
+        statement = SimpleStatement(f"SELECT * FROM {maybe_quote(layout.keyspace)}.{maybe_quote(layout.table)}",
+                                    consistency_level=consistency)
         result = session.execute(statement)
         names = result.column_names
         out = []

@@ -75,3 +75,19 @@ def test_added_column_is_accepted_and_changed_type_rejected(serializer):
     assert rejected.value.table == "ringtail_decoder_check.everything"
     assert "incompatible" in rejected.value.message.lower()
     assert registry.client.get_latest_version(subject).version == 2
+
+
+def test_connectors_registering_a_new_subject_at_once_all_get_its_id(stack: Stack):
+    """One connector per node: each registers a new table's subject at the same moment as the others (a
+    registry may answer all but the first "already exists"); each gets the one id, none calls it rejected."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    subject = f"it-{uuid.uuid4().hex[:8]}.ks.t-value"
+    schema = {"type": "record", "name": "t", "fields": [{"name": "k", "type": "int"}]}
+    registries = [SchemaRegistry(SchemaRegistryClient({"url": stack.registry_url})) for _ in range(6)]
+    try:
+        with ThreadPoolExecutor(len(registries)) as pool:
+            ids = list(pool.map(lambda registry: registry.register(subject, schema, "ks.t"), registries))
+        assert len(set(ids)) == 1
+    finally:
+        SchemaRegistryClient({"url": stack.registry_url}).delete_subject(subject)

@@ -29,9 +29,16 @@ from deploy.local.endpoints import ROOT, Stack, nodes_of
 from deploy.local.processes import ConnectorProcess
 from spark.job import rows as R
 from spark.job.config import JobSettings
+from spark.job.sinks import open_sink
+from spark.job.sinks.delta import DeltaSink
 from spark.job.sinks.postgres import PostgresSink
+from spark.job.sinks.postgres_mirror import PostgresMirrorSink
+from spark.streams import read_ring
+from spark.streams.storage import GenerationStore
+from tests.integration.mirrors import diff, layout_of, postgres_rows, source_rows
 from tests.integration.pipeline import EventConsumer
 from tests.integration.test_job import log_rows, run_available
+from tests.integration.test_sink_ledgers import kafka_messages
 
 NODES = BROKERS = 3
 STACK = ROOT / "deploy" / "local" / "stack.py"
@@ -54,8 +61,10 @@ class Ring:
         self.env = ring_env(main)
         self.run_dir = Path(self.env["RINGTAIL_STACK_RUN_DIR"])
 
-    def stack(self, command: str, *services: str, check: bool = True) -> None:
-        result = subprocess.run([sys.executable, str(STACK), command, *services], env=self.env, cwd=ROOT,
+    def stack(self, command: str, *services: str, check: bool = True, nodes: int = NODES) -> None:
+        """`stack.py command services` on the ring (of `nodes` nodes: more to add one)."""
+        env = {**self.env, "RINGTAIL_STACK_CASSANDRA_NODES": str(nodes)}
+        result = subprocess.run([sys.executable, str(STACK), command, *services], env=env, cwd=ROOT,
                                 capture_output=True, text=True, timeout=600)
         assert result.returncode == 0 or not check, \
             f"stack.py {command} {' '.join(services)}:\n{result.stdout}{result.stderr}"
@@ -77,9 +86,9 @@ def ring(stack):
         ring.stack("start", "cassandra", "kafka")
         print(f"ring of {NODES} nodes and {BROKERS} brokers up in {time.monotonic() - began:.0f} s")
         yield ring, ring.describe(stack)
-    finally:  # its data is thrown away: no need to stop it gently
-        for service in [f"cassandra@{i}" for i in range(1, NODES + 1)] + [f"kafka@{i}" for i in range(1, BROKERS + 1)]:
-            ring.stack("kill", service, check=False)
+    finally:  # its data is thrown away: no need to stop it gently (a node a test added included)
+        for service in [f"cassandra@{i}" for i in range(1, NODES + 2)] + [f"kafka@{i}" for i in range(1, BROKERS + 1)]:
+            ring.stack("kill", service, check=False, nodes=NODES + 1)
         shutil.rmtree(ring.run_dir, ignore_errors=True)
 
 
@@ -138,12 +147,12 @@ class Write:
 
 
 class Workload:
-    """Seeded random writes at QUORUM to `kv (k int PRIMARY KEY, a int, b text)`: inserts, updates of one
+    """Seeded random writes at QUORUM (or `consistency`) to `kv (k int PRIMARY KEY, a int, b text)`: inserts, updates of one
     column, deletions (of a partition: the key is the partition key); each with a timestamp of its own. A write that fails is retried with the same
     timestamp (the same change), so every write of the list was acknowledged once."""
 
-    def __init__(self, cql, keyspace: str, seed: int) -> None:
-        self.cql, self.keyspace = cql, keyspace
+    def __init__(self, cql, keyspace: str, seed: int, consistency: int = ConsistencyLevel.QUORUM) -> None:
+        self.cql, self.keyspace, self.consistency = cql, keyspace, consistency
         self.random = random.Random(seed)
         self.written: list[Write] = []
         self.clock = int(time.time() * 1_000_000)
@@ -165,7 +174,7 @@ class Workload:
         else:
             cql = f"DELETE FROM {self.keyspace}.kv USING TIMESTAMP {ts} WHERE k = {k}"
             operation = R.PARTITION_DELETE  # the whole primary key is the partition key
-        statement = SimpleStatement(cql, consistency_level=ConsistencyLevel.QUORUM)
+        statement = SimpleStatement(cql, consistency_level=self.consistency)
         for attempt in range(20):
             try:
                 self.cql.execute(statement, timeout=10)
@@ -201,7 +210,6 @@ def job_settings(described: Stack, prefix: str, keyspace: str, tmp_path: Path, n
         kafka_bootstrap_servers=described.kafka_bootstrap, registry_url=described.registry_url, topic_prefix=prefix,
         cassandra_hosts=tuple(n.host for n in described.nodes), cassandra_port=described.cassandra_port,
         generations_keyspace=f"{keyspace}_gen",
-        generations_replication={"class": "NetworkTopologyStrategy", "datacenter1": NODES},
         delta_path=tmp_path / name / "delta", checkpoint_dir=tmp_path / name / "checkpoint",
         trigger_interval="500 milliseconds", generation_check_interval=0.5, generation_delay=8.0,
         log_format="text", **extra)
@@ -211,21 +219,77 @@ def logged(rows: list[dict]) -> Counter:
     return Counter((json.loads(r["key"])["k"], r["cdc$operation"], r["write_time_us"]) for r in rows)
 
 
-def assert_exactly_once(spark, described: Stack, prefix: str, keyspace: str, workload: Workload, tmp_path: Path,
-                        name: str) -> None:
-    """The job logs every write of `workload` exactly once, into Delta and into PostgreSQL."""
-    settings = job_settings(described, prefix, keyspace, tmp_path, name)
-    run_available(spark, settings)
-    assert logged(log_rows(spark, settings, keyspace, "kv")) == workload.expected()
+class LogSinks:
+    """The job's log of one scenario in Delta, PostgreSQL and Kafka, and a mirror of the table in PostgreSQL:
+    each sink with a checkpoint of its own, kept across `run`s (a later run goes on where the last stopped,
+    its replica-copy state with it)."""
 
-    schema = f"{keyspace}_{name}"
-    pg = settings.model_copy(update={"checkpoint_dir": tmp_path / name / "pg-checkpoint"})
-    run_available(spark, pg, PostgresSink(described.postgres_dsn, schema=schema, app_id=settings.app_id))
-    with psycopg.connect(described.postgres_dsn) as conn:
-        rows = conn.execute(f"SELECT (key::jsonb->>'k')::int, \"cdc$operation\", write_time_us FROM {schema}.cdc_log "
-                            f"WHERE \"table\" = 'kv'").fetchall()
-        conn.execute(f"DROP SCHEMA {schema} CASCADE")
-    assert Counter(rows) == workload.expected()
+    def __init__(self, spark, described: Stack, prefix: str, keyspace: str, tmp_path: Path, name: str,
+                 **settings) -> None:
+        self.spark, self.described, self.keyspace = spark, described, keyspace
+        self.settings = job_settings(described, prefix, keyspace, tmp_path, name, **settings)
+        self.schema, self.topic = f"{keyspace}_{name}", f"{prefix}-{name}-log"
+        self.mirror_state = f"{keyspace}_{name}_mirror"
+        self.tmp_path, self.name = tmp_path, name
+        self.late = 0  # rows the runs read late, in the three sinks
+
+    def _run(self, sink, kind: str) -> None:
+        counted: list = []
+        settings = self.settings.model_copy(update={"checkpoint_dir": self.tmp_path / self.name / f"{kind}-checkpoint"})
+        run_available(self.spark, settings, sink, counted=counted)
+        self.late += sum(c.late for c in counted)
+
+    def run(self) -> None:
+        """Each sink reads what Kafka holds now."""
+        self._run(DeltaSink(self.spark, self.settings.delta_path, self.settings.app_id), "delta")
+        self._run(PostgresSink(self.described.postgres_dsn, schema=self.schema, app_id=self.settings.app_id), "pg")
+        self._run(open_sink(self.spark, "kafka", {"topic": self.topic, "replication_factor": str(BROKERS)},
+                            app_id=self.settings.app_id, cluster=((self.described.cassandra_host,), 9042),
+                            keyspace="unused", kafka=self.described.kafka_bootstrap,
+                            registry=self.described.registry_url), "kafka")
+        cluster = (tuple(n.host for n in self.described.nodes), self.described.cassandra_port)
+        self._run(PostgresMirrorSink(self.described.postgres_dsn, schema=self.mirror_state,
+                                     app_id=self.settings.app_id, cluster=cluster), "mirror")
+
+    def assert_mirror_equals_the_table(self, cql) -> None:
+        """The mirror is what `SELECT *` at consistency ALL returns."""
+        layout = layout_of(cql, self.keyspace, "kv")
+        source = source_rows(cql.cluster, layout, ConsistencyLevel.ALL)
+        with psycopg.connect(self.described.postgres_dsn) as conn:
+            mirror = postgres_rows(conn, layout)
+            conn.execute(f'DROP SCHEMA {self.mirror_state} CASCADE; DROP SCHEMA "{self.keyspace}" CASCADE')
+        assert source == mirror, diff(source, mirror)
+
+    def assert_exactly_once(self, workload: Workload) -> None:
+        """Every write of `workload` is in Delta and PostgreSQL once; in Kafka, never twice unmarked: once
+        when no row was read late, else at most once unmarked and any other time marked `ringtail-late`
+        (a late row, which Kafka cannot look up, is marked however many copies it holds)."""
+        expected = workload.expected()
+        assert logged(log_rows(self.spark, self.settings, self.keyspace, "kv")) == expected
+        with psycopg.connect(self.described.postgres_dsn) as conn:
+            rows = conn.execute(f"SELECT (key::jsonb->>'k')::int, \"cdc$operation\", write_time_us"
+                                f" FROM {self.schema}.cdc_log WHERE \"table\" = 'kv'").fetchall()
+            conn.execute(f"DROP SCHEMA {self.schema} CASCADE")
+        assert Counter(rows) == expected
+        plain, marked = Counter(), Counter()
+        for message in kafka_messages(self.described.kafka_bootstrap, self.topic):
+            row = json.loads(message.value())
+            change = (row["key"]["k"], row["cdc$operation"], row["write_time_us"])
+            (marked if dict(message.headers() or ()).get("ringtail-late") == b"true" else plain)[change] += 1
+        assert set(plain) | set(marked) == set(expected), "every write, none other"
+        assert max(plain.values(), default=1) == 1, "no write twice unmarked"
+        if not self.late:
+            assert plain == expected
+
+
+def assert_exactly_once(spark, cql, described: Stack, prefix: str, keyspace: str, workload: Workload,
+                        tmp_path: Path, name: str) -> None:
+    """The job logs every write of `workload` exactly once, into Delta, PostgreSQL and Kafka, and its mirror
+    equals the table read at ALL."""
+    sinks = LogSinks(spark, described, prefix, keyspace, tmp_path, name)
+    sinks.run()
+    sinks.assert_exactly_once(workload)
+    sinks.assert_mirror_equals_the_table(cql)
 
 
 def test_topics_on_three_brokers_have_three_copies_two_in_sync(ring, ring_cql, ring_keyspace, connectors):
@@ -255,7 +319,11 @@ def test_each_write_reaches_the_log_once_though_every_replica_sends_it(spark, ri
     assert set(copies.values()) == {NODES}, "one copy per replica, no more"
     assert {e["source"]["node"] for e in events} == {n.name for n in described.nodes}
 
-    assert_exactly_once(spark, described, made[0].prefix, ring_keyspace, workload, tmp_path, "normal")
+    assert_exactly_once(spark, ring_cql, described, made[0].prefix, ring_keyspace, workload, tmp_path, "normal")
+    # ringtail's keyspace (here one per test), created by the job with the cluster's default replication.
+    replication = ring_cql.execute("SELECT replication FROM system_schema.keyspaces WHERE keyspace_name = %s",
+                                   (f"{ring_keyspace}_gen",)).one().replication
+    assert replication == {"class": "org.apache.cassandra.locator.NetworkTopologyStrategy", "datacenter1": "3"}
 
 
 def test_a_node_killed_under_load_gets_its_hints_and_each_write_is_logged_once(spark, ring, ring_cql, ring_keyspace,
@@ -281,7 +349,7 @@ def test_a_node_killed_under_load_gets_its_hints_and_each_write_is_logged_once(s
     workload.run(20)  # and writes after its return
 
     consumer.until(copies_arrived(workload, NODES), timeout=120)
-    assert_exactly_once(spark, described, made[0].prefix, ring_keyspace, workload, tmp_path, "killed")
+    assert_exactly_once(spark, ring_cql, described, made[0].prefix, ring_keyspace, workload, tmp_path, "killed")
 
 
 def test_a_broker_killed_under_load_loses_no_acknowledged_write(spark, ring, ring_cql, ring_keyspace, connectors,
@@ -301,4 +369,133 @@ def test_a_broker_killed_under_load_loses_no_acknowledged_write(spark, ring, rin
         handle.stack("start", "kafka@2")
     workload.run(50, rate=100)
     consumer.until(copies_arrived(workload, NODES), timeout=180)
-    assert_exactly_once(spark, described, made[0].prefix, ring_keyspace, workload, tmp_path, "broker")
+    assert_exactly_once(spark, ring_cql, described, made[0].prefix, ring_keyspace, workload, tmp_path, "broker")
+
+
+def test_a_connector_stopped_longer_than_the_replica_window_catches_up_without_repeats(
+        spark, ring, ring_cql, ring_keyspace, connectors, tmp_path):
+    """Node 3's connector is stopped while the job logs what nodes 1 and 2 send, for longer than the job's
+    replica-copy window (5 s here, 10 minutes by default) and while the job's later runs move that window
+    on; restarted, it sends its copies of every write. They are read late (with a window no longer than
+    the `leeway`, every row is): Delta and PostgreSQL find them by key and hold each write once; Kafka
+    marks them."""
+    _, described = ring
+    made, consumer = connectors()
+    made[2].stop()
+    workload = Workload(ring_cql, ring_keyspace, seed=17)
+    sinks = LogSinks(spark, described, made[0].prefix, ring_keyspace, tmp_path, "stopped", dedup_watermark="5 seconds")
+    workload.run(150, rate=100)
+    consumer.until(copies_arrived(workload, NODES - 1), timeout=120)
+    sinks.run()
+    for _ in range(2):  # later writes, read by the job past the window: the first writes' keys are let go
+        time.sleep(12)
+        workload.run(20)
+        consumer.until(copies_arrived(workload, NODES - 1), timeout=120)
+        sinks.run()
+
+    made[2].start()
+    consumer.until(copies_arrived(workload, NODES), timeout=180)
+    sinks.run()
+    assert sinks.late > 0, "node 3's copies were read past the window"
+    sinks.assert_exactly_once(workload)
+    sinks.assert_mirror_equals_the_table(ring_cql)
+
+
+def test_a_node_whose_commit_log_is_lost_leaves_every_write_delivered_by_the_others(
+        spark, ring, ring_cql, ring_keyspace, connectors, tmp_path):
+    """Node 3 and its connector are killed under load; its commit log and `cdc_raw` (and the connector's
+    state, on the same disk) are wiped while writes go on at QUORUM; both start again. Whatever node 3 had
+    not sent is lost with its disk: every acknowledged write still reaches the log once, through nodes 1
+    and 2."""
+    handle, described = ring
+    made, consumer = connectors()
+    workload = Workload(ring_cql, ring_keyspace, seed=19)
+    workload.run(100, rate=100)
+    handle.stack("kill", "cassandra@3")
+    made[2].kill()
+    lost = described.nodes[2]
+    for directory in (lost.commitlog, lost.cdc_raw, made[2].state_dir):
+        shutil.rmtree(directory, ignore_errors=True)
+    try:
+        workload.run(150, rate=100)
+    finally:
+        handle.stack("start", "cassandra@3")
+    made[2].state_dir.mkdir()
+    made[2].start()  # a fresh connector: it reads what its node writes from now on, and its hints
+    workload.run(20)
+    consumer.until(copies_arrived(workload, NODES - 1), timeout=180)
+    assert_exactly_once(spark, ring_cql, described, made[0].prefix, ring_keyspace, workload, tmp_path, "disk")
+
+
+def test_a_write_at_one_that_reached_a_single_replica_is_delivered(spark, ring, ring_cql, ring_keyspace, connectors,
+                                                                   tmp_path):
+    """Nodes 2 and 3 are down; writes at consistency ONE reach node 1 alone, and its connector delivers
+    them. Back up, nodes 2 and 3 receive them as hints and send copies, which the log does not repeat."""
+    handle, described = ring
+    made, consumer = connectors()
+    workload = Workload(ring_cql, ring_keyspace, seed=23, consistency=ConsistencyLevel.ONE)
+    workload.run(20)
+    consumer.until(copies_arrived(workload, NODES), timeout=120)
+    handle.stack("kill", "cassandra@2", "cassandra@3")
+    try:
+        alone = len(workload.written)
+        workload.run(100, rate=100)
+        events = consumer.until(copies_arrived(workload, 1), timeout=120)
+        only = {w.timestamp for w in workload.written[alone:]}
+        assert {e["source"]["node"] for e in events if e["source"]["ts_us"] in only} == {"cassandra@1"}
+    finally:
+        handle.stack("start", "cassandra@2", "cassandra@3")
+    consumer.until(copies_arrived(workload, NODES), timeout=240)  # the hints, sent by nodes 2 and 3
+    assert_exactly_once(spark, ring_cql, described, made[0].prefix, ring_keyspace, workload, tmp_path, "one")
+
+
+def test_a_fourth_node_joining_starts_a_generation_whose_streams_cover_its_tokens(
+        spark, ring, ring_cql, ring_keyspace, connectors, tmp_path):
+    """Node 4 joins the ring (with a connector beside it): the job sees the ring change and publishes a new
+    generation starting `generation_delay` later, whose token ranges end at every token of the four nodes;
+    changes written before it keep the first generation's streams, changes after get the new one's. Last
+    in the module: node 4 stays in the ring until the module's end."""
+    handle, described = ring
+    made, consumer = connectors()
+    workload = Workload(ring_cql, ring_keyspace, seed=29)
+    workload.run(30)
+    consumer.until(copies_arrived(workload, NODES), timeout=120)
+    settings = job_settings(described, made[0].prefix, ring_keyspace, tmp_path, "joined")
+    run_available(spark, settings)  # the first generation: the ring of three
+    handle.stack("start", "cassandra@4", nodes=NODES + 1)
+    fourth = None
+    try:
+        node = handle.describe(described).nodes[NODES]
+        fourth = ConnectorProcess(described, tmp_path / node.name, made[0].prefix, cdc_raw=node.cdc_raw,
+                                  cassandra_hosts=node.host, node_name=node.name)
+        fourth.start()
+        run_available(spark, settings)  # sees four nodes: a new generation, `generation_delay` from now
+        old, new = GenerationStore(ring_cql, settings.generations_keyspace).load().generations
+        ring_tokens = read_ring(ring_cql)
+        assert len(ring_tokens) == NODES + 1
+        every = sorted(t for tokens in ring_tokens.values() for t in tokens)
+        assert [e.token_range_end for e in new.description.entries] == every
+        joined = set(every) - {e.token_range_end for e in old.description.entries}
+        assert len(joined) == len(every) // (NODES + 1), "the old generation's ranges end at the three nodes' tokens"
+        while time.time() * 1_000_000 < new.timestamp + 2_000_000:  # writes on both sides of the switch
+            workload.step()
+            time.sleep(0.1)
+        workload.run(20)
+        consumer.until(copies_arrived(workload, NODES - 1), timeout=180)
+        run_available(spark, settings)
+    finally:
+        if fourth is not None:
+            fourth.stop()
+
+    rows = log_rows(spark, settings, ring_keyspace, "kv")
+    assert logged(rows) == workload.expected()
+    before = [r for r in rows if r["write_time_us"] < new.timestamp]
+    after = [r for r in rows if r["write_time_us"] >= new.timestamp]
+    assert before and after
+    for generation, side in ((old, before), (new, after)):
+        topology = generation.topology()
+        for r in side:
+            assert r["generation"].timestamp() * 1_000_000 == pytest.approx(generation.timestamp)
+            assert r["cdc$stream_id"] == topology.get_stream(r["token"]).value
+    # Some changes after the switch fall in node 4's ranges, and get its streams.
+    assert any(new.topology().entry_for(r["token"]).token_range_end in joined for r in after)

@@ -18,7 +18,7 @@ from typing import Any, Protocol, TypeVar
 from pyspark.sql import DataFrame
 
 from spark.streams.generations import Generations
-from spark.streams.storage import DEFAULT_REPLICATION
+from spark.streams.storage import Replication
 from spark.subscriptions.model import MIRROR, boolean_setting
 
 T = TypeVar("T")
@@ -114,7 +114,7 @@ def generation_rows(generations: Generations) -> tuple[list[tuple], list[tuple]]
 
 def open_sink(spark: Any, kind: str, config: Mapping[str, str], *, app_id: str, cluster: tuple[Sequence[str], int],
               keyspace: str, kafka: str, registry: str,
-              replication: Mapping[str, str | int] = DEFAULT_REPLICATION) -> Sink:
+              replication: Replication = None) -> Sink:
     """The sink `kind` with its settings (named as `spark.subscriptions.model.SINKS` lists them).
     `app_id` names its writes in the exactly-once bookkeeping; the Cassandra sink writes to `cluster`
     and `keyspace`, created with `replication` when missing, as ringtail's own keyspace is (Delta's typed

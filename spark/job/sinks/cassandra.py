@@ -35,7 +35,7 @@ from pyspark.sql import functions as F
 
 from connector.schema.loader import read_table
 from spark.streams.generations import Generations
-from spark.streams.storage import DEFAULT_KEYSPACE, DEFAULT_REPLICATION, GenerationStore
+from spark.streams.storage import DEFAULT_KEYSPACE, GenerationStore, Replication
 
 from . import MicroBatch
 from .log_table import LOG_SUFFIX, LogLayout, LogRowEncoder, quote
@@ -257,7 +257,7 @@ class CassandraSink:
         hosts: Sequence[str] | None = None,
         port: int | None = None,
         keyspace: str = DEFAULT_KEYSPACE,
-        replication: Mapping[str, str | int] = DEFAULT_REPLICATION,
+        replication: Replication = None,
         ttl: int = DEFAULT_LOG_TTL,
         consistency: int = ConsistencyLevel.LOCAL_QUORUM,
         concurrency: int = 64,

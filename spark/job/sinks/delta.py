@@ -6,6 +6,12 @@ in ScyllaDB's CDC log layout with every column in its own Spark type (`typed_log
 when its base table does (Delta's schema merge), and its names keep any character (column mapping by
 name). Rows of a table that no longer exists and never had a typed log go to `cdc_log`, so none is lost.
 
+A row the job read late (more than `dedup_watermark` after its write: `spark.job.pipeline`) may be a
+replica's copy of a change logged long before: it is looked up in the table by its key first and
+appended only when absent. In `cdc_log` the look-up reads only the files whose write times cover the
+late rows' (Delta's file statistics); a typed log has no write-time column, and its look-up reads the
+key columns of the whole table.
+
 Every table is appended to with Delta's idempotent writes: the transaction carries (app id, batch id),
 and Delta skips a write whose version it has already committed for that app id, so a replayed batch
 adds nothing. The commit's user metadata keeps the batch's source offsets too (`ledger`): before an
@@ -17,6 +23,7 @@ A third layout, `mirror`, keeps no log: each base table's mirror, what `SELECT *
 """
 from __future__ import annotations
 
+import functools
 import json
 import logging
 from collections.abc import Iterable, Sequence
@@ -38,6 +45,7 @@ from spark.mirror.layout import MirrorLayout
 from spark.mirror.tables import Layouts, batch_changes, merge_batch, prepare_tables
 from spark.subscriptions.model import DELTA_LAYOUTS, MIRROR
 
+from .. import rows as R
 from . import MicroBatch, generation_rows, of_tables
 from .delta_mirror import DeltaMirrorStore, known_mirrors
 from .ledger import is_newest_replay
@@ -50,6 +58,13 @@ from .typed_log import TypedLog
 STATS_COLUMNS, LOG_STATS = "delta.dataSkippingStatsColumns", "write_time,write_time_us,kafka_time"
 # The key of ringtail's entry in a commit's user metadata: the app id, batch id and source offsets.
 LEDGER = "ringtail"
+
+# What identifies a change's row in `cdc_log` and in a typed log: `cdc$time` holds its write time and a
+# digest of its content (and partition key), so every replica's copy has the same.
+LOG_KEY = ("keyspace", "table", "partition_key", "cdc$time", "cdc$batch_seq_no")
+TYPED_KEY = ("cdc$stream_id", "cdc$time", "cdc$batch_seq_no")
+# (lowest, highest) write time in µs of a batch's late rows (of one table, for a typed log); None: none.
+Span = tuple[int, int] | None
 
 log = logging.getLogger(__name__)
 
@@ -74,6 +89,17 @@ def newest_batch(spark: SparkSession, path: str, app: str) -> tuple[int, str | N
         if limit is None or len(commits) < limit:
             return None
     return None
+
+
+def _span_columns() -> tuple:
+    """The aggregates of the late rows' write-time span, as `_late_span` reads them."""
+    late_time = F.when(F.col(R.LATE), F.col("write_time_us"))
+    return F.min(late_time), F.max(late_time)
+
+
+def _late_span(bounds) -> Span:
+    low, high = bounds
+    return None if low is None else (low, high)
 
 
 def _ledger_entry(metadata: str | None) -> dict:
@@ -147,7 +173,11 @@ class DeltaSink:
         elif self.layout == "typed":
             rows = self._write_typed(batch)
         if rows is not None:
-            self._append(rows, "cdc_log", batch, "keyspace", "table", **{STATS_COLUMNS: LOG_STATS})
+            late = F.col(R.LATE)
+            span = _late_span(rows.agg(*_span_columns()).first())  # reads the batch: its one pass
+            fresh = self._unheld(rows.where(~late).drop(R.LATE), rows.where(late).drop(R.LATE), "cdc_log",
+                                 LOG_KEY, span)
+            self._append(fresh, "cdc_log", batch, "keyspace", "table", **{STATS_COLUMNS: LOG_STATS})
         # Asked after the rows are written, whose read counted them: an empty append would still commit.
         if batch.has_dead_letters():
             self._append(batch.dead_letters, "dead_letters", batch)
@@ -167,10 +197,23 @@ class DeltaSink:
 
         merge_batch(prepare_tables(self._mirrors, names, store_of, batch), batch, self.mirror_chunk, purge)
 
+    def _unheld(self, fresh: DataFrame, late: DataFrame, name: str, key: Sequence[str], span: Span) -> DataFrame:
+        """`fresh` rows and those `late` rows the table `name` does not hold (by `key`), to append."""
+        path = self.table(name)
+        if span is None or not DeltaTable.isDeltaTable(self.spark, path):
+            return fresh if span is None else fresh.unionByName(late)
+        held = self.spark.read.format("delta").load(path)
+        if "write_time_us" in held.columns:  # the log's file statistics leave out the other files
+            held = held.where(F.col("write_time_us").between(*span))
+        late, held = late.alias("late"), held.select(*(F.col(f"`{c}`") for c in key)).alias("held")
+        same = [F.col(f"late.`{c}`").eqNullSafe(F.col(f"held.`{c}`")) for c in key]
+        return fresh.unionByName(late.join(held, functools.reduce(lambda a, b: a & b, same), "left_anti"))
+
     def _write_typed(self, batch: MicroBatch) -> DataFrame | None:
         """Each table's rows to its typed log; the rows of tables without one (for `cdc_log`), or None."""
         rows, untyped = batch.rows, []
-        for keyspace, table in rows.select("keyspace", "table").distinct().collect():
+        late = F.col(R.LATE)
+        for keyspace, table, low, high in rows.groupBy("keyspace", "table").agg(*_span_columns()).collect():
             name = f"typed/{keyspace}/{table}"
             typed = self._typed_log(keyspace, table, name)
             if typed is None:
@@ -178,8 +221,9 @@ class DeltaSink:
                 untyped.append((keyspace, table))
                 continue
             frame = rows.where((F.col("keyspace") == keyspace) & (F.col("table") == table))
-            self._append(frame.mapInArrow(typed.encode(), typed.schema), name, batch, mergeSchema="true",
-                         **{"delta.columnMapping.mode": "name"})
+            encoded = [frame.where(rule).mapInArrow(typed.encode(), typed.schema) for rule in (~late, late)]
+            self._append(self._unheld(*encoded, name, TYPED_KEY, _late_span((low, high))), name, batch,
+                         mergeSchema="true", **{"delta.columnMapping.mode": "name"})
         return of_tables(rows, untyped) if untyped else None
 
     def _typed_log(self, keyspace: str, table: str, name: str) -> TypedLog | None:

@@ -4,7 +4,10 @@ At least once, with an `Idempotency-Key` the receiver can use to drop repeats: t
 writer (the subscription and its epoch), the batch, the digest of its source offsets and the chunk,
 and a replayed batch is cut into the same chunks (rows in a fixed order), so a repeat carries the key
 its first delivery had, while another batch given the same id (by another checkpoint) never does. The
-`Ringtail-Content` header says what the array holds: `log-rows`, `dead-letters` or `generations`.
+`Ringtail-Content` header says what the array holds: `log-rows`, `dead-letters` or `generations`. Each
+log row has `late`: true when the job read it more than `dedup_watermark` after its write, when a
+replica's copy of the change may have been posted before (the receiver drops it if it holds that
+`change_id` and `cdc$batch_seq_no`).
 
 A 5xx, 408, 429, a timeout or a refused connection is retried with exponential backoff, up to
 `attempts`; then the batch fails (its subscription goes `failing` and is retried whole). Any other

@@ -29,9 +29,12 @@ def _json_value(value: Any) -> Any:
     return value
 
 
-def log_row_json(row: Row) -> dict:
+def log_row_json(row: Row, omit: str | None = None) -> dict:
+    """The row as JSON, without the column `omit` (a flag the sink carries elsewhere)."""
     out = {}
     for name, value in row.asDict().items():
+        if name == omit:
+            continue
         if name in _JSON_TEXT:
             out[name] = json.loads(value)
         elif name in _JSON_TEXT_MAPS:

@@ -3,8 +3,10 @@
 Each record is keyed by the change's serialized partition key (a partition's changes stay in order on
 one Kafka partition), valued by the log row as JSON (`format=json`, the default) or as Avro in
 Confluent's wire format with its schema in the registry (`format=avro`, subject `<topic>-value`; see
-`avro_rows`), with the change id in the `ringtail-change-id` header. Dead letters go to
-`<topic>.dead-letters`, in the same format.
+`avro_rows`), with the change id in the `ringtail-change-id` header. A row the job read late (more than
+`dedup_watermark` after its write) also has the header `ringtail-late: true`: a replica's copy of the
+change may be in the topic already, and a reader drops it when it holds that change id. Dead letters go
+to `<topic>.dead-letters`, in the same format.
 
 Each micro-batch is one Kafka transaction, and the transaction also writes the batch id and the digest
 of its source offsets to the ledger topic `<topic>.ringtail` (compacted, keyed by the writer: the newest
@@ -42,6 +44,7 @@ from .json_rows import dead_letter_json, generations_json, log_row_json
 Encode = Callable[[Row], bytes]
 
 log = logging.getLogger(__name__)
+LATE_HEADER = ("ringtail-late", b"true")
 _ORDER = ("write_time_us", "change_id", "cdc$batch_seq_no", "keyspace", "table")
 
 
@@ -89,7 +92,7 @@ class KafkaSink:
         """(log row → value, dead letter → value) in the sink's format; Avro's schemas are registered
         here, so a registry that refuses them stops the sink before any batch."""
         if self.format == "json":
-            return (lambda row: _json(log_row_json(row))), (lambda row: _json(dead_letter_json(row)))
+            return (lambda row: _json(log_row_json(row, omit=R.LATE))), (lambda row: _json(dead_letter_json(row)))
         from confluent_kafka.schema_registry import SchemaRegistryClient
 
         from connector.avro.registry import SchemaRegistry
@@ -137,9 +140,9 @@ class KafkaSink:
         producer = self._producer
         self._begin()
         try:
-            sent = self._produce(self.topic, ((bytes(r.partition_key), self._encode_row(r), r.change_id)
+            sent = self._produce(self.topic, ((bytes(r.partition_key), self._encode_row(r), r.change_id, r[R.LATE])
                                               for r in rows.orderBy(*(f"`{c}`" for c in _ORDER)).toLocalIterator()))
-            dead = self._produce(self.dead_letters, ((None, self._encode_dead_letter(r), r.change_id) for r in
+            dead = self._produce(self.dead_letters, ((None, self._encode_dead_letter(r), r.change_id, False) for r in
                                                      dead_letters.orderBy("topic", "partition", "offset")
                                                      .toLocalIterator()))
             if not self.transactions:
@@ -157,10 +160,12 @@ class KafkaSink:
         self._written = (batch_id, batch.offsets)
         log.info("batch %d: %d log rows and %d dead letters committed to %s", batch_id, sent, dead, self.topic)
 
-    def _produce(self, topic: str, records: Iterable[tuple[bytes | None, bytes, str | None]]) -> int:
+    def _produce(self, topic: str, records: Iterable[tuple[bytes | None, bytes, str | None, bool]]) -> int:
         count = 0
-        for key, value, change_id in records:
-            headers = [("ringtail-change-id", change_id.encode())] if change_id else None
+        for key, value, change_id, late in records:
+            headers = [("ringtail-change-id", change_id.encode())] if change_id else []
+            if late:  # a replica's copy of it may be in the topic already (spark.job.pipeline)
+                headers.append(LATE_HEADER)
             produce(self._producer, topic, key, value, headers=headers, on_delivery=self._report)
             count += 1
         return count

@@ -67,7 +67,7 @@ def test_without_cdc_raw_anywhere_the_error_names_it(tmp_path):
 
 
 def test_the_generations_keyspace_replication_is_a_setting_checked_before_anything_starts(monkeypatch):
-    assert JobSettings.load(None).generations_replication == {"class": "SimpleStrategy", "replication_factor": 1}
+    assert JobSettings.load(None).generations_replication is None  # the cluster's: min(3, nodes) per data centre
     monkeypatch.setenv("RINGTAIL_JOB_GENERATIONS_REPLICATION", '{"class": "NetworkTopologyStrategy", "dc1": 3}')
     assert JobSettings.load(None).generations_replication == {"class": "NetworkTopologyStrategy", "dc1": 3}
     monkeypatch.delenv("RINGTAIL_JOB_GENERATIONS_REPLICATION")  # sources' maps are merged, not replaced

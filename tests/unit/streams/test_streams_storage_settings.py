@@ -4,7 +4,7 @@ import pytest
 
 from spark.streams import Generation, InvalidStoreSetting, InvalidTopology, build_topology_description
 from spark.streams.rewrite import first_live_generation
-from spark.streams.storage import DEFAULT_KEYSPACE, DEFAULT_REPLICATION, GenerationStore, replication_literal
+from spark.streams.storage import DEFAULT_KEYSPACE, GenerationStore, replication_literal, replication_of
 
 
 @pytest.mark.parametrize("keyspace", ["", "1abc", "has-dash", "x" * 49, "ks; DROP"])
@@ -48,4 +48,13 @@ def test_first_live_generation(timestamps, horizon, first):
 
 def test_defaults():
     assert DEFAULT_KEYSPACE == "ringtail_cdc" == GenerationStore(None).keyspace
-    assert DEFAULT_REPLICATION == {"class": "SimpleStrategy", "replication_factor": 1}
+
+
+def test_the_default_replication_is_three_copies_per_data_centre_or_as_many_as_it_has_nodes():
+    assert replication_of(["dc1"]) == {"class": "NetworkTopologyStrategy", "dc1": 1}
+    assert replication_of(["dc1", "dc1", None]) == {"class": "NetworkTopologyStrategy", "dc1": 2}
+    assert replication_of(["eu-west-1"] * 5 + ["us-east-1"] * 2) == {
+        "class": "NetworkTopologyStrategy", "eu-west-1": 3, "us-east-1": 2}
+    assert replication_literal(replication_of(["us-east-1"])) == "{'class': 'NetworkTopologyStrategy', 'us-east-1': '1'}"
+    with pytest.raises(InvalidStoreSetting, match="no data centre"):
+        replication_of([None])

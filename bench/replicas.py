@@ -1,0 +1,149 @@
+"""What replica handling costs the Spark job: the same unique changes read once (replication factor 1)
+and three times (replication factor 3, one copy per replica's connector), in one run.
+
+    python bench/replicas.py [--rows N] [--repeat R] [--max-offsets M]
+
+Input: real connector events. A cdc=true table gets N rows through the connector, as in `bench/job.py`;
+its topic is then copied into two topics of their own: RF=1 holds each event once, RF=3 three times,
+the copies of one write next to each other as three connectors running side by side send them (the
+same bytes: a copy differs from another replica's only in its node name, which the change id leaves
+out). The job (`start(..., available_now=True)`, local[2], Delta sink) reads each R times, taking
+turns after one warm-up run, each run with a fresh checkpoint and Delta path:
+
+- RF=1, copies kept: `dedup=False` — the floor: the job with no replica-copy step;
+- RF=1: the job as users run it, on one copy of each change;
+- RF=3: the job as users run it, on three copies of each change.
+
+The cost of replica handling is RF=3's time per unique change over RF=1's (the goal: at most 1.3x).
+The state is what the replica-copy step holds at the end of an RF=3 run (its state operator's
+`numRowsTotal`, and RocksDB's memory plus its SST files): bounded by the keys of the last
+`dedup_watermark` of reading, here every change of the run. Medians of R runs with their spread.
+
+Needs the local stack (`deploy/local/start`); prints figures, asserts nothing.
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import uuid
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO_ROOT))
+
+from confluent_kafka import Consumer, Producer, TopicPartition  # noqa: E402
+from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
+
+from deploy.local.processes import ConnectorProcess  # noqa: E402
+from job import (TABLE, Run, base_settings, capture, cleanup, close_clients, delete_topics,  # noqa: E402
+                 driver_jvm, end_offsets, local_stack, open_clients, prefix_topics, run_in_turns)
+from spark.job.config import JobSettings  # noqa: E402
+
+FLOOR, ONE, THREE = "RF=1, copies kept", "RF=1", "RF=3"
+
+
+def copy_topic(consumer: Consumer, producer: Producer, admin: AdminClient, source: str, target: str,
+               copies: int) -> int:
+    """Every record of `source` into the new topic `target` (same partitions), `copies` times each, the
+    copies side by side; how many records `target` got."""
+    offsets = end_offsets(consumer, source)
+    admin.create_topics([NewTopic(target, len(offsets), 1)])[target].result(30)
+    consumer.assign([TopicPartition(source, p, low) for p, (low, _) in offsets.items()])
+    left, sent = sum(high - low for low, high in offsets.values()), 0
+    while left:
+        for message in consumer.consume(10_000, timeout=10):
+            if message.error():
+                raise SystemExit(f"error: reading {source}: {message.error()}")
+            for _ in range(copies):
+                while True:
+                    try:
+                        producer.produce(target, message.value(), message.key(), partition=message.partition())
+                        break
+                    except BufferError:
+                        producer.poll(0.1)
+            sent += copies
+            left -= 1
+    if producer.flush(60):
+        raise SystemExit(f"error: {target}: records unacknowledged after 60 s")
+    consumer.unassign()
+    return sent
+
+
+def spread(values: list[float]) -> str:
+    return f"{statistics.median(values):.2f} s ({min(values):.2f}–{max(values):.2f})"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rows", type=int, default=50_000, help="unique changes (default 50,000)")
+    parser.add_argument("--repeat", type=int, default=3, help="job runs per variant after one warm-up (default 3)")
+    parser.add_argument("--max-offsets", type=int, default=JobSettings().max_offsets_per_trigger,
+                        help="records per micro-batch at most (default: the job's, %(default)s)")
+    args = parser.parse_args()
+    if min(args.rows, args.repeat, args.max_offsets) < 1:
+        parser.error("--rows, --repeat and --max-offsets must be at least 1")
+    stack = local_stack()
+
+    name = uuid.uuid4().hex[:8]
+    keyspace, prefix = f"benchrf_{name}", f"benchrf{name}"
+    admin, consumer, cluster, cql = open_clients(stack)
+    producer = Producer({"bootstrap.servers": stack.kafka_bootstrap, "linger.ms": 20, "compression.type": "lz4"})
+    # The job reads `<prefix>.<keyspace>.<table>`: one prefix per copy count.
+    prefixes = {1: f"{prefix}one", 3: f"{prefix}three"}
+    spark = None
+    runs: list[Run] = []
+    with tempfile.TemporaryDirectory(prefix="ringtail-bench-replicas-") as scratch_dir:
+        scratch = Path(scratch_dir)
+        connector = ConnectorProcess(stack, scratch / "state", prefix)
+        try:
+            capture(stack, cql, admin, consumer, connector, keyspace, prefix, args.rows)
+            source = f"{prefix}.{keyspace}.{TABLE}"
+            for copies, target_prefix in prefixes.items():
+                sent = copy_topic(consumer, producer, admin, source, f"{target_prefix}.{keyspace}.{TABLE}", copies)
+                print(f"{sent:,} records in {target_prefix}.{keyspace}.{TABLE} ({copies} per change)", flush=True)
+
+            from spark.job.pipeline import spark_session
+
+            base = base_settings(stack, prefixes[1], f"{keyspace}_gen", args.max_offsets)
+            spark = spark_session(base)
+            spark.sparkContext.setLogLevel("ERROR")
+            variants = {FLOOR: {"topic_prefix": prefixes[1], "dedup": False}, ONE: {"topic_prefix": prefixes[1]},
+                        THREE: {"topic_prefix": prefixes[3]}}
+
+            def report(number: int, run: Run) -> None:
+                state = f"  state {run.state_keys:,} keys, {run.state_bytes / (1 << 20):.1f} MiB" if run.state_keys else ""
+                print(f"  run {number}: {run.variant:<18} {run.seconds:6.2f} s  {run.rows:>9,} log rows{state}"
+                      + ("  (warm-up, not counted)" if not number else ""), flush=True)
+
+            runs, _ = run_in_turns(spark, base, variants, THREE, args.repeat, scratch, keyspace, driver_jvm(), report)
+        finally:
+            cleanup(connector.stop)
+            if spark is not None:
+                cleanup(spark.stop)
+            close_clients(consumer, cluster, cql, [keyspace, f"{keyspace}_gen"])
+            cleanup(lambda: delete_topics(admin, [t for p in (prefix, *prefixes.values())
+                                                  for t in prefix_topics(admin, p)]))
+
+    seconds = {v: [r.seconds for r in runs if r.variant == v] for v in (FLOOR, ONE, THREE)}
+    wrong = sorted({r.rows for r in runs} - {args.rows})
+    print(f"\nreplica handling in the Spark job, local[2], Delta sink: {args.rows:,} unique changes, micro-batches of"
+          f" at most {args.max_offsets:,} records; medians of {args.repeat} runs (min–max)")
+    for variant, values in seconds.items():
+        per_change = statistics.median(values) * 1e6 / args.rows
+        print(f"  {variant:<18} {spread(values):>22}  {per_change:7.1f} µs per unique change")
+    three = [r for r in runs if r.variant == THREE]
+    keys = statistics.median(r.state_keys for r in three)
+    held = statistics.median(r.state_bytes for r in three)
+    print(f"  RF=3 / RF=1: {statistics.median(seconds[THREE]) / statistics.median(seconds[ONE]):.2f}x the time per unique"
+          f" change (goal: at most 1.3x); RF=1 / floor: {statistics.median(seconds[ONE]) / statistics.median(seconds[FLOOR]):.2f}x")
+    print(f"  state at the end of an RF=3 run: {keys:,.0f} keys, {held / (1 << 20):.1f} MiB,"
+          f" {held / keys if keys else float('nan'):.0f} bytes per change")
+    if wrong:
+        print(f"  WARNING: runs logged {wrong} rows, not {args.rows:,}: a copy was kept or a change lost")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
