@@ -67,8 +67,8 @@ def merges_cells(sink: Sink) -> bool:
 
 
 def reads_batch_whole(sink: Sink) -> bool:
-    """Whether the sink's write first reads the micro-batch in one action over all its partitions (a
-    Delta append): that read is then the batch's only pass. A sink taking rows on the driver reads them
+    """Whether the sink's write first reads the micro-batch in one action over all its partitions (the
+    Delta sink's span of its late rows, before its append): that read is then the batch's only pass. A sink taking rows on the driver reads them
     a partition at a time, so the job reads the batch whole first, in parallel."""
     return getattr(sink, "reads_batch_whole", False)
 
