@@ -40,6 +40,7 @@ from spark.job import rows as R  # noqa: E402
 from spark.job.config import JobSettings  # noqa: E402
 from spark.job.pipeline import spark_session  # noqa: E402
 from spark.job.sinks import MicroBatch, merges_cells, open_sink  # noqa: E402
+from spark.job.sinks.settings import SinkContext  # noqa: E402
 from deploy.local.receiver import Receiver  # noqa: E402
 
 # Each a sink kind, with a variant of its settings after a dash.
@@ -156,9 +157,9 @@ def main() -> int:
                 run = f"bench_{uuid.uuid4().hex[:10]}"
                 kind = sink.split("-")[0]
                 config = {**targets(stack, kind, run, Path(tmp), receiver.url), **_VARIANTS.get(sink, {})}
-                writer = open_sink(spark, kind, config, app_id=run, cluster=((stack.cassandra_host,),
-                                   stack.cassandra_port), keyspace=run, kafka=stack.kafka_bootstrap,
-                                   registry=stack.registry_url)
+                writer = open_sink(spark, kind, config, SinkContext(
+                    app_id=run, cluster=((stack.cassandra_host,), stack.cassandra_port), keyspace=run,
+                    kafka=stack.kafka_bootstrap, registry=stack.registry_url))
                 writer.prepare()
                 # A log sink is given the log's columns; a mirror, the cells too.
                 given = [R.CELLS] if merges_cells(writer) else []

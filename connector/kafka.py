@@ -7,7 +7,7 @@ import time
 from typing import Callable, Iterable
 
 from confluent_kafka import KafkaError, KafkaException, Producer
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient, ClusterMetadata, NewTopic
 
 log = logging.getLogger("ringtail.kafka")
 
@@ -78,6 +78,16 @@ def topic_replication(brokers: int, replication_factor: int | None,
     return factor, in_sync
 
 
+def broker_count(cluster: ClusterMetadata) -> int:
+    """The cluster's brokers: those alive, and those down that hold a copy of some partition (a broker
+    down when the first topic is created does not make its topics keep fewer copies)."""
+    ids = set(cluster.brokers)
+    for topic in cluster.topics.values():
+        for partition in topic.partitions.values():
+            ids.update(partition.replicas)
+    return len(ids)
+
+
 class EventProducer:
     def __init__(self, bootstrap_servers: str, *, partitions: int, replication_factor: int | None = None,
                  min_insync_replicas: int | None = None, extra: dict | None = None) -> None:
@@ -93,32 +103,45 @@ class EventProducer:
             "message.timeout.ms": 0,
         }
         self._producer = Producer(config)
-        self._admin = AdminClient({"bootstrap.servers": bootstrap_servers})
+        self._bootstrap_servers = bootstrap_servers
         self.partitions = partitions
         self._replication = (replication_factor, min_insync_replicas)
         self._layout: tuple[int, int] | None = None  # decided at the first topic, from the cluster's brokers
         self._topics: set[str] = set()
 
-    def _topic_layout(self, timeout: float) -> tuple[int, int]:
+    @staticmethod
+    def _cluster(admin: AdminClient, timeout: float):
+        """The cluster's metadata, from whichever broker answers first."""
+        try:
+            return admin.list_topics(timeout=timeout)
+        except KafkaException as exc:
+            raise TopicError(f"cannot read the cluster's metadata: {exc.args[0].str()}") from None
+
+    def _topic_layout(self, brokers: int) -> tuple[int, int]:
         if self._layout is None:
-            try:
-                brokers = len(self._admin.list_topics(timeout=timeout).brokers)
-            except KafkaException as exc:
-                raise TopicError(f"cannot read the cluster's brokers: {exc.args[0].str()}") from None
             self._layout = topic_replication(brokers, *self._replication)
             log.info("topics are created with replication factor %d and min.insync.replicas %d (%d broker(s))",
                      *self._layout, brokers)
         return self._layout
 
-    def ensure_topic(self, topic: str, stopping: threading.Event, timeout: float = 60) -> bool:
-        """Create `topic` unless this producer knows it; False when `stopping` was set meanwhile (a stop
-        does not wait for a broker that does not answer)."""
+    def ensure_topic(self, topic: str, stopping: threading.Event, timeout: float = 15) -> bool:
+        """Create `topic` unless it exists; False when `stopping` was set meanwhile (a stop does not wait
+        for a broker that does not answer). A creation takes a second or so; one taking `timeout` is
+        waiting for a controller that died, and fails, to be asked again."""
         if topic in self._topics:
             return True
-        factor, in_sync = self._topic_layout(timeout)
-        new = NewTopic(topic, self.partitions, factor, config={"min.insync.replicas": str(in_sync)})
-        if not create_topic(self._admin, new, stopping, timeout):
-            return False
+        # A client of its own for each topic (topics are few): one kept would go on waiting for the
+        # controller it knew, though that broker died, where a new one asks the brokers alive.
+        admin = AdminClient({"bootstrap.servers": self._bootstrap_servers})
+        # Asked first from any broker: with a connector per node, another one has usually created it,
+        # and a creation needs the controller.
+        cluster = self._cluster(admin, timeout)
+        known = cluster.topics.get(topic)
+        if known is None or known.error is not None:
+            factor, in_sync = self._topic_layout(broker_count(cluster))
+            new = NewTopic(topic, self.partitions, factor, config={"min.insync.replicas": str(in_sync)})
+            if not create_topic(admin, new, stopping, timeout):
+                return False
         self._topics.add(topic)
         return True
 

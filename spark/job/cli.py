@@ -13,19 +13,13 @@ from pyspark.sql import SparkSession
 from connector.signals import on_stop_signals
 
 from .config import JobSettings, S, load_or_report
-from .sinks import Sink, open_sink
+from .sinks import Sink
 
 log = logging.getLogger(__name__)
 
 
 def make_sink(spark: SparkSession, settings: JobSettings) -> Sink:
-    config = {"delta": {"path": str(settings.delta_path), "layout": settings.delta_layout},
-              "postgres": {"dsn": settings.postgres_dsn, "schema": settings.postgres_schema,
-                           "layout": settings.postgres_layout}}.get(settings.sink, {})
-    return open_sink(spark, settings.sink, config, app_id=settings.app_id,
-                     cluster=(settings.cassandra_hosts, settings.cassandra_port),
-                     keyspace=settings.generations_keyspace, kafka=settings.kafka_bootstrap_servers,
-                     registry=settings.registry_url, replication=settings.generations_replication)
+    return settings.sink_settings().open(spark, settings.sink_context(settings.app_id))
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -15,8 +15,9 @@ from pydantic_settings import NoDecode, SettingsConfigDict
 
 from connector.avro.serializer import topic_name
 from connector.settings import FileSettings, split_hosts
+from spark.job.sinks.settings import (CassandraSettings, DeltaSettings, Layout, PostgresSettings, SinkContext,
+                                      SinkSettings)
 from spark.streams.storage import replication_literal
-from spark.subscriptions.model import DELTA_LAYOUTS, SQL_LAYOUTS
 
 
 class StreamSettings(FileSettings):
@@ -103,17 +104,31 @@ class StreamSettings(FileSettings):
         """The subscribe pattern of one table's topic (a pattern, so a topic created later is found)."""
         return re.escape(topic_name(self.topic_prefix, keyspace, table))
 
+    def sink_context(self, app_id: str) -> SinkContext:
+        """What a sink opened by this process takes from it, its writes named `app_id`."""
+        return SinkContext(app_id=app_id, cluster=(self.cassandra_hosts, self.cassandra_port),
+                           keyspace=self.generations_keyspace, kafka=self.kafka_bootstrap_servers,
+                           registry=self.registry_url, replication=self.generations_replication)
+
 
 class JobSettings(StreamSettings):
     model_config = SettingsConfigDict(env_prefix="RINGTAIL_JOB_")
 
     sink: Literal["delta", "postgres", "cassandra"] = "delta"
     delta_path: Path = Path("ringtail-delta")
-    delta_layout: Literal[DELTA_LAYOUTS] = "log"  # one JSON log, or a typed log per table (spark.job.sinks.delta)
+    delta_layout: Layout = "log"  # one JSON log, or a typed log per table (spark.job.sinks.delta)
     postgres_dsn: str = "postgresql://ringtail@127.0.0.1:5432/ringtail"
     postgres_schema: str = "ringtail"
     # The log, a typed log per table (spark.job.sinks.postgres_typed) or a mirror of each (postgres_mirror).
-    postgres_layout: Literal[SQL_LAYOUTS] = "log"
+    postgres_layout: Layout = "log"
+
+    def sink_settings(self) -> SinkSettings:
+        """The job's one sink, in the model a subscription's sink has."""
+        if self.sink == "delta":
+            return DeltaSettings(path=str(self.delta_path), layout=self.delta_layout)
+        if self.sink == "postgres":
+            return PostgresSettings(dsn=self.postgres_dsn, schema=self.postgres_schema, layout=self.postgres_layout)
+        return CassandraSettings()  # into ringtail's own cluster and keyspace
 
 
 S = TypeVar("S", bound=StreamSettings)

@@ -28,7 +28,7 @@ from spark.job.generations import GenerationKeeper
 from spark.job.publications import Publications
 from spark.job.pipeline import BatchCounts, BatchWriter, Job, Source, start
 from spark.job.selection import Selection
-from spark.job.sinks import merges_cells, open_sink
+from spark.job.sinks import merges_cells
 from spark.streams.generations import MICROS_PER_SECOND
 from spark.subscriptions.model import Subscription, start_time
 from spark.snapshot.checkpoint import planned_offset
@@ -187,11 +187,9 @@ class Delivery:
         self.snapshot = version is not None and version.finished is None
         # The snapshot's micro-batches are numbered apart from the log's: their own bookkeeping in the sink.
         app_id = f"{s.name}.{s.epoch}" + (".snapshot" if self.snapshot else "")
-        sink = open_sink(spark, s.sink, s.sink_config, app_id=app_id,
-                         cluster=(settings.cassandra_hosts, settings.cassandra_port),
-                         keyspace=settings.generations_keyspace, kafka=settings.kafka_bootstrap_servers,
-                         registry=settings.registry_url, replication=settings.generations_replication)
-        target = f"{s.sink}:{sorted(s.sink_config.items())}"
+        sink_settings = s.sink_settings()
+        sink = sink_settings.open(spark, settings.sink_context(app_id))
+        target = sink_settings.target()
         checkpoint = checkpoint_of(settings, s, snapshot=self.snapshot)
         self._recorder: Callable[[BatchCounts, DataFrame], None]
         if self.snapshot:

@@ -3,92 +3,25 @@ operations) and where to start; and the checks that need nothing but the subscri
 
 The filter is a Spark SQL boolean expression over the log row (its key and column values,
 `cdc$operation`, `write_time`); `columns` keeps the key plus the named columns; `operations` keeps
-insert, update and delete (row, partition and range deletions). Sinks name their settings here, so a
-bad setting is refused when the subscription is created, before anything runs.
+insert, update and delete (row, partition and range deletions). Each sink's settings model
+(`spark.job.sinks.settings`) checks its settings when the subscription is created, before anything runs.
 """
 from __future__ import annotations
 
 import datetime as dt
 import re
-from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from urllib.parse import urlsplit
+
+from spark.job.sinks.settings import InvalidSinkSettings, SinkSettings, sink_settings
 
 STATES = ("active", "paused", "cancelled", "failing")
 OPERATIONS = ("insert", "update", "delete")
 STARTS = ("now", "earliest", "snapshot")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]{0,99}\Z")
-KAFKA_FORMATS = ("json", "avro")  # the Kafka sink's record values
-DELTA_LAYOUTS = ("log", "typed", "mirror")  # the Delta sink's: one JSON log, a typed log per table, or mirrors
-SQL_LAYOUTS = ("log", "typed", "mirror")  # PostgreSQL's and MySQL's: the log, a typed log or a mirror per table
-MIRROR = "mirror"
 
 
 class InvalidSubscription(ValueError):
     """A subscription (or a change to one) that cannot be run: says which field and why."""
-
-
-def _positive(kind: type) -> Callable[[str], object]:
-    def check(text: str) -> object:
-        value = kind(text)
-        if value <= 0:
-            raise ValueError("must be above 0")
-        return value
-    return check
-
-
-def boolean_setting(text: str) -> bool:
-    """A sink setting's true or false, in any case: checked at create, read by `open_sink`."""
-    if text.lower() not in ("true", "false"):
-        raise ValueError("true or false")
-    return text.lower() == "true"
-
-
-def _one_of(*choices: str) -> Callable[[str], str]:
-    def check(text: str) -> str:
-        if text not in choices:
-            raise ValueError(f"one of {', '.join(choices)}")
-        return text
-    return check
-
-
-def _http_url(text: str) -> str:
-    parts = urlsplit(text)
-    if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise ValueError("an http:// or https:// URL")
-    return text
-
-
-def _mysql_dsn(text: str) -> str:
-    parts = urlsplit(text)
-    if parts.scheme not in ("mysql", "mariadb") or not parts.hostname or not parts.path.strip("/"):
-        raise ValueError("mysql://user[:password]@host[:port]/database")
-    return text
-
-
-@dataclass(frozen=True)
-class SinkSpec:
-    required: frozenset[str]
-    optional: frozenset[str] = frozenset()
-    # Settings whose text must parse: name → parser raising ValueError with what is expected.
-    typed: Mapping[str, Callable[[str], object]] = field(default_factory=dict)
-
-
-# The sinks a subscription can deliver to, and the settings each takes.
-SINKS: dict[str, SinkSpec] = {
-    "delta": SinkSpec(frozenset({"path"}), frozenset({"layout"}), {"layout": _one_of(*DELTA_LAYOUTS)}),
-    "postgres": SinkSpec(frozenset({"dsn"}), frozenset({"schema", "layout"}), {"layout": _one_of(*SQL_LAYOUTS)}),
-    "cassandra": SinkSpec(frozenset(), frozenset({"hosts", "port", "keyspace"}), {"port": _positive(int)}),
-    "mysql": SinkSpec(frozenset({"dsn"}), frozenset({"layout"}), {"dsn": _mysql_dsn, "layout": _one_of(*SQL_LAYOUTS)}),
-    "kafka": SinkSpec(frozenset({"topic"}),
-                      frozenset({"bootstrap_servers", "partitions", "replication_factor", "format", "registry_url",
-                                 "transactions"}),
-                      {"partitions": _positive(int), "replication_factor": _positive(int),
-                       "format": _one_of(*KAFKA_FORMATS), "registry_url": _http_url, "transactions": boolean_setting}),
-    "http": SinkSpec(frozenset({"url"}), frozenset({"batch_size", "timeout", "token", "verify", "attempts"}),
-                     {"url": _http_url, "batch_size": _positive(int), "timeout": _positive(float),
-                      "verify": boolean_setting, "attempts": _positive(int)}),
-}
 
 
 @dataclass(frozen=True)
@@ -145,25 +78,15 @@ class Subscription:
         out.check()
         return out
 
+    def sink_settings(self) -> SinkSettings:
+        """The sink's settings, read from their text."""
+        try:
+            return sink_settings(self.sink, self.sink_config)
+        except InvalidSinkSettings as exc:
+            raise InvalidSubscription(str(exc)) from None
+
     def check(self) -> None:
-        spec = SINKS.get(self.sink)
-        if spec is None:
-            raise InvalidSubscription(f"unknown sink {self.sink!r}; sinks: {', '.join(sorted(SINKS))}")
-        missing = spec.required - self.sink_config.keys()
-        if missing:
-            raise InvalidSubscription(f"sink {self.sink} needs {', '.join(sorted(missing))}")
-        unknown = self.sink_config.keys() - spec.required - spec.optional
-        if unknown:
-            known = ", ".join(sorted(spec.required | spec.optional)) or "none"
-            raise InvalidSubscription(f"sink {self.sink} has no setting {sorted(unknown)[0]!r} (settings: {known})")
-        for name, parse in spec.typed.items():
-            if name in self.sink_config:
-                try:
-                    parse(self.sink_config[name])
-                except ValueError as exc:
-                    raise InvalidSubscription(f"sink {self.sink} setting {name} = {self.sink_config[name]!r}: "
-                                              f"{exc}") from None
-        if self.sink_config.get("layout") == MIRROR and (
+        if self.sink_settings().mirrors and (
                 self.filter is not None or self.columns is not None or set(self.operations) != set(OPERATIONS)):
             raise InvalidSubscription("a mirror holds the whole table: it takes no filter, columns or operations")
         bad = set(self.operations) - set(OPERATIONS)

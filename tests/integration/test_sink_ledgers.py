@@ -12,6 +12,7 @@ import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
 
 from spark.job.sinks import open_sink
+from spark.job.sinks.settings import SinkContext
 from spark.job.sinks.ledger import BatchMismatch
 from spark.job.sinks.mysql import connect_dsn
 from tests.integration.micro_batches import micro_batch
@@ -45,6 +46,11 @@ def kafka_messages(bootstrap: str, topic: str) -> list:
         return values
     finally:
         consumer.close()
+
+
+def context(stack, app_id: str) -> SinkContext:
+    return SinkContext(app_id=app_id, cluster=((stack.cassandra_host,), stack.cassandra_port), keyspace="unused",
+                       kafka=stack.kafka_bootstrap, registry=stack.registry_url)
 
 
 @pytest.fixture(params=["postgres", "mysql", "kafka", "delta"])
@@ -89,8 +95,7 @@ def test_a_batch_id_is_a_replay_only_with_its_own_offsets(spark, stack, store):
     kind, config, ids = store
 
     def opened():
-        sink = open_sink(spark, kind, config, app_id="audit.1", cluster=((stack.cassandra_host,), stack.cassandra_port),
-                         keyspace="unused", kafka=stack.kafka_bootstrap, registry=stack.registry_url)
+        sink = open_sink(spark, kind, config, context(stack, "audit.1"))
         sink.prepare()
         return sink
 
@@ -117,8 +122,7 @@ def test_a_late_copy_of_a_change_the_sink_holds_is_held_once_or_marked(spark, st
     """A row read late (a replica's copy, past the replica-copy state) is looked up by its key where the
     sink can (PostgreSQL, MySQL, Delta) and kept once; Kafka, which cannot, sends it marked."""
     kind, config, ids = store
-    sink = open_sink(spark, kind, config, app_id="late.1", cluster=((stack.cassandra_host,), stack.cassandra_port),
-                     keyspace="unused", kafka=stack.kafka_bootstrap, registry=stack.registry_url)
+    sink = open_sink(spark, kind, config, context(stack, "late.1"))
     sink.prepare()
     try:
         sink.write(micro_batch(spark, 0, [log_row(1), log_row(2)]))

@@ -11,15 +11,16 @@ from __future__ import annotations
 
 import datetime
 import functools
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar
-
-from pyspark.sql import DataFrame
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from spark.streams.generations import Generations
-from spark.streams.storage import Replication
-from spark.subscriptions.model import MIRROR, boolean_setting
+
+from .settings import SinkContext, sink_settings
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
 
 T = TypeVar("T")
 _EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
@@ -112,63 +113,7 @@ def generation_rows(generations: Generations) -> tuple[list[tuple], list[tuple]]
     return timestamps, streams
 
 
-def open_sink(spark: Any, kind: str, config: Mapping[str, str], *, app_id: str, cluster: tuple[Sequence[str], int],
-              keyspace: str, kafka: str, registry: str,
-              replication: Replication = None) -> Sink:
-    """The sink `kind` with its settings (named as `spark.subscriptions.model.SINKS` lists them).
-    `app_id` names its writes in the exactly-once bookkeeping; the Cassandra sink writes to `cluster`
-    and `keyspace`, created with `replication` when missing, as ringtail's own keyspace is (Delta's typed
-    layout and the mirrors read their tables' schemas there), the Kafka sink to the `kafka` cluster
-    and its Avro schemas to the `registry`, unless their settings say otherwise."""
-    if kind == "delta":
-        from .delta import DeltaSink
-
-        return DeltaSink(spark, config["path"], app_id, layout=config.get("layout", "log"), cluster=cluster)
-    if kind == "postgres" and config.get("layout") == MIRROR:
-        from .postgres_mirror import PostgresMirrorSink
-
-        return PostgresMirrorSink(config["dsn"], schema=config.get("schema", "ringtail"), app_id=app_id,
-                                  cluster=cluster)
-    if kind == "postgres" and config.get("layout") == "typed":
-        from .postgres_typed import PostgresTypedSink
-
-        return PostgresTypedSink(config["dsn"], schema=config.get("schema", "ringtail"), app_id=app_id,
-                                 cluster=cluster)
-    if kind == "postgres":
-        from .postgres import PostgresSink
-
-        return PostgresSink(config["dsn"], schema=config.get("schema", "ringtail"), app_id=app_id)
-    if kind == "cassandra":
-        from .cassandra import CassandraSink
-
-        hosts = tuple(h.strip() for h in config["hosts"].split(",")) if "hosts" in config else cluster[0]
-        return CassandraSink(hosts=list(hosts), port=int(config.get("port", cluster[1])),
-                             keyspace=config.get("keyspace", keyspace), replication=replication)
-    if kind == "mysql" and config.get("layout") == MIRROR:
-        from .mysql_mirror import MySqlMirrorSink
-
-        return MySqlMirrorSink(config["dsn"], app_id=app_id, cluster=cluster)
-    if kind == "mysql" and config.get("layout") == "typed":
-        from .mysql_typed import MySqlTypedSink
-
-        return MySqlTypedSink(config["dsn"], app_id=app_id, cluster=cluster)
-    if kind == "mysql":
-        from .mysql import MySqlSink
-
-        return MySqlSink(config["dsn"], app_id=app_id)
-    if kind == "kafka":
-        from .kafka import KafkaSink
-
-        return KafkaSink(config.get("bootstrap_servers", kafka), config["topic"], app_id=app_id,
-                         partitions=int(config.get("partitions", 3)),
-                         replication_factor=int(config.get("replication_factor", 1)),
-                         format=config.get("format", "json"), registry_url=config.get("registry_url", registry),
-                         transactions=boolean_setting(config.get("transactions", "true")))
-    if kind == "http":
-        from .http import HttpSink
-
-        return HttpSink(config["url"], app_id=app_id, batch_size=int(config.get("batch_size", 500)),
-                        timeout=float(config.get("timeout", 10)), token=config.get("token"),
-                        verify=boolean_setting(config.get("verify", "true")),
-                        attempts=int(config.get("attempts", 6)))
-    raise ValueError(f"unknown sink {kind!r}")
+def open_sink(spark: Any, kind: str, config: Mapping[str, str], context: SinkContext) -> Sink:
+    """The sink `kind` with its settings as text (a subscription's `sink_config`), checked
+    (`InvalidSinkSettings`)."""
+    return sink_settings(kind, config).open(spark, context)

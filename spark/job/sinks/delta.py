@@ -29,6 +29,7 @@ import logging
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import get_args
 
 import pyarrow as pa
 from delta.tables import DeltaTable
@@ -43,13 +44,13 @@ from connector.schema.session import connect
 from spark.streams.generations import Generations
 from spark.mirror.layout import MirrorLayout
 from spark.mirror.tables import Layouts, batch_changes, merge_batch, prepare_tables
-from spark.subscriptions.model import DELTA_LAYOUTS, MIRROR
 
 from .. import rows as R
 from . import MicroBatch, generation_rows, of_tables
 from .delta_mirror import DeltaMirrorStore, known_mirrors
 from .ledger import is_newest_replay
 from .log_table import LogLayout, typed_log_layout
+from .settings import MIRROR, Layout
 from .typed_log import TypedLog
 
 # File statistics of the log (set when Delta creates it) only for the times readers filter on: by
@@ -115,8 +116,8 @@ class DeltaSink:
     def __init__(self, spark: SparkSession, path: Path | str, app_id: str = "ringtail", layout: str = "log",
                  cluster: tuple[Sequence[str], int] | None = None, mirror_chunk: int = 100_000) -> None:
         """`cluster`: where the `typed` and `mirror` layouts read their base tables' schemas."""
-        if layout not in DELTA_LAYOUTS:
-            raise ValueError(f"layout {layout!r}: one of {', '.join(DELTA_LAYOUTS)}")
+        if layout not in get_args(Layout):
+            raise ValueError(f"layout {layout!r}: one of {', '.join(get_args(Layout))}")
         if layout != "log" and cluster is None:
             raise ValueError(f"the {layout} layout needs the Cassandra cluster, for its tables' schemas")
         self.spark = spark

@@ -27,6 +27,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable
+from typing import get_args
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
@@ -35,11 +36,11 @@ from pyspark.sql import Row
 from connector.kafka import create_topic, produce
 from spark.job import rows as R
 from spark.streams.generations import Generations
-from spark.subscriptions.model import KAFKA_FORMATS
 
 from . import MicroBatch
-from .ledger import is_newest_replay
 from .json_rows import dead_letter_json, generations_json, log_row_json
+from .ledger import is_newest_replay
+from .settings import KafkaFormat
 
 Encode = Callable[[Row], bytes]
 
@@ -56,8 +57,8 @@ class KafkaSink:
     def __init__(self, bootstrap_servers: str, topic: str, *, app_id: str = "ringtail", partitions: int = 3,
                  replication_factor: int = 1, timeout: float = 60.0, format: str = "json",
                  registry_url: str | None = None, transactions: bool = True) -> None:
-        if format not in KAFKA_FORMATS:
-            raise ValueError(f"format {format!r}: one of {', '.join(KAFKA_FORMATS)}")
+        if format not in get_args(KafkaFormat):
+            raise ValueError(f"format {format!r}: one of {', '.join(get_args(KafkaFormat))}")
         if format == "avro" and not registry_url:
             raise ValueError("format avro needs the schema registry's URL")
         self.bootstrap_servers, self.topic, self.app_id = bootstrap_servers, topic, app_id

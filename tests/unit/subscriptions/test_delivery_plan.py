@@ -9,6 +9,7 @@ from dataclasses import replace
 import pytest
 from pydantic import ValidationError
 
+from spark.job.sinks.settings import sink_settings
 from spark.server.config import ServerSettings
 from spark.server.delivery import START_SLACK, checkpoint_of, source_of
 from spark.subscriptions.model import Change, InvalidSubscription, Subscription, start_time
@@ -76,7 +77,7 @@ def test_server_settings_come_from_their_own_variables(monkeypatch):
 
 @pytest.mark.parametrize("setting, message", [
     ({"url": "ftp://x"}, "url = 'ftp://x': an http:// or https:// URL"),
-    ({"url": "http://x", "batch_size": "0"}, "batch_size = '0': must be above 0"),
+    ({"url": "http://x", "batch_size": "0"}, "batch_size = '0': Input should be greater than 0"),
     ({"url": "http://x", "timeout": "soon"}, "timeout = 'soon'"),
     ({"url": "http://x", "verify": "maybe"}, "verify = 'maybe': true or false"),
 ])
@@ -87,13 +88,34 @@ def test_sink_settings_are_typed_and_refused_at_create(setting, message):
         "url": "https://example.org/in", "batch_size": "100", "timeout": "2.5", "verify": "false"})).sink == "http"
 
 
+def test_missing_and_unknown_settings_are_named():
+    with pytest.raises(InvalidSubscription, match="sink delta needs path"):
+        Subscription.create("d", Change(table="shop.orders", sink="delta", sink_config={"layout": "log"}))
+    with pytest.raises(InvalidSubscription, match=re.escape("sink delta has no setting 'layot' (settings: layout, path)")):
+        Subscription.create("d", Change(table="shop.orders", sink="delta", sink_config={"path": "/l", "layot": "log"}))
+    with pytest.raises(InvalidSubscription, match="unknown sink 'parquet'; sinks: cassandra, delta, http, kafka"):
+        Subscription.create("d", Change(table="shop.orders", sink="parquet", sink_config={}))
+
+
+def test_settings_show_no_secret_and_a_target_names_no_password():
+    settings = sink_settings("http", {"url": "http://x", "token": "s3cret"})
+    assert "s3cret" not in repr(settings) and settings.token.get_secret_value() == "s3cret"
+    postgres = sink_settings("postgres", {"dsn": "postgresql://app:pw@db:5432/shop", "schema": "cdc"})
+    assert postgres.target() == "postgres:postgresql://app:***@db:5432/shop:cdc"
+    assert "pw" not in repr(postgres)
+    mysql = sink_settings("mysql", {"dsn": "mysql://app:pw@db/shop", "layout": "mirror"})
+    assert mysql.mirrors and mysql.target() == "mysql:mysql://app:***@db/shop"
+
+
 def test_a_mysql_dsn_is_checked_at_create():
     with pytest.raises(InvalidSubscription, match=r"dsn = 'mysql://h': mysql://user\[:password\]@host"):
         Subscription.create("m", Change(table="shop.orders", sink="mysql", sink_config={"dsn": "mysql://h"}))
+    with pytest.raises(InvalidSubscription, match=re.escape("dsn = 'mysql://app:***@h'")):
+        Subscription.create("m", Change(table="shop.orders", sink="mysql", sink_config={"dsn": "mysql://app:pw@h"}))
 
 
 def test_a_kafka_format_is_checked_at_create():
-    with pytest.raises(InvalidSubscription, match=re.escape("format = 'xml': one of json, avro")):
+    with pytest.raises(InvalidSubscription, match=re.escape("format = 'xml': Input should be 'json' or 'avro'")):
         Subscription.create("k", Change(table="shop.orders", sink="kafka", sink_config={"topic": "t", "format": "xml"}))
     with pytest.raises(InvalidSubscription, match=re.escape("registry_url = 'registry:8081'")):
         Subscription.create("k", Change(table="shop.orders", sink="kafka", sink_config={
@@ -106,7 +128,7 @@ def test_a_kafka_format_is_checked_at_create():
 
 
 def test_a_delta_layout_is_checked_at_create():
-    with pytest.raises(InvalidSubscription, match=re.escape("layout = 'wide': one of log, typed, mirror")):
+    with pytest.raises(InvalidSubscription, match=re.escape("layout = 'wide': Input should be 'log', 'typed' or 'mirror'")):
         Subscription.create("d", Change(table="shop.orders", sink="delta",
                                         sink_config={"path": "/l", "layout": "wide"}))
     assert Subscription.create("d", Change(table="shop.orders", sink="delta", sink_config={
@@ -125,6 +147,6 @@ def test_a_mirror_is_the_whole_table(sink, config):
                             (Change(operations=("insert",)), "no filter, columns or operations")):
         with pytest.raises(InvalidSubscription, match=refused):
             Subscription.create("m", replace(change, table="shop.orders", sink=sink, sink_config=config))
-    with pytest.raises(InvalidSubscription, match=re.escape("layout = 'wide': one of log, typed, mirror")):
+    with pytest.raises(InvalidSubscription, match=re.escape("layout = 'wide': Input should be 'log', 'typed' or 'mirror'")):
         Subscription.create("m", Change(table="shop.orders", sink="postgres",
                                         sink_config={"dsn": "postgresql://h/d", "layout": "wide"}))
