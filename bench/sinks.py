@@ -39,7 +39,7 @@ from deploy.local.endpoints import StackUnavailable, connect_stack  # noqa: E402
 from spark.job import rows as R  # noqa: E402
 from spark.job.config import JobSettings  # noqa: E402
 from spark.job.pipeline import spark_session  # noqa: E402
-from spark.job.sinks import MicroBatch, merges_cells, open_sink  # noqa: E402
+from spark.job.sinks import MicroBatch, open_sink  # noqa: E402
 from spark.job.sinks.settings import SinkContext  # noqa: E402
 from deploy.local.receiver import Receiver  # noqa: E402
 
@@ -162,7 +162,7 @@ def main() -> int:
                     kafka=stack.kafka_bootstrap, registry=stack.registry_url))
                 writer.prepare()
                 # A log sink is given the log's columns; a mirror, the cells too.
-                given = [R.CELLS] if merges_cells(writer) else []
+                given = [R.CELLS] if writer.merges_cells else []
                 columns = [f"`{name}`" for name in R.LOG_ROW.fieldNames() + given]
                 writer.write(MicroBatch(0, warm.select(*columns), empty, lambda: 0, "warm-up"))
                 started = time.perf_counter()

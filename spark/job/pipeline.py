@@ -33,7 +33,7 @@ from .generations import GenerationKeeper
 from .native_events import EventDecoder
 from .publications import Publications
 from .selection import Selection
-from .sinks import MicroBatch, Sink, merges_cells, reads_batch_whole
+from .sinks import MicroBatch, Sink
 from .stopping import request_end
 from .tally import BatchCounts, Tally
 
@@ -245,14 +245,13 @@ class BatchWriter:
         """Once `mirror_purge_interval` has passed since the last purge: remove what has expired from a
         mirror sink, between batches (waiting at most `wait` seconds for one in the sink to end; the
         thread that awaits the query calls this again soon)."""
-        purge = getattr(self.sink, "purge", None)
         # Not beside a publication either: a sink is used by one thread at a time.
-        if (purge is None or time.monotonic() - self._purged < self.settings.mirror_purge_interval
+        if (not self.sink.merges_cells or time.monotonic() - self._purged < self.settings.mirror_purge_interval
                 or self._publishing()):
             return
         if self._in_sink.acquire(timeout=wait):
             try:
-                purge()
+                self.sink.purge()
             except Exception as exc:  # the next batch fails on the same cause, and is retried
                 log.warning("removing expired values from the mirrors failed: %s: %s", type(exc).__name__, exc)
             finally:
@@ -266,10 +265,10 @@ class BatchWriter:
         tally = Tally(batch_id, F.col(R.LATE) if R.LATE in batch.columns else F.lit(False))
         batch = tally.observe(batch).persist()
         try:
-            rows, dead = split(batch, merges_cells(self.sink))
+            rows, dead = split(batch, self.sink.merges_cells)
             rows = tally.deliver(rows, self.selection)
             micro = MicroBatch(batch_id, rows, dead, lambda: tally.counts().dead_letters, offsets)
-            if self.selection.everything and reads_batch_whole(self.sink):
+            if self.selection.everything and self.sink.reads_batch_whole:
                 self.sink.write(micro)  # its first read is the batch's one pass
                 counts = tally.counts()
             else:
@@ -366,10 +365,10 @@ def start(spark: SparkSession, settings: StreamSettings, sink: Sink, *, availabl
                 int(settings.leeway * MICROS_PER_SECOND),
                 None if settings.max_age is None else int(settings.max_age * MICROS_PER_SECOND),
                 # A mirror's rows are never rejected for their write time (spark.job.assign).
-                reject_rows=not merges_cells(sink),
+                reject_rows=not sink.merges_cells,
                 # Workers learn a new generation well before it starts (the job publishes it that much ahead).
                 refresh=min(10.0, settings.generation_delay / 4))
-        changes = read_changes(spark, settings, source, cells=merges_cells(sink), assigner=assigner)
+        changes = read_changes(spark, settings, source, cells=sink.merges_cells, assigner=assigner)
     stream = (changes.writeStream
               .queryName(name or settings.app_id)
               .foreachBatch(writer)

@@ -28,7 +28,6 @@ from spark.job.generations import GenerationKeeper
 from spark.job.publications import Publications
 from spark.job.pipeline import BatchCounts, BatchWriter, Job, Source, start
 from spark.job.selection import Selection
-from spark.job.sinks import merges_cells
 from spark.streams.generations import MICROS_PER_SECOND
 from spark.subscriptions.model import Subscription, start_time
 from spark.snapshot.checkpoint import planned_offset
@@ -200,7 +199,7 @@ class Delivery:
                 settings.ignore_msb, str(checkpoint), int(version.started.timestamp() * MICROS_PER_SECOND),
                 consistency=settings.snapshot_consistency, fetch_size=settings.snapshot_fetch_size,
                 step_partitions=settings.snapshot_step_partitions, rate_limit=settings.snapshot_rate_limit,
-                tasks=spark.sparkContext.defaultParallelism, cells=merges_cells(sink))
+                tasks=spark.sparkContext.defaultParallelism, cells=sink.merges_cells)
             changes = spark.readStream.format(SNAPSHOT).option("plan", plan.option()).load()
             log.info("subscription %s: snapshot of %s.%s (version of %s) running", s.name, s.keyspace, s.table,
                      version.started.isoformat())

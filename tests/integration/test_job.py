@@ -360,6 +360,7 @@ class CrashAfterWrite:
 
     def __init__(self, sink, at: int) -> None:
         self.sink, self.at = sink, at
+        self.merges_cells, self.reads_batch_whole = sink.merges_cells, sink.reads_batch_whole
 
     def prepare(self) -> None:
         self.sink.prepare()

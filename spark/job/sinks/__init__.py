@@ -46,6 +46,16 @@ class MicroBatch:
 
 
 class Sink(Protocol):
+    """A sink; each sink subclasses it, and so declares what it asks of the job."""
+
+    # A mirror: it merges each change's cells by their timestamps, so its rows carry the `cells` column
+    # (which the other sinks never pay for decoding), and expired values are purged between batches.
+    merges_cells: bool = False
+    # Its write first reads the micro-batch in one action over all its partitions (the Delta log's span
+    # of its late rows, before its append): that read is then the batch's only pass. A sink taking rows
+    # on the driver reads them a partition at a time, so the job reads the batch whole first, in parallel.
+    reads_batch_whole: bool = False
+
     def prepare(self) -> None:
         """Create what the sink needs (tables, keyspaces); safe to repeat."""
 
@@ -60,18 +70,8 @@ class Sink(Protocol):
         """Let go of what the sink holds between batches (a session, a producer); the sink is not
         used after it."""
 
-
-def merges_cells(sink: Sink) -> bool:
-    """Whether `sink` merges each change's cells by their timestamps (a mirror): its rows then carry the
-    `cells` column, which the other sinks never pay for decoding."""
-    return getattr(sink, "merges_cells", False)
-
-
-def reads_batch_whole(sink: Sink) -> bool:
-    """Whether the sink's write first reads the micro-batch in one action over all its partitions (the
-    Delta sink's span of its late rows, before its append): that read is then the batch's only pass. A sink taking rows on the driver reads them
-    a partition at a time, so the job reads the batch whole first, in parallel."""
-    return getattr(sink, "reads_batch_whole", False)
+    def purge(self) -> None:
+        """Remove what has expired from the mirrors (a sink that `merges_cells`)."""
 
 
 def of_tables(rows: DataFrame, tables: Iterable[tuple[str, str]]) -> DataFrame:

@@ -37,7 +37,7 @@ from connector.schema.loader import read_table
 from spark.streams.generations import Generations
 from spark.streams.storage import DEFAULT_KEYSPACE, GenerationStore, Replication
 
-from . import MicroBatch
+from . import MicroBatch, Sink
 from .log_table import LOG_SUFFIX, LogLayout, LogRowEncoder, quote
 
 log = logging.getLogger(__name__)
@@ -238,7 +238,7 @@ def _write_partition(job: _WriteJob, batches: Iterator[pa.RecordBatch]) -> Itera
     yield pa.RecordBatch.from_pydict({"written": [written], "unwritable": [unwritable]}, schema=_COUNTS)
 
 
-class CassandraSink:
+class CassandraSink(Sink):
     """ScyllaDB-style CDC log tables in Cassandra; dead letters and generations in `keyspace`.
 
     session: an open cassandra-driver session for the driver's work (schema, DDL, dead letters,

@@ -46,7 +46,7 @@ from spark.mirror.layout import MirrorLayout
 from spark.mirror.tables import Layouts, batch_changes, merge_batch, prepare_tables
 
 from .. import rows as R
-from . import MicroBatch, generation_rows, of_tables
+from . import MicroBatch, Sink, generation_rows, of_tables
 from .delta_mirror import DeltaMirrorStore, known_mirrors
 from .ledger import is_newest_replay
 from .log_table import LogLayout, typed_log_layout
@@ -112,7 +112,7 @@ def _ledger_entry(metadata: str | None) -> dict:
     return value.get(LEDGER, {}) if isinstance(value, dict) else {}
 
 
-class DeltaSink:
+class DeltaSink(Sink):
     def __init__(self, spark: SparkSession, path: Path | str, app_id: str = "ringtail", layout: str = "log",
                  cluster: tuple[Sequence[str], int] | None = None, mirror_chunk: int = 100_000) -> None:
         """`cluster`: where the `typed` and `mirror` layouts read their base tables' schemas."""

@@ -26,7 +26,7 @@ from collections.abc import Iterable
 
 from spark.streams.generations import Generations
 
-from . import MicroBatch, chunks
+from . import MicroBatch, Sink, chunks
 from .json_rows import dead_letter_json, generations_json, log_row_json
 
 log = logging.getLogger(__name__)
@@ -38,7 +38,7 @@ class HttpSinkError(RuntimeError):
     """The receiver did not take a chunk: says which batch and chunk, and what it answered."""
 
 
-class HttpSink:
+class HttpSink(Sink):
     def __init__(self, url: str, *, app_id: str = "ringtail", batch_size: int = 500, timeout: float = 10.0,
                  token: str | None = None, verify: bool = True, attempts: int = 6, backoff: float = 0.5) -> None:
         self.url, self.app_id, self.batch_size, self.timeout = url, app_id, batch_size, timeout

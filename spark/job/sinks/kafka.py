@@ -37,7 +37,7 @@ from connector.kafka import create_topic, produce
 from spark.job import rows as R
 from spark.streams.generations import Generations
 
-from . import MicroBatch
+from . import MicroBatch, Sink
 from .json_rows import dead_letter_json, generations_json, log_row_json
 from .ledger import is_newest_replay
 from .settings import KafkaFormat
@@ -53,7 +53,7 @@ class KafkaSinkError(RuntimeError):
     """The target cluster did not take a batch."""
 
 
-class KafkaSink:
+class KafkaSink(Sink):
     def __init__(self, bootstrap_servers: str, topic: str, *, app_id: str = "ringtail", partitions: int = 3,
                  replication_factor: int = 1, timeout: float = 60.0, format: str = "json",
                  registry_url: str | None = None, transactions: bool = True) -> None:

@@ -26,7 +26,7 @@ from pyspark.sql import DataFrame, Row
 
 from spark.streams.generations import Generations
 
-from . import MicroBatch, chunks, generation_rows
+from . import MicroBatch, Sink, chunks, generation_rows
 from .ledger import is_replay
 
 log = logging.getLogger(__name__)
@@ -114,7 +114,7 @@ def connect_dsn(dsn: str) -> Any:
                            init_command="SET time_zone = '+00:00'", connect_timeout=10)
 
 
-class MySqlSink:
+class MySqlSink(Sink):
     def __init__(self, dsn: str, app_id: str = "ringtail") -> None:
         self.dsn, self.app_id = dsn, app_id
 

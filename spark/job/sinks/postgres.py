@@ -36,7 +36,7 @@ from pyspark.sql import functions as F
 
 from spark.streams.generations import Generations
 
-from . import MicroBatch, generation_rows
+from . import MicroBatch, Sink, generation_rows
 from .ledger import is_replay
 
 log = logging.getLogger(__name__)
@@ -222,7 +222,7 @@ def staged(frame: DataFrame, columns: tuple[_Column, ...]) -> DataFrame:
     return frame.select(*(c.spark().alias(f"c{i}") for i, c in enumerate(columns))).mapInArrow(_csv_chunks, _CSV_SCHEMA)
 
 
-class PostgresSink:
+class PostgresSink(Sink):
     """CDC log rows, dead letters and generations in PostgreSQL.
 
     dsn: a libpq connection string or URI. schema: where the tables live. app_id: names the writer

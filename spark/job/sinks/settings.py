@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 from urllib.parse import urlsplit
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, SecretStr, ValidationError
+from pydantic import (AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, PositiveFloat, PositiveInt, SecretStr,
+                      ValidationError)
 
 from spark.streams.storage import Replication
 
@@ -74,7 +75,12 @@ class SinkContext:
 class SinkSettings(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    kind: ClassVar[str]
+    kind: ClassVar[str]  # as a subscription names it: `class DeltaSettings(SinkSettings, kind="delta")`
+
+    def __init_subclass__(cls, kind: str = "", **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if kind:
+            cls.kind = kind
 
     def open(self, spark: Any, context: SinkContext) -> Sink:
         """The sink these settings describe."""
@@ -101,8 +107,7 @@ class _LaidOut(SinkSettings):
         return self.layout == MIRROR
 
 
-class DeltaSettings(_LaidOut):
-    kind: ClassVar[str] = "delta"
+class DeltaSettings(_LaidOut, kind="delta"):
     path: str
 
     def open(self, spark: Any, context: SinkContext) -> Sink:
@@ -121,8 +126,7 @@ def _without_password(dsn: str) -> str:
     return parts._replace(netloc=parts.netloc.replace(f":{parts.password}@", ":***@", 1)).geturl()
 
 
-class PostgresSettings(_LaidOut):
-    kind: ClassVar[str] = "postgres"
+class PostgresSettings(_LaidOut, kind="postgres"):
     dsn: str = Field(repr=False)  # it may hold a password
     schema_: str = Field("ringtail", alias="schema")  # (`schema` is taken by BaseModel)
 
@@ -143,8 +147,7 @@ class PostgresSettings(_LaidOut):
         return f"postgres:{_without_password(self.dsn)}:{self.schema_}"
 
 
-class MySqlSettings(_LaidOut):
-    kind: ClassVar[str] = "mysql"
+class MySqlSettings(_LaidOut, kind="mysql"):
     dsn: Annotated[str, AfterValidator(_mysql_dsn), Field(repr=False)]
 
     def open(self, spark: Any, context: SinkContext) -> Sink:
@@ -164,8 +167,7 @@ class MySqlSettings(_LaidOut):
         return f"mysql:{_without_password(self.dsn)}"
 
 
-class CassandraSettings(SinkSettings):
-    kind: ClassVar[str] = "cassandra"
+class CassandraSettings(SinkSettings, kind="cassandra"):
     # Unset: the cluster ringtail reads its ring from, and its keyspace (`SinkContext`).
     hosts: Annotated[tuple[str, ...], BeforeValidator(_hosts), Field(min_length=1)] | None = None
     port: Annotated[int, Field(gt=0, lt=65536)] | None = None
@@ -181,12 +183,11 @@ class CassandraSettings(SinkSettings):
         return f"cassandra:{','.join(self.hosts or ())}:{self.port or ''}:{self.keyspace or ''}"
 
 
-class KafkaSettings(SinkSettings):
-    kind: ClassVar[str] = "kafka"
+class KafkaSettings(SinkSettings, kind="kafka"):
     topic: str
     bootstrap_servers: str | None = None  # unset: the cluster ringtail reads from
-    partitions: Annotated[int, Field(gt=0)] = 3
-    replication_factor: Annotated[int, Field(gt=0)] = 1
+    partitions: PositiveInt = 3
+    replication_factor: PositiveInt = 1
     format: KafkaFormat = "json"
     registry_url: HttpUrl | None = None  # unset: ringtail's registry
     transactions: Flag = True
@@ -202,14 +203,13 @@ class KafkaSettings(SinkSettings):
         return f"kafka:{self.bootstrap_servers or ''}:{self.topic}"
 
 
-class HttpSettings(SinkSettings):
-    kind: ClassVar[str] = "http"
+class HttpSettings(SinkSettings, kind="http"):
     url: HttpUrl
-    batch_size: Annotated[int, Field(gt=0)] = 500
-    timeout: Annotated[float, Field(gt=0)] = 10.0
+    batch_size: PositiveInt = 500
+    timeout: PositiveFloat = 10.0
     token: SecretStr | None = None  # sent as a bearer token
     verify: Flag = True
-    attempts: Annotated[int, Field(gt=0)] = 6
+    attempts: PositiveInt = 6
 
     def open(self, spark: Any, context: SinkContext) -> Sink:
         from .http import HttpSink

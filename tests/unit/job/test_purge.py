@@ -10,6 +10,8 @@ from spark.job.pipeline import BatchWriter
 
 
 class CountingSink:
+    merges_cells = True  # a mirror's
+
     def __init__(self, fails: bool = False) -> None:
         self.purges = 0
         self.fails = fails
@@ -86,3 +88,12 @@ def test_no_purge_while_the_sink_is_given_the_generations():
     w.generations_in_sink()
     w.purge_when_due()
     assert sink.purges == 1
+
+
+def test_a_log_sink_is_never_purged():
+    sink = CountingSink()
+    sink.merges_cells = False  # a log's: nothing in it expires
+    w = writer(sink, interval=0.01)
+    time.sleep(0.02)
+    w.purge_when_due()
+    assert sink.purges == 0
