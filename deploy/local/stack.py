@@ -5,6 +5,7 @@ Spark's connector jars, run as plain processes from Maven Central artifacts.
     python deploy/local/stack.py stop  [SERVICE ...]   stop what start started (pid files)
     python deploy/local/stack.py kill  SERVICE ...     SIGKILL (a node or broker lost, as in a crash)
     python deploy/local/stack.py status                one line per service
+    python deploy/local/stack.py nodetool NODE ARGS…   Cassandra's nodetool on one node (cassandra@2)
     python deploy/local/stack.py cassandra-yaml        print the Cassandra configuration (for images)
 
 RINGTAIL_STACK_CASSANDRA_NODES=N makes Cassandra a ring of N nodes (`cassandra@1` … `cassandra@N`) and
@@ -358,6 +359,12 @@ class Member(Service):
         return self.s.address(self.index)
 
 
+def _jvm_server_options() -> list[str]:
+    """The JVM options Cassandra runs with (module exports and opens its tools need too)."""
+    return [line.strip() for line in (HERE / "cassandra" / "jvm-server.options").read_text().splitlines()
+            if line.startswith("-")]
+
+
 class Cassandra(Member):
     """Node `index` of the ring; node 1 is its seed, the others join it once it answers."""
 
@@ -423,11 +430,7 @@ class Cassandra(Member):
         s = self.s
         (conf / "cassandra.yaml").write_text(self.yaml(self.data))
         shutil.copy(HERE / "cassandra" / "logback.xml", conf / "logback.xml")
-        flags = [
-            line.strip()
-            for line in (HERE / "cassandra" / "jvm-server.options").read_text().splitlines()
-            if line.startswith("-")
-        ]
+        flags = _jvm_server_options()
         jamm = next(self.dist.glob("jamm-*.jar"))
         cmd = [
             java(),
@@ -455,6 +458,13 @@ class Cassandra(Member):
         log(f"starting Cassandra {CASSANDRA_VERSION} {self.name} on {self.address}:{s.cassandra_port} "
             f"(logs: {self.logs})")
         spawn(self.kind, cmd, self.dir, env={"MALLOC_ARENA_MAX": "4"})
+
+    def nodetool(self, args: list[str]) -> str:
+        """`nodetool ARGS` run against this node (through its JMX port); what it printed."""
+        cmd = [java(), *(f for f in _jvm_server_options() if f.startswith("--add-")),
+               f"-Dcassandra.logdir={self.logs}", "-cp", f"{self.dir / 'conf'}:{self.dist}/*",
+               "org.apache.cassandra.tools.NodeTool", "-h", "127.0.0.1", "-p", str(self.jmx_port), *args]
+        return subprocess.run(cmd, check=True, capture_output=True, text=True, cwd=self.dir, timeout=120).stdout
 
     def _ask(self, cql: str) -> list:
         """Rows of `cql` asked of this node only (the driver would otherwise answer through any node)."""
@@ -893,6 +903,13 @@ def kill(settings: Settings, names: list[str]) -> None:
         service.kill()
 
 
+def nodetool(settings: Settings, names: list[str]) -> None:
+    node = next((s for s in services(settings) if names and s.name == names[0] and isinstance(s, Cassandra)), None)
+    if node is None or len(names) < 2:
+        raise StackError("nodetool needs a node and the tool's arguments, for example: nodetool cassandra@2 status")
+    print(node.nodetool(names[1:]), end="")
+
+
 def status(settings: Settings) -> None:
     for service in selected(settings, []):
         print(f"{service.name:12} {service.status()}")
@@ -900,7 +917,7 @@ def status(settings: Settings) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("command", choices=("start", "stop", "kill", "status", "cassandra-yaml"))
+    parser.add_argument("command", choices=("start", "stop", "kill", "status", "cassandra-yaml", "nodetool"))
     parser.add_argument("services", nargs="*", help=f"any of: {', '.join(k.kind for k in KINDS)}, or one of "
                                                     "several: cassandra@2 (default: all)")
     args = parser.parse_args(argv)
@@ -912,6 +929,8 @@ def main(argv: list[str] | None = None) -> int:
             stop(settings, args.services)
         elif args.command == "kill":
             kill(settings, args.services)
+        elif args.command == "nodetool":
+            nodetool(settings, args.services)
         elif args.command == "cassandra-yaml":
             # The same configuration for the container image (deploy/cassandra.Dockerfile).
             print(Cassandra(settings).yaml(Path(_env("RINGTAIL_STACK_CASSANDRA_DATA_DIR", "/var/lib/cassandra"))), end="")

@@ -136,7 +136,7 @@ def event_rows(event: dict, schema: EventReader, cells: bool = False) -> list[di
             rows[0]["cells"] = cell_changes(event, schema)
         return rows
     row = {**base, "cdc$batch_seq_no": 0, "cdc$end_of_batch": True, "key": _key_json(after, schema.key_columns)}
-    row["cdc$operation"] = _OPS[kind]
+    row["cdc$operation"] = R.ROW_READ if kind in ("insert", "update") and _restates(event, schema) else _OPS[kind]
     if kind in ("insert", "update"):
         ttls = []
         liveness = event["liveness"]
@@ -159,6 +159,25 @@ def event_rows(event: dict, schema: EventReader, cells: bool = False) -> list[di
     if cells:
         row["cells"] = cell_changes(event, schema)
     return [row]
+
+
+def _restates(event: dict, schema: EventReader) -> bool:
+    """Whether a row's liveness, deletion and cells carry more than one write timestamp: it is no one write
+    but several merged, as a read repair sends them to a replica that missed them. A collection's own
+    deletion is left out: a collection overwritten is deleted a microsecond before its elements are written."""
+    times = {record["timestamp"] for record in (event["liveness"], event["deletion"]) if record is not None}
+    after = event["after"]
+    for column in schema.cell_columns:
+        cell = after.get(column.field)
+        if cell is None:
+            continue
+        if "timestamp" in cell:  # one cell
+            times.add(cell["timestamp"])
+            continue
+        added = cell["added"]  # a UDT's fields (a record), or a collection's elements
+        times.update(e["timestamp"] for e in (added.values() if isinstance(added, dict) else added) if e is not None)
+        times.update(r["timestamp"] for r in cell["removed"])
+    return len(times) > 1
 
 
 def decode_records(records: pa.RecordBatch, readers: EventReaders, cells: bool = False) -> pa.RecordBatch:

@@ -18,7 +18,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
 
@@ -167,13 +167,17 @@ class Source:
 AfterWrite = Callable[[BatchCounts, DataFrame], None]
 
 
+def late_of(rows: DataFrame) -> Column:
+    """Whether each row was read late: the replica-copy step's `LATE`, false where that step did not run."""
+    return F.col(R.LATE) if R.LATE in rows.columns else F.lit(False)
+
+
 def split(assigned: DataFrame, cells: bool = False) -> tuple[DataFrame, DataFrame]:
     """(log rows, dead letters) of assigned `DECODED` rows; the log rows with `LATE` (false where the
     replica-copy step did not run) and, with `cells`, that column."""
     names = [f.name for f in R.LOG_ROW.fields] + ([R.CELLS] if cells else [])
-    late = F.col(R.LATE) if R.LATE in assigned.columns else F.lit(False)
     rows = assigned.where(F.col("failure").isNull()).select(*(F.col(f"`{name}`") for name in names),
-                                                            late.alias(R.LATE))
+                                                            late_of(assigned).alias(R.LATE))
     dead = assigned.where(F.col("failure").isNotNull()).select(
         F.col("failure").alias("reason"), F.col("failure_detail").alias("detail"),
         F.col("source.topic").alias("topic"), F.col("source.partition").alias("partition"),
@@ -262,7 +266,7 @@ class BatchWriter:
         offsets = batch_digest(self.checkpoint, batch_id)
         self.publish_generations()
         self.generations_in_sink()
-        tally = Tally(batch_id, F.col(R.LATE) if R.LATE in batch.columns else F.lit(False))
+        tally = Tally(batch_id, late_of(batch))
         batch = tally.observe(batch).persist()
         try:
             rows, dead = split(batch, self.sink.merges_cells)

@@ -40,7 +40,8 @@ RANGE_DELETE_START_INCLUSIVE = 5
 RANGE_DELETE_START_EXCLUSIVE = 6
 RANGE_DELETE_END_INCLUSIVE = 7
 RANGE_DELETE_END_EXCLUSIVE = 8
-# ringtail's own: a row as a subscription's snapshot read it (Debezium's `r`), before the log follows.
+# ringtail's own: a row as read, not one write — as a subscription's snapshot read it (Debezium's `r`),
+# before the log follows, or as a read repair merged several writes of it for a replica that missed them.
 ROW_READ = 10
 
 SOURCE = StructType([

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
-from cassandra import ConsistencyLevel
+from cassandra import ConsistencyLevel, Unavailable
 from cassandra.query import SimpleStatement
 from confluent_kafka.admin import AdminClient, ConfigResource
 
@@ -258,17 +258,20 @@ class LogSinks:
             conn.execute(f'DROP SCHEMA {self.mirror_state} CASCADE; DROP SCHEMA "{self.keyspace}" CASCADE')
         assert source == mirror, diff(source, mirror)
 
-    def assert_exactly_once(self, workload: Workload) -> None:
+    def assert_exactly_once(self, workload: Workload, restated: bool = False) -> Counter:
         """Every write of `workload` is in Delta and PostgreSQL once; in Kafka, never twice unmarked: once
         when no row was read late, else at most once unmarked and any other time marked `ringtail-late`
-        (a late row, which Kafka cannot look up, is marked however many copies it holds)."""
+        (a late row, which Kafka cannot look up, is marked however many copies it holds). Rows logged as
+        read (operation 10: a read repair that merged several writes of a row) are set apart, the same in
+        every sink, and there are none unless `restated`; they are returned."""
         expected = workload.expected()
-        assert logged(log_rows(self.spark, self.settings, self.keyspace, "kv")) == expected
+        changes, reads = apart(logged(log_rows(self.spark, self.settings, self.keyspace, "kv")))
+        assert changes == expected
         with psycopg.connect(self.described.postgres_dsn) as conn:
             rows = conn.execute(f"SELECT (key::jsonb->>'k')::int, \"cdc$operation\", write_time_us"
                                 f" FROM {self.schema}.cdc_log WHERE \"table\" = 'kv'").fetchall()
             conn.execute(f"DROP SCHEMA {self.schema} CASCADE")
-        assert Counter(rows) == expected
+        assert apart(Counter(rows)) == (expected, reads)
         plain, marked = Counter(), Counter()
         for message in kafka_messages(self.described.kafka_bootstrap, self.topic):
             row = json.loads(message.value())
@@ -276,10 +279,19 @@ class LogSinks:
                 continue
             change = (row["key"]["k"], row["cdc$operation"], row["write_time_us"])
             (marked if dict(message.headers() or ()).get("ringtail-late") == b"true" else plain)[change] += 1
+        (plain, plain_reads), (marked, _) = apart(plain), apart(marked)
         assert set(plain) | set(marked) == set(expected), "every write, none other"
         assert max(plain.values(), default=1) == 1, "no write twice unmarked"
         if not self.late:
-            assert plain == expected
+            assert plain == expected and plain_reads == reads
+        assert restated or not reads, f"rows logged as read: {sorted(reads)}"
+        return reads
+
+
+def apart(logged_rows: Counter) -> tuple[Counter, Counter]:
+    """(the changes, the rows logged as read) of (key, operation, write time) counts."""
+    return (Counter({c: n for c, n in logged_rows.items() if c[1] != R.ROW_READ}),
+            Counter({c: n for c, n in logged_rows.items() if c[1] == R.ROW_READ}))
 
 
 def assert_exactly_once(spark, cql, described: Stack, prefix: str, keyspace: str, workload: Workload,
@@ -455,6 +467,51 @@ def test_a_write_at_one_that_reached_a_single_replica_is_delivered(spark, ring, 
         handle.stack("start", "cassandra@2", "cassandra@3")
     consumer.until(copies_arrived(workload, NODES), timeout=240)  # the hints, sent by nodes 2 and 3
     assert_exactly_once(spark, ring_cql, described, made[0].prefix, ring_keyspace, workload, tmp_path, "one")
+
+
+def test_a_read_repair_is_a_copy_of_the_write_it_repairs_or_the_row_as_read(
+        spark, ring, ring_cql, ring_keyspace, connectors, tmp_path):
+    """Node 3 misses writes (stopped, hinted handoff off on every node), comes back, and every key is read at
+    ALL: the read repairs node 3, and its connector sends what the repair wrote. A repair of one missed
+    write of a row is that write again and logged once; one merging several writes of a row is no write
+    anyone made, and is logged as the row as read (operation 10). The mirror equals the table."""
+    handle, described = ring
+    made, consumer = connectors()
+    workload = Workload(ring_cql, ring_keyspace, seed=19)
+    sinks = LogSinks(spark, described, made[0].prefix, ring_keyspace, tmp_path, "repair")
+    workload.run(60)
+    consumer.until(copies_arrived(workload, NODES), timeout=120)
+    for node in range(1, NODES + 1):
+        handle.stack("nodetool", f"cassandra@{node}", "disablehandoff")
+    try:
+        handle.stack("stop", "cassandra@3")
+        before = len(workload.written)
+        workload.run(150)
+        handle.stack("start", "cassandra@3")
+    finally:
+        for node in range(1, NODES + 1):
+            handle.stack("nodetool", f"cassandra@{node}", "enablehandoff", check=False)
+    missed = Counter(w.k for w in workload.written[before:])
+    at_all = SimpleStatement(f"SELECT * FROM {ring_keyspace}.kv WHERE k = %s", consistency_level=ConsistencyLevel.ALL)
+    for k in range(200):
+        for attempt in range(20):  # until every coordinator sees node 3 up again
+            try:
+                ring_cql.execute(at_all, (k,), timeout=30)
+                break
+            except Unavailable:
+                if attempt == 19:
+                    raise
+                time.sleep(0.5)
+    # A write on every node after the repairs: once node 3's copy of it is sent, the repairs are too.
+    workload.consistency = ConsistencyLevel.ALL
+    workload.run(1)
+    marker = workload.written[-1].timestamp
+    consumer.until(lambda events: sum(e["source"]["ts_us"] == marker for e in events) >= NODES, timeout=180)
+    sinks.run()
+    reads = sinks.assert_exactly_once(workload, restated=True)
+    assert reads, "some key was written more than once while node 3 was down, and repaired as one row"
+    assert {k for k, _, _ in reads} <= {k for k, n in missed.items() if n > 1}
+    sinks.assert_mirror_equals_the_table(ring_cql)
 
 
 def test_a_fourth_node_joining_starts_a_generation_whose_streams_cover_its_tokens(

@@ -22,6 +22,8 @@ const RANGE_DELETE_START_INCLUSIVE: i8 = 5;
 const RANGE_DELETE_START_EXCLUSIVE: i8 = 6;
 const RANGE_DELETE_END_INCLUSIVE: i8 = 7;
 const RANGE_DELETE_END_EXCLUSIVE: i8 = 8;
+// ringtail's own: a row as read (a snapshot's, or a read repair merging several writes into one row).
+const ROW_READ: i8 = 10;
 /// 100 ns intervals between the UUID epoch (1582-10-15) and the Unix epoch.
 const UUID_EPOCH_OFFSET: i64 = 0x01B2_1DD2_1381_4000;
 
@@ -200,6 +202,9 @@ pub fn change<'a>(layout: &EventLayout, event: &Datum<'a>, with_cells: bool) -> 
                 }
             }
             row.ttl = ttl;
+            if restates(layout, after, liveness, deletion)? {
+                row.operation = ROW_READ;
+            }
         }
         row.cells = cells(layout)?;
         rows.push(row);
@@ -224,6 +229,60 @@ pub fn change<'a>(layout: &EventLayout, event: &Datum<'a>, with_cells: bool) -> 
         change_id,
         rows,
     })
+}
+
+/// Whether a row's liveness, deletion and cells carry more than one write timestamp: it is no one write
+/// but several merged, as a read repair sends them to a replica that missed them. A collection's own
+/// deletion is left out: a collection overwritten is deleted a microsecond before its elements are written.
+fn restates(layout: &EventLayout, after: &[Datum<'_>], liveness: &Datum<'_>, deletion: &Datum<'_>) -> Result<bool, String> {
+    let mut first: Option<i64> = None;
+    let mut several = false;
+    let mut see = |t: i64| match first {
+        None => first = Some(t),
+        Some(f) => several |= f != t,
+    };
+    for record in [liveness, deletion] {
+        if let Datum::Record(r) = record {
+            see(long(&r[0])?);
+        }
+    }
+    for column in layout.columns.iter().filter(|c| c.kind == ColumnKind::Cell) {
+        let cell = &after[column.field];
+        if matches!(cell, Datum::Null) {
+            continue;
+        }
+        let cell_fields = fields(cell)?;
+        match column.cell.as_ref().unwrap() {
+            Cell::Atomic { live, .. } => see(long(&cell_fields[live.timestamp])?),
+            Cell::Multi { added, removed, removed_timestamp, elements, .. } => {
+                match elements {
+                    Elements::Udt(udt) => {
+                        let added = fields(&cell_fields[*added])?;
+                        for (index, _, live) in udt {
+                            if let Datum::Record(element) = &added[*index] {
+                                see(long(&element[live.timestamp])?);
+                            }
+                        }
+                    }
+                    Elements::Collection { live, .. } => {
+                        let Datum::Array(items) = &cell_fields[*added] else {
+                            return Err("InvalidEvent: added is not an array".into());
+                        };
+                        for item in items {
+                            see(long(&fields(item)?[live.timestamp])?);
+                        }
+                    }
+                }
+                let Datum::Array(gone) = &cell_fields[*removed] else {
+                    return Err("InvalidEvent: removed is not an array".into());
+                };
+                for r in gone {
+                    see(long(&fields(r)?[*removed_timestamp])?);
+                }
+            }
+        }
+    }
+    Ok(several)
 }
 
 /// The primary key columns set, as a JSON object; a range bound's clustering comes from the bound.
