@@ -252,7 +252,7 @@ def run_job(spark, settings: JobSettings, keyspace: str, jvm: int | None, varian
     from pyspark.sql import functions as F
 
     from spark.job.pipeline import start
-    from spark.job.sinks.delta import DeltaSink
+    from spark.job.sinks.delta.sink import DeltaSink
 
     for pid in (jvm, os.getpid(), *python_workers(jvm)):
         reset_peak(pid)

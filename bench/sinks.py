@@ -87,7 +87,7 @@ def targets(stack, sink: str, run: str, tmp: Path, receiver_url: str) -> dict[st
     if sink == "postgres":
         return {"dsn": stack.postgres_dsn, "schema": run}
     if sink == "mysql":
-        from spark.job.sinks.mysql import connect_dsn
+        from spark.job.sinks.mysql.log import connect_dsn
 
         conn = connect_dsn(stack.mysql_dsn)
         with conn.cursor() as cursor:
@@ -110,7 +110,7 @@ def cleanup(stack, sink: str, run: str) -> None:
         with psycopg.connect(stack.postgres_dsn, autocommit=True) as conn:
             conn.execute(f"DROP SCHEMA IF EXISTS {run}, {BENCH_KEYSPACE} CASCADE")
     elif sink == "mysql":
-        from spark.job.sinks.mysql import connect_dsn
+        from spark.job.sinks.mysql.log import connect_dsn
 
         conn = connect_dsn(stack.mysql_dsn)
         with conn.cursor() as cursor:

@@ -192,7 +192,7 @@ def run_spark_job(stack: dict, directory: Path, since_us: int) -> int:
 
     from spark.job.config import JobSettings
     from spark.job.pipeline import spark_session, start
-    from spark.job.sinks.delta import DeltaSink
+    from spark.job.sinks.delta.sink import DeltaSink
 
     settings = JobSettings(
         kafka_bootstrap_servers=stack["kafka"]["bootstrap_servers"], registry_url=stack["registry"]["url"],
@@ -245,7 +245,7 @@ def run_mirror(stack: dict, directory: Path, offsets: dict[int, int]) -> int:
 
     from spark.job.config import JobSettings
     from spark.job.pipeline import Source, spark_session, start
-    from spark.job.sinks.postgres_mirror import PostgresMirrorSink
+    from spark.job.sinks.postgres.mirror import PostgresMirrorSink
 
     dsn = stack["postgres"]["dsn"]
     with psycopg.connect(dsn, autocommit=True) as pg:  # the table is new in each run: so is its mirror

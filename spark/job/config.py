@@ -15,8 +15,11 @@ from pydantic_settings import NoDecode, SettingsConfigDict
 
 from connector.avro.serializer import topic_name
 from connector.settings import FileSettings, split_hosts
-from spark.job.sinks.settings import (CassandraSettings, DeltaSettings, Layout, PostgresSettings, SinkContext,
-                                      SinkSettings)
+from spark.job.sinks.layouts import Layout
+from spark.job.sinks.cassandra.settings import CassandraSettings
+from spark.job.sinks.delta.settings import DeltaSettings
+from spark.job.sinks.postgres.settings import PostgresSettings
+from spark.job.sinks.settings import SinkContext, SinkSettings
 from spark.streams.storage import replication_literal
 
 
@@ -116,10 +119,10 @@ class JobSettings(StreamSettings):
 
     sink: Literal["delta", "postgres", "cassandra"] = "delta"
     delta_path: Path = Path("ringtail-delta")
-    delta_layout: Layout = "log"  # one JSON log, or a typed log per table (spark.job.sinks.delta)
+    delta_layout: Layout = "log"  # one JSON log, or a typed log per table (spark.job.sinks.delta.sink)
     postgres_dsn: str = "postgresql://ringtail@127.0.0.1:5432/ringtail"
     postgres_schema: str = "ringtail"
-    # The log, a typed log per table (spark.job.sinks.postgres_typed) or a mirror of each (postgres_mirror).
+    # The log, a typed log per table (spark.job.sinks.postgres.typed) or a mirror of each (postgres.mirror).
     postgres_layout: Layout = "log"
 
     def sink_settings(self) -> SinkSettings:

@@ -83,14 +83,14 @@ def _float32(value: float) -> float:
 
 
 def _is_json(cql: CqlType) -> bool:
-    from spark.job.sinks.postgres_types import pg_column
+    from spark.job.sinks.postgres.types import pg_column
 
     return pg_column("x", cql).type == "jsonb"
 
 
 def postgres_values(conn: Any, table: str, types: dict[str, CqlType]) -> list[dict]:
     """The rows of a PostgreSQL table whose columns hold CQL types (`types`, by name) as ringtail writes
-    them (`postgres_types`), in `spark.mirror.values`' JSON forms."""
+    them (`spark.job.sinks.postgres.types`), in `spark.mirror.values`' JSON forms."""
     reads = {}
     for name, cql in types.items():
         read, canonical = _from_pg(cql), json_value(cql)
@@ -150,8 +150,8 @@ def without_negative_zero(rows: list[dict], layout: MirrorLayout) -> list[dict]:
 
 def mysql_values(conn: Any, table: str, types: dict[str, CqlType]) -> list[dict]:
     """The rows of a MySQL table whose columns hold CQL types (`types`) as ringtail writes them
-    (`mysql_types`), in `spark.mirror.values`' JSON forms."""
-    from spark.job.sinks.mysql_types import mysql_column
+    (`spark.job.sinks.mysql.types`), in `spark.mirror.values`' JSON forms."""
+    from spark.job.sinks.mysql.types import mysql_column
 
     reads = {}
     for name, cql in types.items():

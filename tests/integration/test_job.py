@@ -24,16 +24,16 @@ from spark.job.config import JobSettings
 from spark.job.generations import GenerationKeeper
 from spark.job.pipeline import BatchWriter, start
 from spark.job.sinks import utc_time
-from spark.job.sinks.delta import DeltaSink
-from spark.job.sinks.http import HttpSink
-from spark.job.sinks.kafka import KafkaSink
+from spark.job.sinks.delta.sink import DeltaSink
+from spark.job.sinks.http.sink import HttpSink
+from spark.job.sinks.kafka.sink import KafkaSink
 from connector.cql import parse_type
 from connector.schema.loader import read_table
 from spark.job.sinks.log_table import LogLayout
-from spark.job.sinks.mysql import MySqlSink, connect_dsn
-from spark.job.sinks.mysql_typed import MySqlTypedSink
-from spark.job.sinks.postgres import PostgresSink
-from spark.job.sinks.postgres_typed import PostgresTypedSink
+from spark.job.sinks.mysql.log import MySqlSink, connect_dsn
+from spark.job.sinks.mysql.typed import MySqlTypedSink
+from spark.job.sinks.postgres.log import PostgresSink
+from spark.job.sinks.postgres.typed import PostgresTypedSink
 from spark.job.tally import BatchCounts
 from tests.integration.decoders import assert_decoders_agree
 from tests.integration.mirrors import log_json, mysql_values, postgres_values
@@ -634,7 +634,7 @@ def test_every_column_type_reaches_every_sink_as_cql_returns_it(spark, cql, keys
     ScyllaDB log holds it, its elements by timeuuid), and Delta, PostgreSQL, MariaDB, the HTTP receiver
     and the Kafka sink's topic hold the same values under the same CQL names; Delta's typed layout holds
     them in their own Spark types, which read back as the same values."""
-    from spark.job.sinks.cassandra import CassandraSink
+    from spark.job.sinks.cassandra.sink import CassandraSink
 
     connector, consumer, settings = job
     for statement in example_ddl(keyspace):

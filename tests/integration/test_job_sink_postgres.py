@@ -14,7 +14,7 @@ import pytest
 from deploy.local.endpoints import Stack
 from spark.job.rows import DEAD_LETTER, LOG_ROW, PARTITION_DELETE, ROW_INSERT, ROW_UPDATE
 from tests.integration.micro_batches import micro_batch
-from spark.job.sinks.postgres import PostgresSink
+from spark.job.sinks.postgres.log import PostgresSink
 from spark.streams import Generation, Generations, build_topology_description
 from tests.support import micros, timeuuid
 

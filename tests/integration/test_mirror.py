@@ -26,9 +26,9 @@ from connector.avro.reader import event_readers
 from connector.avro.wire import frame, schema_id_of, unframe
 from deploy.local.endpoints import ROOT
 from spark.job.config import JobSettings
-from spark.job.sinks.delta import DeltaSink
-from spark.job.sinks.mysql import connect_dsn
-from spark.job.sinks.mysql_mirror import MySqlMirrorSink
+from spark.job.sinks.delta.sink import DeltaSink
+from spark.job.sinks.mysql.log import connect_dsn
+from spark.job.sinks.mysql.mirror import MySqlMirrorSink
 from spark.subscriptions.model import Change
 from spark.subscriptions.statements import Statement
 from tests.integration.decoders import assert_decoders_agree

@@ -30,9 +30,9 @@ from deploy.local.processes import ConnectorProcess
 from spark.job import rows as R
 from spark.job.config import JobSettings
 from spark.job.sinks import open_sink
-from spark.job.sinks.delta import DeltaSink
-from spark.job.sinks.postgres import PostgresSink
-from spark.job.sinks.postgres_mirror import PostgresMirrorSink
+from spark.job.sinks.delta.sink import DeltaSink
+from spark.job.sinks.postgres.log import PostgresSink
+from spark.job.sinks.postgres.mirror import PostgresMirrorSink
 from spark.streams import read_ring
 from spark.streams.storage import GenerationStore
 from tests.integration.mirrors import diff, layout_of, postgres_rows, source_rows

@@ -14,7 +14,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartiti
 from spark.job.sinks import open_sink
 from spark.job.sinks.settings import SinkContext
 from spark.job.sinks.ledger import BatchMismatch
-from spark.job.sinks.mysql import connect_dsn
+from spark.job.sinks.mysql.log import connect_dsn
 from tests.integration.micro_batches import micro_batch
 from tests.integration.test_job import drop_mysql_database, mysql_database
 from tests.integration.test_job_sink_postgres import log_row

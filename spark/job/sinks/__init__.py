@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from spark.streams.generations import Generations
 
-from .settings import SinkContext, sink_settings
+from .registry import sink_settings
+from .settings import SinkContext
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame

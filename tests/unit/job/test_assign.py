@@ -10,7 +10,7 @@ from spark.job.events import decode_records
 from spark.streams.generations import Generation, Generations
 from spark.streams.tokens import token_of_key
 from spark.streams.topology import build_topology_description
-from tests.unit.job.test_events import framed_events, preloaded_cache, records
+from tests.unit.job.decoding import framed_events, preloaded_cache, records
 
 RING = {"n1": (-6_000_000_000_000_000_000, 10), "n2": (3_000_000_000_000_000_000,)}
 

@@ -1,55 +1,18 @@
 """Change events of the changes Cassandra 5.0 wrote into tests/unit/commitlog/data, framed as the
 connector frames them, decoded into CDC log rows."""
-import datetime
 import json
 import uuid
 
-import pyarrow as pa
 import pytest
 from fastavro import parse_schema
 
 from connector.avro import ChangeEncoder, SourceInfo, TableEncoder
 from connector.avro.wire import frame
 from spark.job import rows as R
-from connector.avro import RegistryError, SchemaRegistry
-from connector.avro.reader import EventReaders
+from connector.avro import RegistryError
 from spark.job.events import decode_records, log_time
 from tests.unit.avro.support import PROCESSED_MS, SOURCE
-from tests.unit.commitlog.test_cassandra50_segment import SCHEMA, SEGMENT, changes
-
-KAFKA_TIME = datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc)
-
-
-def preloaded_cache(schemas: dict[int, dict]) -> EventReaders:
-    """Readers that already hold the schemas (the registry round trip is tested against the real one),
-    with a registry nothing answers at."""
-    from confluent_kafka.schema_registry import SchemaRegistryClient
-
-    readers = EventReaders(SchemaRegistry(SchemaRegistryClient({"url": "http://127.0.0.1:9", "max.retries": 0})))
-    for schema_id, schema in schemas.items():
-        readers._schemas[schema_id] = schema
-    return readers
-
-
-def framed_events(source: SourceInfo = SOURCE):
-    encoder = ChangeEncoder(source, SCHEMA)
-    schemas, payloads = {}, []
-    for change in changes():
-        if change.table.keyspace != "ringtail_decoder_check":
-            continue
-        _, value = encoder.encode(change, str(SEGMENT), PROCESSED_MS)
-        table = encoder.table(change.table)
-        schema_id = 1 if table.table.name == "everything" else 2
-        schemas[schema_id] = table.value_schema
-        payloads.append(frame(schema_id, parse_schema(table.value_schema), value))
-    return schemas, payloads
-
-
-def records(payloads: list[bytes]) -> pa.RecordBatch:
-    n = len(payloads)
-    return pa.RecordBatch.from_pydict({
-        "topic": ["ringtail.ringtail_decoder_check.everything"] * n, "partition": [0] * n,
-        "offset": list(range(n)), "timestamp": [KAFKA_TIME] * n, "key": [b"k"] * n, "value": payloads})
+from tests.unit.job.decoding import KAFKA_TIME, framed_events, preloaded_cache, records
 
 
 @pytest.fixture(scope="module")

@@ -15,71 +15,18 @@ from hypothesis import HealthCheck, example, given, settings, strategies as st
 from connector.avro import TableEncoder
 from connector.avro.wire import frame
 from connector.schema import parse_ddl
-from spark.job.events import decode_records
-from spark.job.native_events import NativeEvents
 from tests.unit.commitlog import test_cassandra50_messaging13_segment as none_mode
 from tests.unit.commitlog import test_cassandra50_segment as cassandra50
 from tests.unit.commitlog.conftest import write_segment  # noqa: F401 (a fixture)
-from tests.unit.commitlog.native_oracle import reference_events, schema_ids
+from tests.unit.commitlog.native_oracle import reference_events
 from tests.unit.commitlog.segment_builder import segment
 from tests.unit.commitlog.test_rows import SCHEMA as ROWS, SEGMENT_ID as ROWS_ID, sample_mutations
 from tests.unit.commitlog.testdata import SCHEMA_40, SEGMENT_40
-from connector.avro.errors import UnknownSchemaId
-from connector.avro.reader import EventReaders
-from tests.unit.job.test_events import records
+from tests.unit.job.decoding import assert_same, records, value_schemas
 
 EXAMPLES = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                             HealthCheck.function_scoped_fixture])
 REAL = [(cassandra50.SEGMENT, cassandra50.SCHEMA), (none_mode.SEGMENT, none_mode.SCHEMA), (SEGMENT_40, SCHEMA_40)]
-# The wire format's own refusals, which both decoders word alike; an Avro datum that cannot be read is
-# worded by each reader (fastavro's exceptions, the native reader's position).
-WORDED_ALIKE = ("MalformedPayload: a record", "UnknownSchemaId", "MalformedPayload: magic",
-                "MalformedPayload: 0 bytes", "MalformedPayload: 1 bytes", "MalformedPayload: 4 bytes",
-                "MalformedPayload: source.position")
-
-
-class Registry:
-    """The registry's answers for the ids it holds, and its refusal for any other."""
-
-    def __init__(self, schemas: dict[int, dict]) -> None:
-        self.schemas = schemas
-
-    def schema(self, schema_id: int) -> dict:
-        if schema_id not in self.schemas:
-            raise UnknownSchemaId(None, None, f"the registry has no schema with id {schema_id}")
-        return self.schemas[schema_id]
-
-
-def value_schemas(schema) -> dict[int, dict]:
-    ids = schema_ids(schema)
-    return {ids[table.id][1]: TableEncoder(table, schema.types_of(table.keyspace)).value_schema
-            for table in schema.tables.values()}
-
-
-def assert_same(batch: pa.RecordBatch, schemas: dict[int, dict]) -> list[dict]:
-    """Both decoders' rows of `batch`, with and without cells: equal, dead letters aside from how an
-    unreadable datum is worded. The reference's rows."""
-    for cells in (False, True):
-        expected = decode_records(batch, EventReaders(Registry(schemas)), cells)
-        actual = NativeEvents(EventReaders(Registry(schemas)), cells).decode(batch)
-        assert actual.schema == expected.schema
-        if actual.equals(expected):
-            continue
-        for want, got in zip(_rows(expected), _rows(actual), strict=True):
-            if want["failure"] is not None and not want["failure_detail"].startswith(WORDED_ALIKE):
-                assert got["failure"] == want["failure"], (want, got)
-                got["failure_detail"] = want["failure_detail"]
-            assert got == want
-    return _rows(expected)
-
-
-def _rows(batch: pa.RecordBatch) -> list[dict]:
-    """The rows, times as µs (damage can make a write time no datetime holds)."""
-    return pa.RecordBatch.from_arrays(
-        [c.cast(pa.int64()) if pa.types.is_timestamp(c.type) else c for c in batch.columns],
-        names=batch.schema.names).to_pylist()
-
-
 def batch_of(payloads: list[bytes | None]) -> pa.RecordBatch:
     return records(payloads)
 

@@ -27,8 +27,7 @@ from connector.avro.wire import frame
 from connector.commitlog import SegmentReader, skip_unknown_tables
 from connector.schema import parse_ddl
 from spark.job import rows as R
-from tests.unit.job.test_events import records
-from tests.unit.job.test_native_events import assert_same
+from tests.unit.job.decoding import assert_same, records
 
 DATA = Path(__file__).parents[1] / "commitlog" / "data" / "read_repair"
 ORIGINAL, REPAIR = "CommitLog-7-1795591914681.log.gz", "CommitLog-7-1795592477703.log.gz"

@@ -10,7 +10,7 @@ from pyspark.sql.types import IntegerType, MapType, StructField, StructType
 
 from connector.avro.wire import frame, unframe
 from spark.job import rows as R
-from spark.job.sinks.avro_rows import avro_datum, record_schema
+from spark.job.sinks.kafka.avro_rows import avro_datum, record_schema
 
 UTC = dt.timezone.utc
 WRITTEN = dt.datetime(2026, 3, 1, 12, 0, 0, 123456, tzinfo=UTC)

@@ -7,7 +7,7 @@ import pytest
 from pyspark.sql import Row
 
 from spark.job.sinks import chunks
-from spark.job.sinks.http import HttpSink, HttpSinkError
+from spark.job.sinks.http.sink import HttpSink, HttpSinkError
 from spark.job.sinks.json_rows import log_row_json
 from deploy.local.receiver import Receiver
 from tests.support import unused_port

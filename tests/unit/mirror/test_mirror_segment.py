@@ -10,7 +10,7 @@ from spark.job.events import decode_records
 from spark.mirror.engine import Change
 from spark.mirror.layout import MirrorError, MirrorLayout
 from tests.unit.commitlog.test_cassandra50_segment import SCHEMA
-from tests.unit.job.test_events import framed_events, preloaded_cache, records
+from tests.unit.job.decoding import framed_events, preloaded_cache, records
 from tests.unit.mirror.memory import mirrored, ordered
 
 BEFORE_EXPIRY = 1795323700  # s: both TTLs (100 s and 600 s, written at 1795323688) still running

@@ -9,7 +9,7 @@ from dataclasses import replace
 import pytest
 from pydantic import ValidationError
 
-from spark.job.sinks.settings import sink_settings
+from spark.job.sinks.registry import sink_settings
 from spark.server.config import ServerSettings
 from spark.server.delivery import START_SLACK, checkpoint_of, source_of
 from spark.subscriptions.model import Change, InvalidSubscription, Subscription, start_time

@@ -1,6 +1,6 @@
 """PostgreSQL's typed log: per base table `ks.t`, a log `"ks"."t_scylla_cdc_log"` (schema: the keyspace)
 in ScyllaDB's log layout (`log_table.LogLayout`, counters too), each column in its PostgreSQL type
-(`postgres_types`), keyed by (`cdc$stream_id`, `cdc$time`, `cdc$batch_seq_no`).
+(`types`), keyed by (`cdc$stream_id`, `cdc$time`, `cdc$batch_seq_no`).
 
 It gains the columns its base table gains and keeps those it drops: each column's CQL type is its
 comment, so the log stays writable after a drop (and after its base table is gone). Values of a column
@@ -20,12 +20,12 @@ from connector.cql import parse_type
 from spark.mirror.tables import Layouts
 from spark.mirror.values import StoreColumn
 
-from .log_table import BATCH_SEQ_NO, LOG_SUFFIX, STREAM_ID, TIME, LogLayout, LogRowValues
-from .postgres import PostgresSink, ident
-from .postgres_types import copy_staged, pg_column
-from .typed_log import OTHER_COLUMNS
-from . import of_tables
-from .typed_sql import sql_log_layout, typed_logs, typed_row
+from ..log_table import BATCH_SEQ_NO, LOG_SUFFIX, STREAM_ID, TIME, LogLayout, LogRowValues
+from .log import PostgresSink, ident
+from .types import copy_staged, pg_column
+from ..typed_log import OTHER_COLUMNS
+from .. import of_tables
+from ..typed_sql import sql_log_layout, typed_logs, typed_row
 
 
 def _other(value: Any) -> Any:

@@ -37,10 +37,10 @@ from connector.kafka import create_topic, produce
 from spark.job import rows as R
 from spark.streams.generations import Generations
 
-from . import MicroBatch, Sink
-from .json_rows import dead_letter_json, generations_json, log_row_json
-from .ledger import is_newest_replay
-from .settings import KafkaFormat
+from .. import MicroBatch, Sink
+from ..json_rows import dead_letter_json, generations_json, log_row_json
+from ..layouts import KafkaFormat
+from ..ledger import is_newest_replay
 
 Encode = Callable[[Row], bytes]
 

@@ -19,7 +19,7 @@ from typing import Any
 from connector.cql import CqlType, ListType, SetType, VectorType
 from spark.mirror.values import StoreColumn, json_value
 
-from .postgres import ident
+from .log import ident
 
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
 _EPOCH_DATE = dt.date(1970, 1, 1)

@@ -1,9 +1,9 @@
 """MySQL's typed log: per base table `ks.t`, a log `ks`.`t_scylla_cdc_log` (database: the keyspace) in
 ScyllaDB's log layout (`log_table.LogLayout`, counters too), each column in its MySQL type
-(`mysql_types`; the stream id as VARBINARY(16)), keyed by (`cdc$stream_id`, `cdc$time`,
+(`types`; the stream id as VARBINARY(16)), keyed by (`cdc$stream_id`, `cdc$time`,
 `cdc$batch_seq_no`).
 
-As PostgreSQL's typed log (`postgres_typed`): each column's CQL type is its comment, so the log keeps the
+As PostgreSQL's typed log (`postgres.typed`): each column's CQL type is its comment, so the log keeps the
 columns its base table drops and gains those it gains; values of columns it never had go to
 `cdc$other_columns` (JSON); rows of a dropped table that never had one go to `cdc_log`. The tables are
 created and altered before the batch's transaction (MySQL commits DDL by itself); a row already there
@@ -21,13 +21,13 @@ from connector.cql import parse_type
 from spark.mirror.tables import Layouts
 from spark.mirror.values import StoreColumn
 
-from . import chunks
-from .log_table import BATCH_SEQ_NO, LOG_SUFFIX, STREAM_ID, TIME, LogLayout, LogRowValues
-from .mysql import MySqlSink
-from .mysql_types import CHUNK, mysql_column, quote
-from .typed_log import OTHER_COLUMNS
-from . import of_tables
-from .typed_sql import sql_log_layout, typed_logs, typed_row
+from .. import chunks
+from ..log_table import BATCH_SEQ_NO, LOG_SUFFIX, STREAM_ID, TIME, LogLayout, LogRowValues
+from .log import MySqlSink
+from .types import CHUNK, mysql_column, quote
+from ..typed_log import OTHER_COLUMNS
+from .. import of_tables
+from ..typed_sql import sql_log_layout, typed_logs, typed_row
 
 
 def _stream_id(text: str) -> bytes:

@@ -26,8 +26,8 @@ from collections.abc import Iterable
 
 from spark.streams.generations import Generations
 
-from . import MicroBatch, Sink, chunks
-from .json_rows import dead_letter_json, generations_json, log_row_json
+from .. import MicroBatch, Sink, chunks
+from ..json_rows import dead_letter_json, generations_json, log_row_json
 
 log = logging.getLogger(__name__)
 _RETRIED = {408, 429}

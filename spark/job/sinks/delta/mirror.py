@@ -25,8 +25,8 @@ from spark.mirror.engine import MirrorRow, StateKey, StoredState
 from spark.mirror.layout import MirrorLayout
 from spark.mirror.values import StoreColumn, row_values
 
-from .cql_values import converter
-from .typed_log import typed
+from ..cql_values import converter
+from ..typed_log import typed
 
 
 STATE = StructType([StructField("partition", BinaryType(), False), StructField("row", StringType(), False),

@@ -8,7 +8,7 @@ micro-batch: the ledger entry (a replay is skipped), each table's states and row
 the tables are created or altered before it (MySQL commits DDL by itself). Writers of one mirror take
 turns (`GET_LOCK` per table).
 
-Columns in MySQL's types (`mysql_types`); a value MySQL cannot hold fails the micro-batch with a
+Columns in MySQL's types (`types`); a value MySQL cannot hold fails the micro-batch with a
 `MirrorError` naming the row.
 """
 from __future__ import annotations
@@ -25,9 +25,9 @@ from spark.mirror.state import canonical
 from spark.mirror.tables import Layouts, batch_changes, merge_batch, prepare_tables
 from spark.mirror.values import row_values
 
-from . import chunks
-from .mysql import _SCHEMA, MySqlSink, connect_dsn
-from .mysql_types import CHUNK, mysql_column, quote
+from .. import chunks
+from .log import _SCHEMA, MySqlSink, connect_dsn
+from .types import CHUNK, mysql_column, quote
 
 
 _KEY = "ringtail$key"

@@ -26,8 +26,8 @@ from pyspark.sql import DataFrame, Row
 
 from spark.streams.generations import Generations
 
-from . import MicroBatch, Sink, chunks, generation_rows
-from .ledger import is_replay
+from .. import MicroBatch, Sink, chunks, generation_rows
+from ..ledger import is_replay
 
 log = logging.getLogger(__name__)
 _CHUNK = 500

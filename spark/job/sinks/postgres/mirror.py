@@ -6,7 +6,7 @@
 One transaction per micro-batch: the batch's ledger entry (a replay is skipped), each table's states and
 mirror rows, the dead letters. Concurrent writers of one mirror take turns (an advisory lock per table).
 
-Columns in their PostgreSQL types (`postgres_types`). A mirror table gains the columns its base table
+Columns in their PostgreSQL types (`types`). A mirror table gains the columns its base table
 gains and loses those it drops. A value PostgreSQL cannot hold fails the micro-batch with a
 `MirrorError` naming the row.
 """
@@ -22,8 +22,8 @@ from spark.mirror.layout import MirrorLayout
 from spark.mirror.tables import Layouts, batch_changes, merge_batch, prepare_tables
 from spark.mirror.values import StoreColumn, row_values
 
-from .postgres import PostgresSink, ident, schema_statements
-from .postgres_types import copy_staged, pg_column
+from .log import PostgresSink, ident, schema_statements
+from .types import copy_staged, pg_column
 
 
 STATE_SUFFIX = "$state"

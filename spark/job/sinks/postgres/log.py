@@ -36,8 +36,8 @@ from pyspark.sql import functions as F
 
 from spark.streams.generations import Generations
 
-from . import MicroBatch, Sink, generation_rows
-from .ledger import is_replay
+from .. import MicroBatch, Sink, generation_rows
+from ..ledger import is_replay
 
 log = logging.getLogger(__name__)
 

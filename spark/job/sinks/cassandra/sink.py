@@ -37,8 +37,8 @@ from connector.schema.loader import read_table
 from spark.streams.generations import Generations
 from spark.streams.storage import DEFAULT_KEYSPACE, GenerationStore, Replication
 
-from . import MicroBatch, Sink
-from .log_table import LOG_SUFFIX, LogLayout, LogRowEncoder, quote
+from .. import MicroBatch, Sink
+from ..log_table import LOG_SUFFIX, LogLayout, LogRowEncoder, quote
 
 log = logging.getLogger(__name__)
 

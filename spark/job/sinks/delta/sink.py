@@ -19,7 +19,7 @@ append, the newest batch of the app id in the table's history is looked up (once
 batch Delta would skip that is not its replay is refused. Dead letters go to `dead_letters`.
 
 A third layout, `mirror`, keeps no log: each base table's mirror, what `SELECT *` of it returns
-(`delta_mirror`).
+(`mirror`).
 """
 from __future__ import annotations
 
@@ -45,13 +45,13 @@ from spark.streams.generations import Generations
 from spark.mirror.layout import MirrorLayout
 from spark.mirror.tables import Layouts, batch_changes, merge_batch, prepare_tables
 
-from .. import rows as R
-from . import MicroBatch, Sink, generation_rows, of_tables
-from .delta_mirror import DeltaMirrorStore, known_mirrors
-from .ledger import is_newest_replay
-from .log_table import LogLayout, typed_log_layout
-from .settings import MIRROR, Layout
-from .typed_log import TypedLog
+from ... import rows as R
+from .. import MicroBatch, Sink, generation_rows, of_tables
+from .mirror import DeltaMirrorStore, known_mirrors
+from ..layouts import MIRROR, Layout
+from ..ledger import is_newest_replay
+from ..log_table import LogLayout, typed_log_layout
+from ..typed_log import TypedLog
 
 # File statistics of the log (set when Delta creates it) only for the times readers filter on: by
 # default Delta computes them for the first 32 columns, a third of a write's time (the JSON text

@@ -1,0 +1,1 @@
+"""Cassandra: a ScyllaDB-style CDC log table per base table (`sink`)."""

@@ -1,0 +1,1 @@
+"""HTTP: log rows POSTed as JSON arrays (`sink`)."""

@@ -1,0 +1,1 @@
+"""Kafka: log rows as JSON or Avro records, in a transaction per micro-batch (`sink`, `avro_rows`)."""

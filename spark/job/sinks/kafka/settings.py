@@ -1,0 +1,32 @@
+"""The Kafka sink's settings."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from pydantic import PositiveInt
+
+from ..layouts import KafkaFormat
+from ..settings import Flag, HttpUrl, SinkContext, SinkSettings
+
+if TYPE_CHECKING:
+    from .. import Sink
+
+
+class KafkaSettings(SinkSettings, kind="kafka"):
+    topic: str
+    bootstrap_servers: str | None = None  # unset: the cluster ringtail reads from
+    partitions: PositiveInt = 3
+    replication_factor: PositiveInt = 1
+    format: KafkaFormat = "json"
+    registry_url: HttpUrl | None = None  # unset: ringtail's registry
+    transactions: Flag = True
+
+    def open(self, spark: Any, context: SinkContext) -> Sink:
+        from .sink import KafkaSink
+
+        return KafkaSink(self.bootstrap_servers or context.kafka, self.topic, app_id=context.app_id,
+                         partitions=self.partitions, replication_factor=self.replication_factor, format=self.format,
+                         registry_url=self.registry_url or context.registry, transactions=self.transactions)
+
+    def target(self) -> str:
+        return f"kafka:{self.bootstrap_servers or ''}:{self.topic}"
