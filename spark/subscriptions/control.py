@@ -11,6 +11,7 @@ from dataclasses import asdict
 from typing import Any
 
 from connector.schema.loader import read_table
+from spark.job.sinks.registry import shown
 
 from .model import Change, InvalidSubscription, Subscription
 from .registry import SubscriptionRegistry
@@ -105,6 +106,7 @@ class Control:
 
 def as_json(subscription: Subscription) -> dict:
     out = asdict(subscription)
+    out["sink_config"] = shown(subscription.sink, subscription.sink_config)  # what is printed holds no secret
     out["columns"] = list(subscription.columns) if subscription.columns else None
     out["operations"] = list(subscription.operations)
     for key in ("created", "updated"):

@@ -3,9 +3,9 @@ from their text."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, get_args
 
-from pydantic import ValidationError
+from pydantic import SecretStr, ValidationError
 
 from .cassandra.settings import CassandraSettings
 from .delta.settings import DeltaSettings
@@ -33,6 +33,15 @@ def sink_settings(kind: str, config: Mapping[str, str]) -> SinkSettings:
         return model.model_validate(dict(config))
     except ValidationError as exc:
         raise InvalidSinkSettings(_reason(kind, model, config, exc.errors()[0])) from None
+
+
+def shown(kind: str, config: Mapping[str, str]) -> dict[str, str]:
+    """A sink's settings as they may be printed: a secret one (a token) as ***, a DSN without its password."""
+    model = SINKS.get(kind)
+    fields = model.model_fields if model else {}
+    secret = {f.alias or name for name, f in fields.items()
+              if f.annotation is SecretStr or SecretStr in get_args(f.annotation)}
+    return {name: "***" if name in secret else without_password(value) for name, value in config.items()}
 
 
 def _reason(kind: str, model: type[SinkSettings], config: Mapping[str, str], error: Mapping[str, Any]) -> str:

@@ -12,6 +12,7 @@ from pydantic import ValidationError
 from spark.job.sinks.registry import sink_settings
 from spark.server.config import ServerSettings
 from spark.server.delivery import START_SLACK, checkpoint_of, source_of
+from spark.subscriptions.control import as_json
 from spark.subscriptions.model import Change, InvalidSubscription, Subscription, start_time
 from spark.subscriptions.registry import SnapshotVersion
 
@@ -105,6 +106,16 @@ def test_settings_show_no_secret_and_a_target_names_no_password():
     assert "pw" not in repr(postgres)
     mysql = sink_settings("mysql", {"dsn": "mysql://app:pw@db/shop", "layout": "mirror"})
     assert mysql.mirrors and mysql.target() == "mysql:mysql://app:***@db/shop"
+
+
+def test_show_list_and_json_print_no_secret():
+    hook = Subscription.create("hook", Change(table="shop.orders", sink="http", sink_config={
+        "url": "https://example.org/in", "token": "s3cret"}))
+    pg = Subscription.create("pg", Change(table="shop.orders", sink="postgres", sink_config={
+        "dsn": "postgresql://app:pw@db/shop", "schema": "cdc"}))
+    assert as_json(hook)["sink_config"] == {"url": "https://example.org/in", "token": "***"}
+    assert as_json(pg)["sink_config"] == {"dsn": "postgresql://app:***@db/shop", "schema": "cdc"}
+    assert hook.sink_config["token"] == "s3cret"  # kept for the runner, which sends it
 
 
 def test_a_mysql_dsn_is_checked_at_create():
