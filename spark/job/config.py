@@ -15,9 +15,9 @@ from pydantic_settings import NoDecode, SettingsConfigDict
 
 from connector.avro.serializer import topic_name
 from connector.settings import FileSettings, split_hosts
-from spark.job.sinks.layouts import Layout
 from spark.job.sinks.cassandra.settings import CassandraSettings
 from spark.job.sinks.delta.settings import DeltaSettings
+from spark.job.sinks.layouts import Layout
 from spark.job.sinks.postgres.settings import PostgresSettings
 from spark.job.sinks.settings import SinkContext, SinkSettings
 from spark.streams.storage import replication_literal

@@ -136,7 +136,7 @@ def event_rows(event: dict, schema: EventReader, cells: bool = False) -> list[di
             rows[0]["cells"] = cell_changes(event, schema)
         return rows
     row = {**base, "cdc$batch_seq_no": 0, "cdc$end_of_batch": True, "key": _key_json(after, schema.key_columns)}
-    row["cdc$operation"] = R.ROW_READ if kind in ("insert", "update") and _restates(event, schema) else _OPS[kind]
+    row["cdc$operation"] = _OPS[kind]
     if kind in ("insert", "update"):
         ttls = []
         liveness = event["liveness"]
@@ -156,6 +156,8 @@ def event_rows(event: dict, schema: EventReader, cells: bool = False) -> list[di
             if ttl:
                 ttls.append(ttl)
         row["cdc$ttl"] = max(ttls, default=None)
+        if _restates(event, schema):
+            row["cdc$operation"] = R.ROW_READ
     if cells:
         row["cells"] = cell_changes(event, schema)
     return [row]

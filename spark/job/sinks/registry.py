@@ -53,5 +53,5 @@ def _reason(kind: str, model: type[SinkSettings], config: Mapping[str, str], err
     if error["type"] == "extra_forbidden":
         known = ", ".join(sorted(f.alias or n for n, f in model.model_fields.items())) or "none"
         return f"sink {kind} has no setting {name!r} (settings: {known})"
-    shown = without_password(str(config.get(name)))  # a DSN refused is shown, its password not
-    return f"sink {kind} setting {name} = {shown!r}: {error['msg'].removeprefix('Value error, ')}"
+    value = shown(kind, {name: str(config.get(name))})[name]  # as printed: a secret as ***, a DSN without password
+    return f"sink {kind} setting {name} = {value!r}: {error['msg'].removeprefix('Value error, ')}"

@@ -22,7 +22,6 @@ if TYPE_CHECKING:
     from . import Sink
 
 
-
 def _flag(value: Any) -> Any:
     # Stricter than pydantic's lax bool ("yes", "on", "1"): a setting reads true or false.
     if isinstance(value, str):
