@@ -35,6 +35,7 @@ sys.path.insert(0, str(REPO_ROOT))
 
 from pyspark.sql.types import StringType, StructField, StructType  # noqa: E402
 
+from connector.access import CassandraCluster  # noqa: E402
 from deploy.local.endpoints import StackUnavailable, connect_stack  # noqa: E402
 from spark.job import rows as R  # noqa: E402
 from spark.job.config import JobSettings  # noqa: E402
@@ -158,7 +159,7 @@ def main() -> int:
                 kind = sink.split("-")[0]
                 config = {**targets(stack, kind, run, Path(tmp), receiver.url), **_VARIANTS.get(sink, {})}
                 writer = open_sink(spark, kind, config, SinkContext(
-                    app_id=run, cluster=((stack.cassandra_host,), stack.cassandra_port), keyspace=run,
+                    app_id=run, cluster=CassandraCluster((stack.cassandra_host,), stack.cassandra_port), keyspace=run,
                     kafka=stack.kafka_bootstrap, registry=stack.registry_url))
                 writer.prepare()
                 # A log sink is given the log's columns; a mirror, the cells too.

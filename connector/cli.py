@@ -74,7 +74,9 @@ def _ack_lost(args: argparse.Namespace) -> None:
 def _run(args: argparse.Namespace) -> None:
     import logging
 
+    from connector.access import AccessError
     from connector.lock import AlreadyRunning
+    from connector.reach import AccessDenied
     from connector.logs import setup_logging
     from connector.runner import Connector
     from connector.signals import on_stop_signals
@@ -92,7 +94,7 @@ def _run(args: argparse.Namespace) -> None:
         "%s again: exiting at once; what was not committed is read again at the next start", name))
     try:
         connector.run()
-    except AlreadyRunning as exc:
+    except (AlreadyRunning, AccessDenied, AccessError) as exc:
         raise CliError(str(exc)) from None
 
 

@@ -9,6 +9,7 @@ from typing import Annotated, Literal
 from pydantic import ByteSize, Field, field_validator, model_validator
 from pydantic_settings import NoDecode, SettingsConfigDict
 
+from connector.access import CassandraSecurity, KafkaSecurity, RegistrySecurity
 from connector.settings import FileSettings, split_hosts
 
 
@@ -25,6 +26,10 @@ class ConnectorSettings(FileSettings):
     cassandra_port: int = 9042
     kafka_bootstrap_servers: str = "127.0.0.1:9092"
     registry_url: str = "http://127.0.0.1:8081"
+    # Authentication and TLS (connector.access; README "Security").
+    cassandra_security: CassandraSecurity = CassandraSecurity()
+    kafka_security: KafkaSecurity = KafkaSecurity()
+    registry_security: RegistrySecurity = RegistrySecurity()
     topic_prefix: str = "ringtail"
     topic_partitions: int = Field(6, ge=1)
     # Unset: min(3, brokers) copies, two of them in sync (one fewer on a cluster of one or two brokers);

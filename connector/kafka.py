@@ -26,13 +26,13 @@ def produce(producer: Producer, topic: str, key: bytes | None, value: bytes, **o
             producer.poll(0.1)
 
 
-def end_offsets(bootstrap_servers: str, topic: str, timeout: float = 30) -> dict[int, int]:
-    """The offset after the last record of each partition of `topic`; {} when it does not exist (asked
-    without naming it, so a broker that creates topics on demand does not create it)."""
+def end_offsets(client: dict, topic: str, timeout: float = 30) -> dict[int, int]:
+    """The offset after the last record of each partition of `topic`, asked with the client configuration
+    `client` (`KafkaSecurity.librdkafka`); {} when it does not exist (asked without naming it, so a broker
+    that creates topics on demand does not create it)."""
     from confluent_kafka import Consumer, TopicPartition
 
-    consumer = Consumer({"bootstrap.servers": bootstrap_servers, "group.id": "ringtail-offsets",
-                         "enable.auto.commit": False})
+    consumer = Consumer({**client, "group.id": "ringtail-offsets", "enable.auto.commit": False})
     try:
         metadata = consumer.list_topics(timeout=timeout).topics.get(topic)
         if metadata is None or metadata.error is not None:
@@ -89,10 +89,12 @@ def broker_count(cluster: ClusterMetadata) -> int:
 
 
 class EventProducer:
-    def __init__(self, bootstrap_servers: str, *, partitions: int, replication_factor: int | None = None,
+    def __init__(self, client: dict, *, partitions: int, replication_factor: int | None = None,
                  min_insync_replicas: int | None = None, extra: dict | None = None) -> None:
+        """`client`: the cluster's address and security (`KafkaSecurity.librdkafka`), shared by the
+        producer and the admin clients that create topics; `extra`: the producer's own settings."""
         config = {
-            "bootstrap.servers": bootstrap_servers,
+            **client,
             "linger.ms": 5,
             "compression.type": "lz4",
             **(extra or {}),
@@ -103,7 +105,7 @@ class EventProducer:
             "message.timeout.ms": 0,
         }
         self._producer = Producer(config)
-        self._bootstrap_servers = bootstrap_servers
+        self._client = client
         self.partitions = partitions
         self._replication = (replication_factor, min_insync_replicas)
         self._layout: tuple[int, int] | None = None  # decided at the first topic, from the cluster's brokers
@@ -132,7 +134,7 @@ class EventProducer:
             return True
         # A client of its own for each topic (topics are few): one kept would go on waiting for the
         # controller it knew, though that broker died, where a new one asks the brokers alive.
-        admin = AdminClient({"bootstrap.servers": self._bootstrap_servers})
+        admin = AdminClient(self._client)
         # Asked first from any broker: with a connector per node, another one has usually created it,
         # and a creation needs the controller.
         cluster = self._cluster(admin, timeout)

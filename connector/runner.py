@@ -28,6 +28,7 @@ from connector.deadletters import Rejections, dead_letter, dead_letter_topic, un
 from connector.kafka import EventProducer, TopicError
 from connector.lock import exclusive
 from connector.lost import LostSegments
+from connector.reach import check_cassandra, check_kafka, check_registry
 from connector.metrics import Health, Metrics, StatusServer, connector_readiness
 from connector.monitor import Monitor
 from connector.schema.live import LiveSchema, SchemaUnavailable
@@ -52,6 +53,7 @@ class Connector:
         self.health = Health()
         settings.state_dir.mkdir(parents=True, exist_ok=True)
         self.schema = LiveSchema(settings.cassandra_hosts, settings.cassandra_port,
+                                 security=settings.cassandra_security,
                                  store=settings.state_dir / "schema.json",
                                  check_interval=settings.schema_check_interval,
                                  newest_segment=self._newest_segment,
@@ -94,13 +96,15 @@ class Connector:
         watch = DirectoryWatch(s.cdc_raw, self._wake).start()
         monitor = Monitor(self).start()
         try:
+            self._check_access()
             self._start_schema()
-            self.producer = EventProducer(s.kafka_bootstrap_servers, partitions=s.topic_partitions,
+            self.producer = EventProducer(s.kafka_security.librdkafka(s.kafka_bootstrap_servers),
+                                          partitions=s.topic_partitions,
                                           replication_factor=s.topic_replication_factor,
                                           min_insync_replicas=s.topic_min_insync_replicas, extra=s.producer)
             source = SourceInfo(s.topic_prefix, s.cluster_name, s.node_name)
             self.events = ChangeSerializer(ChangeEncoder(source, self.schema.snapshot),
-                                           SchemaRegistry(SchemaRegistryClient({"url": s.registry_url})))
+                                           SchemaRegistry(SchemaRegistryClient(s.registry_security.client(s.registry_url))))
             self.decoders = self._native_decoders()
             self._begin()
             started.set()
@@ -146,6 +150,13 @@ class Connector:
     def stop(self) -> None:
         self.stopping.set()
         self._wake.set()
+
+    def _check_access(self) -> None:
+        """Stops the start with `AccessDenied` when a service refuses the credentials or certificates."""
+        s = self.settings
+        check_cassandra(s.cassandra_hosts, s.cassandra_port, s.cassandra_security)
+        check_kafka(s.kafka_bootstrap_servers, s.kafka_security)
+        check_registry(s.registry_url, s.registry_security)
 
     def _start_schema(self) -> None:
         while True:

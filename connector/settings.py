@@ -16,7 +16,11 @@ S = TypeVar("S", bound="FileSettings")
 
 
 class FileSettings(BaseSettings):
-    model_config = SettingsConfigDict(frozen=True, extra="forbid")  # subclasses set their env_prefix
+    # Subclasses set their env_prefix; a nested setting's variable joins its names with `__`
+    # (RINGTAIL_CONNECTOR_KAFKA_SECURITY__SASL_PASSWORD).
+    # A refused value is not echoed in the error: it may be a password.
+    model_config = SettingsConfigDict(frozen=True, extra="forbid", env_nested_delimiter="__",
+                                      hide_input_in_errors=True)
 
     @classmethod
     def settings_customise_sources(cls, settings_cls, init_settings, env_settings, dotenv_settings,

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 import fastavro
 from confluent_kafka.schema_registry import SchemaRegistryClient
 
+from connector.access import RegistrySecurity
+
 from connector.cql import type_name
 
 from .errors import UnknownSchemaId
@@ -267,12 +269,14 @@ class EventReaders:
         return reader
 
 
-_readers: dict[str, EventReaders] = {}
+_readers: dict[tuple[str, RegistrySecurity], EventReaders] = {}
 
 
-def event_readers(registry_url: str) -> EventReaders:
-    """The process's readers for `registry_url` (Spark reuses its Python workers)."""
-    readers = _readers.get(registry_url)
+def event_readers(registry_url: str, security: RegistrySecurity = RegistrySecurity()) -> EventReaders:
+    """The process's readers for `registry_url`, reached as `security` says (Spark reuses its Python
+    workers)."""
+    readers = _readers.get((registry_url, security))
     if readers is None:
-        readers = _readers[registry_url] = EventReaders(SchemaRegistry(SchemaRegistryClient({"url": registry_url})))
+        client = SchemaRegistryClient(security.client(registry_url))
+        readers = _readers[(registry_url, security)] = EventReaders(SchemaRegistry(client))
     return readers

@@ -15,6 +15,7 @@ import uuid
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from connector.access import CassandraSecurity
 from connector.commitlog import UNDECODABLE, Cell, Change, SchemaMismatch, UnknownTable
 from connector.commitlog.change import write_time
 
@@ -35,10 +36,11 @@ class SchemaUnavailable(RuntimeError):
 
 
 class LiveSchema:
-    def __init__(self, hosts: Sequence[str], port: int = 9042, *, store: Path | None = None,
+    def __init__(self, hosts: Sequence[str], port: int = 9042, *, security: CassandraSecurity | None = None,
+                 store: Path | None = None,
                  check_interval: float = 5.0, newest_segment: Callable[[], int] = lambda: 0,
                  on_applied: Callable[[list[SchemaChange]], None] | None = None) -> None:
-        self.hosts, self.port = list(hosts), port
+        self.hosts, self.port, self.security = list(hosts), port, security
         self.store = store
         self.check_interval = check_interval
         self.newest_segment = newest_segment
@@ -266,7 +268,7 @@ class LiveSchema:
 
     def _open_session(self) -> Any:
         if self._session is None:
-            self._cluster, self._session = connect(self.hosts, self.port)
+            self._cluster, self._session = connect(self.hosts, self.port, self.security)
         return self._session
 
     def _drop_session(self) -> None:

@@ -12,6 +12,8 @@ from collections import defaultdict
 from collections.abc import Mapping
 from typing import Any
 
+from connector.access import CassandraSecurity
+
 from .model import ClusteringOrder, Column, ColumnKind, DroppedColumn, SchemaSnapshot, Table, UserType
 
 _QUERIES = {
@@ -106,11 +108,11 @@ def _schema_version(session: Any) -> uuid.UUID | None:
     return row.schema_version if row else None
 
 
-def load_schema(host: str, port: int = 9042) -> SchemaSnapshot:
+def load_schema(host: str, port: int = 9042, security: CassandraSecurity | None = None) -> SchemaSnapshot:
     """Connect, read the schema, disconnect (for one-shot tools such as `dump --cassandra`)."""
     from .session import connect
 
-    cluster, session = connect([host], port)
+    cluster, session = connect([host], port, security)
     try:
         return read_snapshot(session)[1]
     finally:

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
+
+if TYPE_CHECKING:
+    from connector.access import CassandraSecurity
 
 
 # For a session that only runs statements: the driver's schema and token metadata would have it read every
@@ -10,8 +13,9 @@ from typing import Any, Sequence
 STATEMENTS_ONLY = {"schema_metadata_enabled": False, "token_metadata_enabled": False}
 
 
-def connect(hosts: Sequence[str], port: int = 9042, **options: Any):
-    """(cluster, session) for `hosts`; the caller shuts the cluster down."""
+def connect(hosts: Sequence[str], port: int = 9042, security: CassandraSecurity | None = None, **options: Any):
+    """(cluster, session) for `hosts`, authenticated and over TLS as `security` says; the caller shuts the
+    cluster down."""
     from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile
     from cassandra.policies import RoundRobinPolicy
 
@@ -20,6 +24,7 @@ def connect(hosts: Sequence[str], port: int = 9042, **options: Any):
         port=port,
         protocol_version=5,
         execution_profiles={EXEC_PROFILE_DEFAULT: ExecutionProfile(load_balancing_policy=RoundRobinPolicy())},
+        **(security.driver_options() if security is not None else {}),
         **options,
     )
     return cluster, cluster.connect()

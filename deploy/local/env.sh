@@ -22,6 +22,8 @@ need() {
 [ -d "$HOME/.cargo/bin" ] && PATH="$HOME/.cargo/bin:$PATH"  # rustup's toolchain, where installed
 # The native core (connector/native) is Rust: Debian's cargo-web is a recent enough toolchain.
 need java:openjdk-17-jdk-headless mvn:maven cargo:cargo-web cc:gcc
+# The secured stack makes its certificates with openssl (deploy/local/secure.py).
+need openssl:openssl
 
 PYTHON="${RINGTAIL_STACK_PYTHON:-python3}"
 if ! "$PYTHON" -c 'import sys; sys.exit(sys.version_info < (3, 11))'; then

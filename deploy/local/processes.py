@@ -2,6 +2,7 @@
 killed) beside the local stack, and the peak memory of a process."""
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -29,7 +30,9 @@ class ConnectorProcess:
         }
         self.cdc_raw = Path(self.settings["cdc_raw"])
         self.config = state_dir.parent / f"{state_dir.name}.yaml"
-        self.config.write_text("".join(f"{key}: {value}\n" for key, value in self.settings.items()))
+        # A nested setting (`kafka_security`) as JSON, which YAML reads.
+        self.config.write_text("".join(f"{key}: {json.dumps(value) if isinstance(value, dict) else value}\n"
+                                       for key, value in self.settings.items()))
         self.log = state_dir.parent / f"{state_dir.name}.log"
         self.process: subprocess.Popen | None = None
 

@@ -8,6 +8,10 @@ Spark's connector jars, run as plain processes from Maven Central artifacts.
     python deploy/local/stack.py nodetool NODE ARGS…   Cassandra's nodetool on one node (cassandra@2)
     python deploy/local/stack.py cassandra-yaml        print the Cassandra configuration (for images)
 
+RINGTAIL_STACK_SECURE=1 secures Cassandra (PasswordAuthenticator, client TLS) and Kafka (SASL_SSL with
+SCRAM), with certificates and passwords the stack makes under `<run dir>/secure/` (deploy/local/secure.py);
+stack.json's `security` holds what clients set.
+
 RINGTAIL_STACK_CASSANDRA_NODES=N makes Cassandra a ring of N nodes (`cassandra@1` … `cassandra@N`) and
 RINGTAIL_STACK_KAFKA_BROKERS=N Kafka a KRaft cluster of N brokers (`kafka@1` …): node and broker i listen
 on the i-th loopback address from RINGTAIL_STACK_HOST (127.0.0.1, 127.0.0.2, …) on the same ports. A
@@ -34,6 +38,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from string import Template
 
+from secure import (CASSANDRA_ADMIN, CASSANDRA_CLIENT, CASSANDRA_USER, KAFKA_ADMIN, KAFKA_BROKERS, KAFKA_CLIENT,
+                    KAFKA_MECHANISM, KAFKA_USER, KEYSTORE, REGISTRY_CLIENT, REGISTRY_USER, Secured)
+
 HERE = Path(__file__).resolve().parent
 PROJECT = HERE.parent.parent
 
@@ -41,6 +48,7 @@ CASSANDRA_VERSION = "5.0.8"
 KAFKA_VERSION = "4.1.1"
 LOG4J2_VERSION = "2.24.3"
 APICURIO_VERSION = "2.6.13.Final"
+REGISTRY_PATH = "/apis/ccompat/v7"  # Apicurio's Confluent-compatible API
 # Must equal the pyspark pin in pyproject.toml: Spark loads these jars into its own JVM.
 SPARK_VERSION = "4.0.0"
 DELTA_VERSION = "4.0.0"
@@ -86,6 +94,7 @@ class Settings:
     postgres_port: int
     mariadb_port: int
     start_timeout: float
+    secure: bool  # RINGTAIL_STACK_SECURE: authentication and TLS (deploy/local/secure.py)
 
     @classmethod
     def from_env(cls) -> Settings:
@@ -116,12 +125,19 @@ class Settings:
             # Not 3306: a MariaDB or MySQL of the machine's own may hold it.
             mariadb_port=int(_env("RINGTAIL_STACK_MARIADB_PORT", "3307")),
             start_timeout=float(_env("RINGTAIL_STACK_START_TIMEOUT", "240")),
+            secure=_env("RINGTAIL_STACK_SECURE", "0").lower() in ("1", "true", "yes"),
         )
 
 
     def address(self, index: int) -> str:
         """Node or broker `index`'s address (1-based): the host's, then the loopback addresses after it."""
         return str(ipaddress.ip_address(self.host) + index - 1)
+
+    @property
+    def secured(self) -> Secured:
+        """The certificates and passwords of a secured stack (naming a fourth node a test may add)."""
+        members = max(self.cassandra_nodes, self.kafka_brokers) + 1
+        return Secured(self.run_dir, [self.address(i) for i in range(1, members + 1)])
 
 
 def _count(name: str) -> int:
@@ -420,15 +436,29 @@ class Cassandra(Member):
             concurrent_writes=64 if s.commitlog_sync == "group" else 8,
             commitlog_segment_size=s.commitlog_segment_size,
             storage_compatibility_mode=s.storage_compatibility_mode,
+            authenticator="PasswordAuthenticator" if s.secure else "AllowAllAuthenticator",
+            client_encryption=self.client_encryption(),
         )
 
+    def client_encryption(self) -> str:
+        """cassandra.yaml's client TLS: required on a secured stack, off otherwise."""
+        if not self.s.secure:
+            return ""
+        secured = self.s.secured
+        return (f"client_encryption_options:\n  enabled: true\n  optional: false\n"
+                f"  keystore: {secured.keystore}\n  keystore_password: {secured.password(KEYSTORE)}\n"
+                f"  store_type: PKCS12\n  require_client_auth: false")
+
     def launch(self) -> None:
+        if self.s.secure:
+            self.s.secured.make()
         conf = self.dir / "conf"
         conf.mkdir(parents=True, exist_ok=True)
         for sub in ("data", "commitlog", "cdc_raw", "saved_caches", "hints"):
             (self.data / sub).mkdir(parents=True, exist_ok=True)
         s = self.s
         (conf / "cassandra.yaml").write_text(self.yaml(self.data))
+        (conf / "cassandra.yaml").chmod(0o600)  # a secured node's holds its keystore's password
         shutil.copy(HERE / "cassandra" / "logback.xml", conf / "logback.xml")
         flags = _jvm_server_options()
         jamm = next(self.dist.glob("jamm-*.jar"))
@@ -473,17 +503,35 @@ class Cassandra(Member):
 
         only_this = ExecutionProfile(load_balancing_policy=WhiteListRoundRobinPolicy([self.address]))
         cluster = Cluster([self.address], port=self.s.cassandra_port, connect_timeout=5,
-                          execution_profiles={EXEC_PROFILE_DEFAULT: only_this})
+                          execution_profiles={EXEC_PROFILE_DEFAULT: only_this}, **self._access())
         try:
             return list(cluster.connect().execute(cql))
         finally:
             cluster.shutdown()
 
+    def _access(self) -> dict:
+        """The driver's options for the stack's own questions: as the default superuser on a secured stack."""
+        if not self.s.secure:
+            return {}
+        import ssl
+
+        from cassandra.auth import PlainTextAuthProvider
+
+        context = ssl.create_default_context(cafile=str(self.s.secured.ca))
+        return {"auth_provider": PlainTextAuthProvider(*CASSANDRA_ADMIN), "ssl_context": context}
+
     def ready(self) -> bool:
         if not port_open(self.address, self.s.cassandra_port):
             return False
         row = self._ask("SELECT release_version FROM system.local")[0]
-        return row.release_version.startswith(CASSANDRA_VERSION.rsplit(".", 1)[0])
+        if not row.release_version.startswith(CASSANDRA_VERSION.rsplit(".", 1)[0]):
+            return False
+        if self.s.secure and not self.joins:
+            # The clients' role, with the password of its file (a role the superuser, not the clients, owns).
+            password = self.s.secured.password(CASSANDRA_CLIENT).replace("'", "''")
+            self._ask(f"CREATE ROLE IF NOT EXISTS {CASSANDRA_USER} WITH PASSWORD = '{password}' "
+                      "AND LOGIN = true AND SUPERUSER = true")
+        return True
 
     def knows_ring(self) -> bool:
         """Whether this node holds every other node of the ring as a full member (address, host id, data
@@ -556,19 +604,60 @@ class Kafka(Member):
             # What production clusters run with: three copies, two in sync before a write is acknowledged.
             replication=min(3, brokers),
             min_isr=min(2, brokers),
+            listener="SASL_SSL" if s.secure else "PLAINTEXT",
+            security=self.security(),
         ))
+        config.chmod(0o600)  # a secured broker's holds its password
         if not (data / "meta.properties").exists():
             subprocess.run([*self._java("256M"), "kafka.tools.StorageTool", "format", "-t", self._cluster_id(),
-                            "-c", str(config)], capture_output=True, text=True, check=True)
+                            "-c", str(config), *self.scram_users()], capture_output=True, text=True, check=True)
         log(f"starting Kafka {KAFKA_VERSION} {self.name} on {self.bootstrap} (logs: {self.logs})")
         spawn(self.kind, [*self._java(s.kafka_heap), "kafka.Kafka", str(config)], self.dir)
+
+    def security(self) -> str:
+        """server.properties' SASL_SSL lines of a secured stack: SCRAM over TLS, the brokers' own
+        connections as `admin`."""
+        if not self.s.secure:
+            return ""
+        secured = self.s.secured
+        secured.make()
+        admin = (f"org.apache.kafka.common.security.scram.ScramLoginModule required username=\"{KAFKA_ADMIN}\" "
+                 f"password=\"{secured.password(KAFKA_BROKERS)}\";")
+        return "\n".join([
+            "sasl.enabled.mechanisms=SCRAM-SHA-256,SCRAM-SHA-512",
+            f"sasl.mechanism.inter.broker.protocol={KAFKA_MECHANISM}",
+            *(f"listener.name.sasl_ssl.{m}.sasl.jaas.config={admin}" for m in ("scram-sha-256", "scram-sha-512")),
+            "ssl.keystore.type=PKCS12",
+            f"ssl.keystore.location={secured.keystore}",
+            f"ssl.keystore.password={secured.password(KEYSTORE)}",
+            "ssl.truststore.type=PEM",
+            f"ssl.truststore.location={secured.ca}",
+        ])
+
+    def scram_users(self) -> list[str]:
+        """The StorageTool arguments that give a secured cluster its SCRAM users (made at format time)."""
+        if not self.s.secure:
+            return []
+        secured = self.s.secured
+        return [arg for user, secret in ((KAFKA_ADMIN, KAFKA_BROKERS), (KAFKA_USER, KAFKA_CLIENT))
+                for mechanism in ("SCRAM-SHA-256", "SCRAM-SHA-512")
+                for arg in ("--add-scram", f"{mechanism}=[name={user},password={secured.password(secret)}]")]
+
+    def client(self) -> dict:
+        """A confluent-kafka configuration for the stack's own questions (as `admin` when secured)."""
+        config = {"bootstrap.servers": self.bootstrap}
+        if self.s.secure:
+            config |= {"security.protocol": "SASL_SSL", "sasl.mechanism": KAFKA_MECHANISM,
+                       "sasl.username": KAFKA_ADMIN, "sasl.password": self.s.secured.password(KAFKA_BROKERS),
+                       "ssl.ca.location": str(self.s.secured.ca)}
+        return config
 
     def ready(self) -> bool:
         if not port_open(self.address, self.s.kafka_port):
             return False
         from confluent_kafka.admin import AdminClient
 
-        admin = AdminClient({"bootstrap.servers": self.bootstrap})
+        admin = AdminClient(self.client())
         metadata = admin.list_topics(timeout=5)
         return self.index in metadata.brokers
 
@@ -587,7 +676,12 @@ class Registry(Service):
     goal = "unpack-dependencies"
 
     def ports(self) -> dict[str, tuple[str, int]]:
-        return {"RINGTAIL_STACK_REGISTRY_PORT": (self.address, self.s.registry_port)}
+        return {"RINGTAIL_STACK_REGISTRY_PORT": (self.address, self.port)}
+
+    @property
+    def port(self) -> int:
+        """Where Apicurio listens: the registry's port, or the next one behind the gate of a secured stack."""
+        return self.s.registry_port + 1 if self.s.secure else self.s.registry_port
 
     def maven_properties(self) -> list[str]:
         # Unpack markers would otherwise land beside the POM and skip a later unpack.
@@ -596,7 +690,9 @@ class Registry(Service):
 
     @property
     def url(self) -> str:
-        return f"http://{self.s.host}:{self.s.registry_port}/apis/ccompat/v7"
+        """The clients' URL: through the gate (HTTPS, basic authentication) on a secured stack."""
+        scheme = "https" if self.s.secure else "http"
+        return f"{scheme}://{self.s.host}:{self.s.registry_port}{REGISTRY_PATH}"
 
     def launch(self) -> None:
         s = self.s
@@ -606,7 +702,7 @@ class Registry(Service):
             f"-Xmx{s.registry_heap}",
             "-XX:+UseSerialGC",
             f"-Dquarkus.http.host={s.host}",
-            f"-Dquarkus.http.port={s.registry_port}",
+            f"-Dquarkus.http.port={self.port}",
             "-Dquarkus.log.file.enable=true",
             f"-Dquarkus.log.file.path={self.logs / 'registry.log'}",
             "-jar",
@@ -616,11 +712,70 @@ class Registry(Service):
         spawn(self.name, cmd, self.dir)
 
     def ready(self) -> bool:
-        with urllib.request.urlopen(f"{self.url}/subjects", timeout=5) as response:
+        with urllib.request.urlopen(f"http://{self.s.host}:{self.port}{REGISTRY_PATH}/subjects", timeout=5) as response:
             return response.status == 200 and isinstance(json.load(response), list)
 
     def describe(self) -> dict:
         return {"url": self.url, "version": APICURIO_VERSION, "logs": str(self.logs)}
+
+
+class RegistryGate(Service):
+    """A secured stack's registry entrance: Debian's nginx, taking HTTPS and basic authentication on the
+    registry's port and passing requests to Apicurio behind it (Apicurio itself has no basic
+    authentication of its own short of an OpenID provider)."""
+
+    kind = "registry-gate"
+
+    def ports(self) -> dict[str, tuple[str, int]]:
+        return {"RINGTAIL_STACK_REGISTRY_PORT": (self.address, self.s.registry_port)}
+
+    @property
+    def binary(self) -> Path:
+        return self.dist / "usr" / "sbin" / "nginx"
+
+    def fetch(self) -> None:
+        """Debian's nginx package, unpacked (not installed: no service of the machine's is started)."""
+        if self.binary.exists():
+            return
+        if not shutil.which("apt-get"):
+            raise StackError("the secured stack's registry gate needs nginx from Debian's packages (apt-get)")
+        log("fetching nginx from Debian's packages")
+        download = self.s.dist_dir / "nginx-deb"
+        shutil.rmtree(download, ignore_errors=True)
+        download.mkdir(parents=True)
+        subprocess.run(["apt-get", "download", "-qq", "nginx"], cwd=download, check=True, capture_output=True)
+        subprocess.run(["dpkg", "-x", str(next(download.glob("nginx_*.deb"))), str(self.dist)], check=True)
+        shutil.rmtree(download)
+
+    def launch(self) -> None:
+        secured = self.s.secured
+        secured.make()
+        users = self.dir / "htpasswd"
+        hashed = subprocess.run(["openssl", "passwd", "-apr1", "-stdin"], input=secured.password(REGISTRY_CLIENT),
+                                capture_output=True, text=True, check=True).stdout.strip()
+        users.write_text(f"{REGISTRY_USER}:{hashed}\n")
+        for temp in ("body", "proxy", "fastcgi", "uwsgi", "scgi"):
+            (self.dir / "temp" / temp).mkdir(parents=True, exist_ok=True)
+        config = self.dir / "nginx.conf"
+        config.write_text(render(HERE / "registry" / "nginx.conf", dir=self.dir, logs=self.logs, host=self.address,
+                                 port=self.s.registry_port, backend=f"{self.address}:{Registry(self.s).port}",
+                                 certificate=secured.dir / "server.pem", key=secured.dir / "server.key",
+                                 users=users))
+        log(f"starting the registry gate (nginx, HTTPS and basic authentication) at {Registry(self.s).url}")
+        spawn(self.kind, [str(self.binary), "-p", str(self.dir), "-c", str(config), "-e", str(self.logs / "error.log")],
+              self.dir)
+
+    def ready(self) -> bool:
+        import base64
+        import ssl
+
+        secured = self.s.secured
+        request = urllib.request.Request(f"{Registry(self.s).url}/subjects")
+        token = base64.b64encode(f"{REGISTRY_USER}:{secured.password(REGISTRY_CLIENT)}".encode()).decode()
+        request.add_header("Authorization", f"Basic {token}")
+        context = ssl.create_default_context(cafile=str(secured.ca))
+        with urllib.request.urlopen(request, timeout=5, context=context) as response:
+            return response.status == 200 and isinstance(json.load(response), list)
 
 
 class Postgres(Service):
@@ -826,12 +981,13 @@ class SparkJars(Service):
         return {"version": SPARK_VERSION, "delta_version": DELTA_VERSION, "jars": self.jars()}
 
 
-KINDS = (Cassandra, Kafka, Registry, Postgres, MariaDB, SparkJars)
+KINDS = (Cassandra, Kafka, Registry, RegistryGate, Postgres, MariaDB, SparkJars)
 
 
 def services(settings: Settings) -> list[Service]:
     """Every service of the stack, in start order."""
-    counts = {Cassandra: settings.cassandra_nodes, Kafka: settings.kafka_brokers}
+    counts = {Cassandra: settings.cassandra_nodes, Kafka: settings.kafka_brokers,
+              RegistryGate: 1 if settings.secure else 0}
     return [kind(settings, index) for kind in KINDS for index in range(1, counts.get(kind, 1) + 1)]
 
 
@@ -852,6 +1008,8 @@ def write_description(settings: Settings) -> Path:
     brokers = [s.describe() for s in every if isinstance(s, Kafka)]
     description["kafka"].update(bootstrap_servers=",".join(b["bootstrap_servers"] for b in brokers), brokers=brokers)
     description["run_dir"] = str(settings.run_dir)
+    if settings.secure:
+        description["security"] = settings.secured.describe()
     target = settings.run_dir / "stack.json"
     target.write_text(json.dumps(description, indent=2) + "\n")
     return target

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,6 +21,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from connector.access import CassandraCluster
 from spark.streams.generations import Generations
 from spark.streams.tokens import tokens_of_keys
 
@@ -81,8 +82,7 @@ class StreamAssigner:
     """How the decoding pass assigns stream ids: the generations in `keyspace` of the cluster, the
     acceptance window, and whether rows are rejected (not for a mirror's: `assign_batch`)."""
 
-    hosts: Sequence[str]
-    port: int
+    cluster: CassandraCluster
     keyspace: str
     ignore_msb: int
     leeway_us: int
@@ -95,13 +95,13 @@ class StreamAssigner:
 
     def generations(self) -> Generations:
         """This process's generations, loaded again once `refresh` seconds old."""
-        key = (tuple(self.hosts), self.port, self.keyspace, self.ignore_msb)
+        key = (self.cluster, self.keyspace, self.ignore_msb)
         with _LOCK:
             loaded = _GENERATIONS.get(key)
             if loaded is None or time.monotonic() - loaded[0] >= self.refresh:
                 from spark.streams.storage import GenerationStore
 
-                generations = GenerationStore(_session(self.hosts, self.port), self.keyspace).load(
+                generations = GenerationStore(_session(self.cluster), self.keyspace).load(
                     leeway=self.leeway_us, ignore_msb=self.ignore_msb)
                 loaded = _GENERATIONS[key] = (time.monotonic(), generations)
             return loaded[1]
@@ -112,11 +112,10 @@ _GENERATIONS: dict[tuple, tuple[float, Generations]] = {}
 _SESSIONS: dict[tuple, Any] = {}
 
 
-def _session(hosts: Sequence[str], port: int) -> Any:
+def _session(cluster: CassandraCluster) -> Any:
     """One session per worker process and cluster (Spark reuses its Python workers)."""
-    key = (tuple(hosts), port)
-    if key not in _SESSIONS:
+    if cluster not in _SESSIONS:
         from connector.schema.session import STATEMENTS_ONLY, connect
 
-        _SESSIONS[key] = connect(list(hosts), port, **STATEMENTS_ONLY)[1]
-    return _SESSIONS[key]
+        _SESSIONS[cluster] = connect(*cluster, **STATEMENTS_ONLY)[1]
+    return _SESSIONS[cluster]

@@ -12,7 +12,7 @@ from pyspark.sql import SparkSession
 
 from connector.signals import on_stop_signals
 
-from .config import JobSettings, S, load_or_report
+from .config import JobSettings, S, admitted, load_or_report
 from .sinks import Sink
 
 log = logging.getLogger(__name__)
@@ -51,10 +51,11 @@ def begin(cls: type[S], config_file: Path | None, program: str) -> tuple[S, Shut
     from connector.logs import setup_logging
 
     settings = load_or_report(cls, config_file, program)
-    if settings is None:
+    if settings is None or not admitted(settings, program):
         return None
     setup_logging(settings.log_level, settings.log_format)
     return settings, Shutdown()
+
 
 
 def main(argv: Sequence[str] | None = None) -> int:

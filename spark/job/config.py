@@ -13,6 +13,7 @@ from typing import Annotated, Literal, TypeVar
 from pydantic import Field, field_validator
 from pydantic_settings import NoDecode, SettingsConfigDict
 
+from connector.access import CassandraCluster, CassandraSecurity, KafkaSecurity, RegistrySecurity
 from connector.avro.serializer import topic_name
 from connector.settings import FileSettings, split_hosts
 from spark.job.sinks.cassandra.settings import CassandraSettings
@@ -26,6 +27,11 @@ from spark.streams.storage import replication_literal
 class StreamSettings(FileSettings):
     kafka_bootstrap_servers: str = "127.0.0.1:9092"
     registry_url: str = "http://127.0.0.1:8081"
+    # Authentication and TLS (connector.access; README "Security"): for every session, Kafka client and
+    # registry client of the process, its executors and its sinks on the same cluster.
+    cassandra_security: CassandraSecurity = CassandraSecurity()
+    kafka_security: KafkaSecurity = KafkaSecurity()
+    registry_security: RegistrySecurity = RegistrySecurity()
     # The connector's topics are <topic_prefix>.<keyspace>.<table>; new tables are picked up.
     topic_prefix: str = "ringtail"
     starting_offsets: Literal["earliest", "latest"] = "earliest"
@@ -109,9 +115,19 @@ class StreamSettings(FileSettings):
 
     def sink_context(self, app_id: str) -> SinkContext:
         """What a sink opened by this process takes from it, its writes named `app_id`."""
-        return SinkContext(app_id=app_id, cluster=(self.cassandra_hosts, self.cassandra_port),
-                           keyspace=self.generations_keyspace, kafka=self.kafka_bootstrap_servers,
-                           registry=self.registry_url, replication=self.generations_replication)
+        return SinkContext(app_id=app_id, cluster=self.cluster, keyspace=self.generations_keyspace,
+                           kafka=self.kafka_bootstrap_servers, registry=self.registry_url,
+                           replication=self.generations_replication, kafka_security=self.kafka_security,
+                           registry_security=self.registry_security)
+
+    @property
+    def cluster(self) -> CassandraCluster:
+        """The Cassandra cluster this process reads its ring from and keeps its state in."""
+        return CassandraCluster(self.cassandra_hosts, self.cassandra_port, self.cassandra_security)
+
+    def kafka_client(self) -> dict:
+        """A confluent-kafka client's configuration for the cluster the job reads."""
+        return self.kafka_security.librdkafka(self.kafka_bootstrap_servers)
 
 
 class JobSettings(StreamSettings):
@@ -148,3 +164,22 @@ def load_or_report(cls: type[S], config_file: Path | None, program: str) -> S | 
     except (ValidationError, FileNotFoundError) as exc:
         print(f"{program}: invalid settings: {exc}", file=sys.stderr)
         return None
+
+
+def admitted(settings: StreamSettings, program: str, kafka: bool = True) -> bool:
+    """Whether Cassandra (and Kafka and the registry, with `kafka`) take the settings' credentials and
+    certificates; False once the refusal is on stderr, in one line (the caller exits 2)."""
+    import sys
+
+    from connector.access import AccessError
+    from connector.reach import AccessDenied, check_cassandra, check_kafka, check_registry
+
+    try:
+        check_cassandra(settings.cassandra_hosts, settings.cassandra_port, settings.cassandra_security)
+        if kafka:
+            check_kafka(settings.kafka_bootstrap_servers, settings.kafka_security)
+            check_registry(settings.registry_url, settings.registry_security)
+    except (AccessDenied, AccessError) as exc:
+        print(f"{program}: {exc}", file=sys.stderr)
+        return False
+    return True

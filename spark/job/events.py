@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator
 
 import pyarrow as pa
 
+from connector.access import RegistrySecurity
 from connector.avro.errors import MalformedPayload, RegistryError, UnknownSchemaId
 from connector.avro.reader import ColumnReader, EventReader, EventReaders, event_readers
 from connector.avro.wire import schema_id_of, unframe
@@ -222,15 +223,16 @@ _DECODED_ARROW = arrow_schema(DECODED)
 
 
 def decode_partition(registry_url: str, cells: bool = False, assigner: StreamAssigner | None = None,
-                     decoder: str = "native") -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
-    """The `mapInArrow` function decoding Kafka records with schemas from `registry_url`, with the native
-    core (`spark.job.native_events`) or this module (`decoder` "python"), and with an `assigner` giving
-    each row its stream id in the same pass."""
+                     decoder: str = "native", registry_security: RegistrySecurity = RegistrySecurity()
+                     ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """The `mapInArrow` function decoding Kafka records with schemas from `registry_url` (reached as
+    `registry_security` says), with the native core (`spark.job.native_events`) or this module (`decoder`
+    "python"), and with an `assigner` giving each row its stream id in the same pass."""
     def decode(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         if decoder == "native":
-            rows = native_events(registry_url, cells).decode
+            rows = native_events(registry_url, cells, registry_security).decode
         else:
-            readers = event_readers(registry_url)
+            readers = event_readers(registry_url, registry_security)
 
             def rows(batch: pa.RecordBatch) -> pa.RecordBatch:
                 return decode_records(batch, readers, cells)

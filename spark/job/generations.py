@@ -30,8 +30,7 @@ class GenerationKeeper:
                              "a generation that starts sooner")
         self.settings = settings
         self.clock = clock
-        self.cluster, self.session = connect(settings.cassandra_hosts, settings.cassandra_port,
-                                              **STATEMENTS_ONLY)
+        self.cluster, self.session = connect(*settings.cluster, **STATEMENTS_ONLY)
         self.store = GenerationStore(self.session, settings.generations_keyspace)
         self.store.create_schema(settings.generations_replication)
         self.generations = Generations()

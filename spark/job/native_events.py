@@ -9,6 +9,7 @@ import json
 
 import pyarrow as pa
 
+from connector.access import RegistrySecurity
 from connector.avro.errors import UnknownSchemaId
 from connector.avro.reader import EventReaders, event_readers
 
@@ -115,12 +116,13 @@ class NativeEvents:
                                           schema=_DECODED_ARROW)
 
 
-_decoders: dict[tuple[str, bool], NativeEvents] = {}
+_decoders: dict[tuple[str, RegistrySecurity, bool], NativeEvents] = {}
 
 
-def native_events(registry_url: str, cells: bool) -> NativeEvents:
+def native_events(registry_url: str, cells: bool, security: RegistrySecurity = RegistrySecurity()) -> NativeEvents:
     """The process's decoder for `registry_url` (Spark reuses its Python workers: schemas are given once)."""
-    decoder = _decoders.get((registry_url, cells))
+    decoder = _decoders.get((registry_url, security, cells))
     if decoder is None:
-        decoder = _decoders[(registry_url, cells)] = NativeEvents(event_readers(registry_url), cells)
+        decoder = _decoders[(registry_url, security, cells)] = NativeEvents(event_readers(registry_url, security),
+                                                                            cells)
     return decoder

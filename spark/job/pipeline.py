@@ -75,6 +75,9 @@ def spark_session(settings: StreamSettings) -> SparkSession:
         "spark.sql.streaming.stateStore.providerClass":
             "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",
         "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true",
+        # A Kafka source's SASL configuration and PEM key are options: shown as *** in plans and the UI.
+        # So is a snapshot's plan, which holds the Cassandra password (`spark.snapshot.source.SnapshotPlan`).
+        "spark.sql.redaction.options.regex": r"(?i)url|jaas|password|keystore\.key|^plan$",
     }
     if settings.spark_master and settings.spark_master.startswith("local"):
         # Delta rebuilds table snapshots in 50 tasks by default: seconds of overhead per batch on one machine.
@@ -97,8 +100,10 @@ def read_changes(spark: SparkSession, settings: StreamSettings, source: Source |
     table's topic (the job) or from `source`'s; with `cells`, each change's cells (for a mirror); with an
     `assigner`, each row's stream id, given in the decoding pass."""
     source = source or Source(settings.topic_pattern, {"startingOffsets": settings.starting_offsets})
+    kafka = {f"kafka.{name}": value
+             for name, value in settings.kafka_security.java(settings.kafka_bootstrap_servers).items()}
     reader = (spark.readStream.format("kafka")
-              .option("kafka.bootstrap.servers", settings.kafka_bootstrap_servers)
+              .options(**kafka)
               .option("subscribePattern", source.pattern)
               .options(**source.starting)
               # Lost offsets (retention passed before the job read them) must stop the job, not be skipped.
@@ -112,7 +117,8 @@ def read_changes(spark: SparkSession, settings: StreamSettings, source: Source |
     if settings.max_offsets_per_trigger:
         reader = reader.option("maxOffsetsPerTrigger", settings.max_offsets_per_trigger)
     decoded = (reader.load().select("topic", "partition", "offset", "timestamp", "key", "value")
-               .mapInArrow(decode_partition(settings.registry_url, cells, assigner, decoder(settings)), R.DECODED))
+               .mapInArrow(decode_partition(settings.registry_url, cells, assigner, decoder(settings),
+                                            settings.registry_security), R.DECODED))
     return remove_replica_copies(decoded, settings.dedup_watermark, settings.leeway) if settings.dedup else decoded
 
 
@@ -365,7 +371,7 @@ def start(spark: SparkSession, settings: StreamSettings, sink: Sink, *, availabl
         assigner = None
         if settings.assign_streams:
             assigner = StreamAssigner(
-                settings.cassandra_hosts, settings.cassandra_port, settings.generations_keyspace, settings.ignore_msb,
+                settings.cluster, settings.generations_keyspace, settings.ignore_msb,
                 int(settings.leeway * MICROS_PER_SECOND),
                 None if settings.max_age is None else int(settings.max_age * MICROS_PER_SECOND),
                 # A mirror's rows are never rejected for their write time (spark.job.assign).

@@ -6,12 +6,13 @@ import json
 import logging
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from connector.access import CassandraCluster
 from connector.schema.loader import read_table
 from connector.schema.model import Table, UserType
 from connector.schema.session import connect
@@ -47,7 +48,7 @@ class Layouts:
     """Each base table's schema, read from the cluster when a batch asks (so DDL is followed); one
     session for the sink's life."""
 
-    def __init__(self, cluster: tuple[Sequence[str], int]) -> None:
+    def __init__(self, cluster: CassandraCluster) -> None:
         self.cluster = cluster
         self._session: Any = None
 

@@ -33,7 +33,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if begun is None:
         return 2
     settings, shutdown = begun
-    cluster, session = connect(list(settings.cassandra_hosts), settings.cassandra_port)
+    cluster, session = connect(*settings.cluster)
     spark = spark_session(settings)
     try:
         runner = Runner(spark, settings, session)

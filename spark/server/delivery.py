@@ -50,7 +50,7 @@ def snapshot_version(settings: ServerSettings, subscription: Subscription) -> Sn
     topic = topic_name(settings.topic_prefix, subscription.keyspace, subscription.table)
     now = dt.datetime.now(dt.timezone.utc)
     started = now.replace(microsecond=now.microsecond // 1000 * 1000)
-    return SnapshotVersion(started, topic, end_offsets(settings.kafka_bootstrap_servers, topic))
+    return SnapshotVersion(started, topic, end_offsets(settings.kafka_client(), topic))
 
 
 class SubscriptionGone(Exception):
@@ -195,7 +195,7 @@ class Delivery:
             self._recorder = self._snapshot = SnapshotProgressRecorder(registry, s, checkpoint)
             spark.dataSource.register(SnapshotSource)
             plan = SnapshotPlan(
-                settings.cassandra_hosts, settings.cassandra_port, s.keyspace, s.table, settings.generations_keyspace,
+                *settings.cluster, s.keyspace, s.table, settings.generations_keyspace,
                 settings.ignore_msb, str(checkpoint), int(version.started.timestamp() * MICROS_PER_SECOND),
                 consistency=settings.snapshot_consistency, fetch_size=settings.snapshot_fetch_size,
                 step_partitions=settings.snapshot_step_partitions, rate_limit=settings.snapshot_rate_limit,

@@ -15,7 +15,7 @@ import logging
 import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +23,7 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 from pyspark.sql.types import StructType
 
+from connector.access import CassandraSecurity
 from connector.schema.loader import read_table
 from connector.schema.model import Table, UserType
 from connector.schema.session import connect
@@ -49,6 +50,7 @@ class SnapshotPlan:
 
     hosts: tuple[str, ...]
     port: int
+    security: CassandraSecurity | None
     keyspace: str
     table: str
     generations_keyspace: str
@@ -64,13 +66,18 @@ class SnapshotPlan:
     cells: bool = False  # each row with its cells' write times and TTLs, for a mirror (`TableRows`)
 
     def option(self) -> str:
-        return json.dumps(asdict(self))
+        """The plan as its option's text: with the Cassandra password, if any (the option's name is among
+        those `spark.sql.redaction.options.regex` hides, `spark.job.pipeline.spark_session`)."""
+        security = self.security.revealed() if self.security is not None else None
+        return json.dumps({**{f.name: getattr(self, f.name) for f in fields(self)}, "security": security})
 
     @classmethod
     def from_option(cls, text: str) -> SnapshotPlan:
-        fields = json.loads(text)
-        fields["hosts"] = tuple(fields["hosts"])
-        return cls(**fields)
+        values = json.loads(text)
+        values["hosts"] = tuple(values["hosts"])
+        if values["security"] is not None:
+            values["security"] = CassandraSecurity.model_validate(values["security"])
+        return cls(**values)
 
 
 @dataclass(frozen=True)
@@ -93,10 +100,10 @@ _SESSIONS_LOCK = threading.Lock()
 def _session(plan: SnapshotPlan, raw: bool = True) -> Any:
     """One session per Python worker process (workers are reused across tasks): answering with raw
     rows for the table's data, with ordinary rows for the schema and the generations."""
-    key = (plan.hosts, plan.port, raw)
+    key = (plan.hosts, plan.port, plan.security, raw)
     with _SESSIONS_LOCK:
         if key not in _SESSIONS:
-            _, session = connect(plan.hosts, plan.port)
+            _, session = connect(plan.hosts, plan.port, plan.security)
             _SESSIONS[key] = raw_rows(session) if raw else session
         return _SESSIONS[key]
 
@@ -105,7 +112,7 @@ def _prepared(plan: SnapshotPlan, text: str) -> Any:
     """`text` prepared once per process on the raw-rows session, at the plan's consistency."""
     from cassandra import ConsistencyLevel
 
-    key = (plan.hosts, plan.port, plan.consistency, text)
+    key = (plan.hosts, plan.port, plan.security, plan.consistency, text)
     with _SESSIONS_LOCK:
         statement = _STATEMENTS.get(key)
     if statement is None:

@@ -125,7 +125,7 @@ def _text(result: Any) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     from connector.schema.session import connect
-    from spark.job.config import load_or_report
+    from spark.job.config import admitted, load_or_report
     from spark.server.config import ServerSettings
 
     from .control import Control, as_json
@@ -133,10 +133,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     args = build_parser().parse_args(argv)
     settings = load_or_report(ServerSettings, args.config, "python -m spark.subscriptions")
-    if settings is None:
+    if settings is None or not admitted(settings, "python -m spark.subscriptions", kafka=False):
         return 2
 
-    cluster, session = connect(list(settings.cassandra_hosts), settings.cassandra_port)
+    cluster, session = connect(*settings.cluster)
     try:
         registry = SubscriptionRegistry(session, settings.generations_keyspace)
         registry.create_schema(settings.generations_replication)

@@ -16,6 +16,7 @@ import psycopg
 import pytest
 from confluent_kafka.schema_registry import SchemaRegistryClient
 
+from connector.access import CassandraCluster
 from connector.avro.registry import SchemaRegistry
 from deploy.local.endpoints import ROOT
 from pyspark.sql import functions as F
@@ -449,7 +450,7 @@ def test_schema_change_mid_stream(spark, cql, keyspace, job, stack, tmp_path):
 
     def run_typed() -> None:
         run_available(spark, typed, DeltaSink(spark, tmp_path / "typed", settings.app_id, layout="typed",
-                                              cluster=([stack.cassandra_host], stack.cassandra_port)))
+                                              cluster=CassandraCluster((stack.cassandra_host,), stack.cassandra_port)))
 
     cql.execute(f"CREATE TABLE {keyspace}.kv (k int PRIMARY KEY, v text) WITH cdc = true")
     cql.execute(f"INSERT INTO {keyspace}.kv (k, v) VALUES (1, 'before')")
@@ -646,7 +647,7 @@ def test_every_column_type_reaches_every_sink_as_cql_returns_it(spark, cql, keys
     schema = f"rt_{uuid.uuid4().hex[:12]}"
     receiver = Receiver()
     sink_topic = f"{connector.prefix}-sink"
-    cluster = ((stack.cassandra_host,), stack.cassandra_port)
+    cluster = CassandraCluster((stack.cassandra_host,), stack.cassandra_port)
     sinks = {
         "http": HttpSink(receiver.url, app_id=settings.app_id),
         "kafka": KafkaSink(stack.kafka_bootstrap, sink_topic, app_id=settings.app_id),
@@ -657,7 +658,7 @@ def test_every_column_type_reaches_every_sink_as_cql_returns_it(spark, cql, keys
         "mysql": MySqlSink(mysql_database(stack, f"{keyspace}_every"), app_id=settings.app_id),
         "delta": DeltaSink(spark, settings.delta_path, settings.app_id),
         "delta-typed": DeltaSink(spark, tmp_path / "typed", settings.app_id, layout="typed",
-                                 cluster=([stack.cassandra_host], stack.cassandra_port)),
+                                 cluster=CassandraCluster((stack.cassandra_host,), stack.cassandra_port)),
         "postgres": PostgresSink(stack.postgres_dsn, schema=schema, app_id=settings.app_id),
         "postgres-typed": PostgresTypedSink(stack.postgres_dsn, schema=f"{schema}_typed", app_id=settings.app_id,
                                             cluster=cluster),

@@ -22,6 +22,7 @@ from cassandra.concurrent import execute_concurrent
 from cassandra.query import SimpleStatement
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 
+from connector.access import CassandraCluster
 from connector.avro.reader import event_readers
 from connector.avro.wire import frame, schema_id_of, unframe
 from deploy.local.endpoints import ROOT
@@ -136,7 +137,7 @@ def test_every_mirror_equals_select_star(stack, cql, keyspace, tmp_path, pipelin
     copies = resend_shuffled(stack, connector.prefix, SEED)
     print(f"\n{len(statements)} statements, {copies} events, each sent twice: {time.monotonic() - started:.0f} s")
 
-    cluster = ((stack.cassandra_host,), stack.cassandra_port)
+    cluster = CassandraCluster((stack.cassandra_host,), stack.cassandra_port)
     schema = f"rt_{uuid.uuid4().hex[:10]}"
     settings = JobSettings(
         kafka_bootstrap_servers=stack.kafka_bootstrap, registry_url=stack.registry_url, topic_prefix=connector.prefix,

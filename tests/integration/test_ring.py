@@ -25,6 +25,7 @@ from cassandra import ConsistencyLevel, Unavailable
 from cassandra.query import SimpleStatement
 from confluent_kafka.admin import AdminClient, ConfigResource
 
+from connector.access import CassandraCluster
 from deploy.local.endpoints import ROOT, Stack, nodes_of
 from deploy.local.processes import ConnectorProcess
 from spark.job import rows as R
@@ -245,7 +246,7 @@ class LogSinks:
         self._run(PostgresSink(self.described.postgres_dsn, schema=self.schema, app_id=self.settings.app_id), "pg")
         self._run(open_sink(self.spark, "kafka", {"topic": self.topic, "replication_factor": str(BROKERS)},
                             self.settings.sink_context(self.settings.app_id)), "kafka")
-        cluster = (tuple(n.host for n in self.described.nodes), self.described.cassandra_port)
+        cluster = CassandraCluster(tuple(n.host for n in self.described.nodes), self.described.cassandra_port)
         self._run(PostgresMirrorSink(self.described.postgres_dsn, schema=self.mirror_state,
                                      app_id=self.settings.app_id, cluster=cluster), "mirror")
 

@@ -11,6 +11,7 @@ import psycopg
 import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
 
+from connector.access import CassandraCluster, KafkaSecurity
 from spark.job.sinks import open_sink
 from spark.job.sinks.settings import SinkContext
 from spark.job.sinks.ledger import BatchMismatch
@@ -27,9 +28,9 @@ def kafka_values(bootstrap: str, topic: str) -> list[bytes]:
     return [message.value() for message in kafka_messages(bootstrap, topic)]
 
 
-def kafka_messages(bootstrap: str, topic: str) -> list:
+def kafka_messages(bootstrap: str, topic: str, security: KafkaSecurity = KafkaSecurity()) -> list:
     """Every committed record of `topic`'s partitions, as a `read_committed` reader sees them."""
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"t-{uuid.uuid4()}",
+    consumer = Consumer({**security.librdkafka(bootstrap), "group.id": f"t-{uuid.uuid4()}",
                          "isolation.level": "read_committed", "enable.partition.eof": True})
     try:
         partitions = consumer.list_topics(topic, timeout=10).topics[topic].partitions
@@ -49,7 +50,7 @@ def kafka_messages(bootstrap: str, topic: str) -> list:
 
 
 def context(stack, app_id: str) -> SinkContext:
-    return SinkContext(app_id=app_id, cluster=((stack.cassandra_host,), stack.cassandra_port), keyspace="unused",
+    return SinkContext(app_id=app_id, cluster=CassandraCluster((stack.cassandra_host,), stack.cassandra_port), keyspace="unused",
                        kafka=stack.kafka_bootstrap, registry=stack.registry_url)
 
 

@@ -171,7 +171,7 @@ def test_snapshot_then_log_equals_the_table_after_kill_9_mid_snapshot(spark, cql
     create_items(cql, keyspace)
     existing = fill(cql, keyspace)
     topic = topic_name(base["topic_prefix"], keyspace, "items")
-    wait_for(lambda: sum(end_offsets(stack.kafka_bootstrap, topic).values()) >= existing, 120,
+    wait_for(lambda: sum(end_offsets({"bootstrap.servers": stack.kafka_bootstrap}, topic).values()) >= existing, 120,
              "the existing rows' changes in Kafka (before the snapshot's version)")
     lake = tmp_path / "lake"
     control.create("copy", Change(table=f"{keyspace}.items", sink="delta", sink_config={"path": str(lake)},

@@ -7,13 +7,13 @@ model reads that text again at every open, so what `create` accepted is what run
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar
 from urllib.parse import urlsplit
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict
 
+from connector.access import CassandraCluster, KafkaSecurity, RegistrySecurity
 from spark.streams.storage import Replication
 
 from .layouts import MIRROR, Layout
@@ -48,14 +48,17 @@ class SinkContext:
     its writes in the exactly-once bookkeeping; the Cassandra sink writes to `cluster` and `keyspace`,
     created with `replication` when missing, as ringtail's own keyspace is (Delta's typed layout and the
     mirrors read their tables' schemas there); the Kafka sink writes to the `kafka` cluster and its Avro
-    schemas to the `registry`, unless its settings say otherwise."""
+    schemas to the `registry`, unless its settings say otherwise. Each is reached with the process's own
+    security settings."""
 
     app_id: str
-    cluster: tuple[Sequence[str], int]
+    cluster: CassandraCluster
     keyspace: str
     kafka: str
     registry: str
     replication: Replication = None
+    kafka_security: KafkaSecurity = KafkaSecurity()
+    registry_security: RegistrySecurity = RegistrySecurity()
 
 
 class SinkSettings(BaseModel):

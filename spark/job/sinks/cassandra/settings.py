@@ -16,7 +16,8 @@ def _hosts(value: Any) -> Any:
 
 
 class CassandraSettings(SinkSettings, kind="cassandra"):
-    # Unset: the cluster ringtail reads its ring from, and its keyspace (`SinkContext`).
+    # Unset: the cluster ringtail reads its ring from, and its keyspace (`SinkContext`). The process's
+    # Cassandra security settings apply either way.
     hosts: Annotated[tuple[str, ...], BeforeValidator(_hosts), Field(min_length=1)] | None = None
     port: Annotated[int, Field(gt=0, lt=65536)] | None = None
     keyspace: str | None = None
@@ -24,8 +25,9 @@ class CassandraSettings(SinkSettings, kind="cassandra"):
     def open(self, spark: Any, context: SinkContext) -> Sink:
         from .sink import CassandraSink
 
-        return CassandraSink(hosts=list(self.hosts or context.cluster[0]), port=self.port or context.cluster[1],
-                             keyspace=self.keyspace or context.keyspace, replication=context.replication)
+        return CassandraSink(hosts=list(self.hosts or context.cluster.hosts), port=self.port or context.cluster.port,
+                             keyspace=self.keyspace or context.keyspace, replication=context.replication,
+                             security=context.cluster.security)
 
     def target(self) -> str:
         return f"cassandra:{','.join(self.hosts or ())}:{self.port or ''}:{self.keyspace or ''}"

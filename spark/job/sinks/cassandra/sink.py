@@ -21,7 +21,6 @@ from __future__ import annotations
 import atexit
 import functools
 import logging
-import pickle
 import threading
 from dataclasses import dataclass
 from typing import Any, Iterable, Iterator, Mapping, Sequence
@@ -33,6 +32,7 @@ from cassandra.query import UNSET_VALUE
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from connector.access import CassandraSecurity
 from connector.schema.loader import read_table
 from spark.streams.generations import Generations
 from spark.streams.storage import DEFAULT_KEYSPACE, GenerationStore, Replication
@@ -189,11 +189,11 @@ class RowWriter:
 
 @dataclass(frozen=True)
 class _Connection:
-    """Where executors connect; the options are pickled so they can key the per-process cache."""
+    """Where executors connect and how (it keys the per-process cache)."""
 
     hosts: tuple[str, ...]
     port: int
-    options: bytes
+    security: CassandraSecurity | None
 
 
 @dataclass(frozen=True)
@@ -218,8 +218,7 @@ def _executor_writer(job: _WriteJob) -> RowWriter:
         if writer is None or writer.session.is_shutdown:
             from connector.schema.session import connect
 
-            cluster, session = connect(job.connection.hosts, job.connection.port,
-                                       **pickle.loads(job.connection.options))
+            cluster, session = connect(job.connection.hosts, job.connection.port, job.connection.security)
             atexit.register(cluster.shutdown)
             writer = _WRITERS[key] = RowWriter(session, keyspace=job.keyspace, consistency=job.consistency,
                                                concurrency=job.concurrency)
@@ -243,8 +242,8 @@ class CassandraSink(Sink):
 
     session: an open cassandra-driver session for the driver's work (schema, DDL, dead letters,
         generations); without one the sink connects to `hosts`:`port` itself.
-    hosts, port, cluster_options: where executors connect (options go to ``cassandra.cluster.Cluster``
-        and must pickle); by default the session's contact points.
+    hosts, port, security: where executors connect, and how (authentication, TLS); by default the
+        session's contact points.
     keyspace: ringtail's keyspace for dead letters and generation tables.
     ttl: default TTL of new log tables in seconds, as ScyllaDB's cdc ``ttl`` option; 0 keeps rows.
     on_executors: convert and write rows on the executors; False does it on the driver.
@@ -262,16 +261,15 @@ class CassandraSink(Sink):
         consistency: int = ConsistencyLevel.LOCAL_QUORUM,
         concurrency: int = 64,
         on_executors: bool = True,
-        cluster_options: Mapping[str, Any] | None = None,
+        security: CassandraSecurity | None = None,
     ) -> None:
         if ttl < 0:
             raise ValueError(f"ttl must be non-negative, got {ttl}")
-        options = dict(cluster_options or {})
         self._cluster = None
         if session is None:
             from connector.schema.session import connect
 
-            self._cluster, session = connect(list(hosts or ("127.0.0.1",)), port or 9042, **options)
+            self._cluster, session = connect(list(hosts or ("127.0.0.1",)), port or 9042, security)
         if hosts is None:
             hosts = tuple(str(h) for h in session.cluster.contact_points)
         self.session = session
@@ -281,7 +279,7 @@ class CassandraSink(Sink):
         self.consistency = consistency
         self.concurrency = concurrency
         self.on_executors = on_executors
-        self._connection = _Connection(tuple(hosts), port or session.cluster.port, pickle.dumps(options))
+        self._connection = _Connection(tuple(hosts), port or session.cluster.port, security)
         self._store = GenerationStore(session, keyspace)
         self._writer: RowWriter | None = None
         self._layouts: dict[tuple[str, str], LogLayout | None] = {}

@@ -39,6 +39,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import ArrayType, BinaryType, LongType, StructField, StructType, TimestampType
 
+from connector.access import CassandraCluster
 from connector.schema.loader import read_table
 from connector.schema.session import connect
 from spark.streams.generations import Generations
@@ -114,7 +115,7 @@ def _ledger_entry(metadata: str | None) -> dict:
 
 class DeltaSink(Sink):
     def __init__(self, spark: SparkSession, path: Path | str, app_id: str = "ringtail", layout: str = "log",
-                 cluster: tuple[Sequence[str], int] | None = None, mirror_chunk: int = 100_000) -> None:
+                 cluster: CassandraCluster | None = None, mirror_chunk: int = 100_000) -> None:
         """`cluster`: where the `typed` and `mirror` layouts read their base tables' schemas."""
         if layout not in get_args(Layout):
             raise ValueError(f"layout {layout!r}: one of {', '.join(get_args(Layout))}")

@@ -14,7 +14,8 @@ if TYPE_CHECKING:
 
 class KafkaSettings(SinkSettings, kind="kafka"):
     topic: str
-    bootstrap_servers: str | None = None  # unset: the cluster ringtail reads from
+    # Unset: the cluster ringtail reads from. The process's Kafka security settings apply either way.
+    bootstrap_servers: str | None = None
     partitions: PositiveInt = 3
     replication_factor: PositiveInt = 1
     format: KafkaFormat = "json"
@@ -26,7 +27,8 @@ class KafkaSettings(SinkSettings, kind="kafka"):
 
         return KafkaSink(self.bootstrap_servers or context.kafka, self.topic, app_id=context.app_id,
                          partitions=self.partitions, replication_factor=self.replication_factor, format=self.format,
-                         registry_url=self.registry_url or context.registry, transactions=self.transactions)
+                         registry_url=self.registry_url or context.registry, transactions=self.transactions,
+                         security=context.kafka_security, registry_security=context.registry_security)
 
     def target(self) -> str:
         return f"kafka:{self.bootstrap_servers or ''}:{self.topic}"

@@ -33,6 +33,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaExcepti
 from confluent_kafka.admin import AdminClient, NewTopic
 from pyspark.sql import Row
 
+from connector.access import KafkaSecurity, RegistrySecurity
 from connector.kafka import create_topic, produce
 from spark.job import rows as R
 from spark.streams.generations import Generations
@@ -56,12 +57,15 @@ class KafkaSinkError(RuntimeError):
 class KafkaSink(Sink):
     def __init__(self, bootstrap_servers: str, topic: str, *, app_id: str = "ringtail", partitions: int = 3,
                  replication_factor: int = 1, timeout: float = 60.0, format: str = "json",
-                 registry_url: str | None = None, transactions: bool = True) -> None:
+                 registry_url: str | None = None, transactions: bool = True,
+                 security: KafkaSecurity = KafkaSecurity(), registry_security: RegistrySecurity = RegistrySecurity()
+                 ) -> None:
         if format not in get_args(KafkaFormat):
             raise ValueError(f"format {format!r}: one of {', '.join(get_args(KafkaFormat))}")
         if format == "avro" and not registry_url:
             raise ValueError("format avro needs the schema registry's URL")
         self.bootstrap_servers, self.topic, self.app_id = bootstrap_servers, topic, app_id
+        self.security, self.registry_security = security, registry_security
         self.partitions, self.replication_factor, self.timeout = partitions, replication_factor, timeout
         self.format, self.registry_url, self.transactions = format, registry_url, transactions
         self._failures: list[str] = []  # delivery reports refused in the running batch
@@ -73,13 +77,13 @@ class KafkaSink(Sink):
         self._encode_dead_letter: Encode | None = None
 
     def prepare(self) -> None:
-        admin = AdminClient({"bootstrap.servers": self.bootstrap_servers})
+        admin = AdminClient(self._client())
         never = threading.Event()
         for topic in (NewTopic(self.topic, self.partitions, self.replication_factor),
                       NewTopic(self.dead_letters, 1, self.replication_factor),
                       NewTopic(self.ledger, 1, self.replication_factor, config={"cleanup.policy": "compact"})):
             create_topic(admin, topic, never, self.timeout)
-        config = {"bootstrap.servers": self.bootstrap_servers, "enable.idempotence": True, "acks": "all",
+        config = {**self._client(), "enable.idempotence": True, "acks": "all",
                   "linger.ms": 5, "compression.type": "lz4"}
         if self.transactions:
             config["transactional.id"] = f"ringtail-sink-{self.app_id}"
@@ -88,6 +92,9 @@ class KafkaSink(Sink):
             self._producer.init_transactions(self.timeout)  # also fences an older writer of this id
         self._written = self._read_ledger()
         self._encode_row, self._encode_dead_letter = self._encoders()
+
+    def _client(self) -> dict:
+        return self.security.librdkafka(self.bootstrap_servers)
 
     def _encoders(self) -> tuple[Encode, Encode]:
         """(log row → value, dead letter → value) in the sink's format; Avro's schemas are registered
@@ -100,7 +107,7 @@ class KafkaSink(Sink):
 
         from .avro_rows import avro_datum, record_schema
 
-        registry = SchemaRegistry(SchemaRegistryClient({"url": self.registry_url}))
+        registry = SchemaRegistry(SchemaRegistryClient(self.registry_security.client(self.registry_url)))
         row_id = registry.register(f"{self.topic}-value", record_schema(R.LOG_ROW, "LogRow"), self.topic)
         dead_id = registry.register(f"{self.dead_letters}-value", record_schema(R.DEAD_LETTER, "DeadLetter"),
                                     self.dead_letters)
@@ -110,7 +117,7 @@ class KafkaSink(Sink):
     def _read_ledger(self) -> tuple[int, str | None] | None:
         """The ledger's last committed batch id of this writer, with its offsets (None in a record
         written before the ledger kept them: a bare id)."""
-        consumer = Consumer({"bootstrap.servers": self.bootstrap_servers, "group.id": f"ringtail-{uuid.uuid4()}",
+        consumer = Consumer({**self._client(), "group.id": f"ringtail-{uuid.uuid4()}",
                              "isolation.level": "read_committed", "enable.auto.commit": False,
                              "enable.partition.eof": True})
         try:

@@ -28,6 +28,7 @@ from spark.streams.generations import Generations
 
 from .. import MicroBatch, Sink, chunks, generation_rows
 from ..ledger import is_replay
+from ..settings import without_password
 
 log = logging.getLogger(__name__)
 _CHUNK = 500
@@ -107,7 +108,7 @@ def connect_dsn(dsn: str) -> Any:
 
     parts = urlsplit(dsn)
     if parts.scheme not in ("mysql", "mariadb") or not parts.path.strip("/"):
-        raise ValueError(f"DSN {dsn!r}: give it as mysql://user[:password]@host[:port]/database")
+        raise ValueError(f"DSN {without_password(dsn)!r}: give it as mysql://user[:password]@host[:port]/database")
     return pymysql.connect(host=parts.hostname or "127.0.0.1", port=parts.port or 3306,
                            user=unquote(parts.username or ""), password=unquote(parts.password or ""),
                            database=parts.path.strip("/"), charset="utf8mb4", autocommit=False,

@@ -19,6 +19,7 @@ from typing import Any
 
 from pyspark.sql import DataFrame
 
+from connector.access import CassandraCluster
 from spark.mirror.engine import MirrorRow, StateKey, StoredState
 from spark.mirror.layout import MirrorLayout
 from spark.mirror.state import canonical
@@ -128,7 +129,7 @@ class MySqlMirrorSink(MySqlSink):
     merges_cells = True
 
     def __init__(self, dsn: str, app_id: str = "ringtail",
-                 cluster: tuple[Sequence[str], int] = (("127.0.0.1",), 9042), chunk: int = 20_000) -> None:
+                 cluster: CassandraCluster = CassandraCluster(("127.0.0.1",)), chunk: int = 20_000) -> None:
         super().__init__(dsn, app_id)
         self.layouts = Layouts(cluster)
         self.chunk = chunk

@@ -17,6 +17,7 @@ from typing import Any
 
 from pyspark.sql import DataFrame
 
+from connector.access import CassandraCluster
 from connector.cql import parse_type
 from spark.mirror.tables import Layouts
 from spark.mirror.values import StoreColumn
@@ -99,7 +100,7 @@ class MySqlTypedSink(MySqlSink):
     and the logs of tables without one as the log's sink keeps them, in the DSN's database)."""
 
     def __init__(self, dsn: str, app_id: str = "ringtail",
-                 cluster: tuple[Sequence[str], int] = (("127.0.0.1",), 9042)) -> None:
+                 cluster: CassandraCluster = CassandraCluster(("127.0.0.1",))) -> None:
         super().__init__(dsn, app_id)
         self.tables = Layouts(cluster)
 

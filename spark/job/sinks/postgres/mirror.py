@@ -17,6 +17,7 @@ from typing import Any
 
 from pyspark.sql import DataFrame
 
+from connector.access import CassandraCluster
 from spark.mirror.engine import MirrorRow, StateKey, StoredState
 from spark.mirror.layout import MirrorLayout
 from spark.mirror.tables import Layouts, batch_changes, merge_batch, prepare_tables
@@ -131,7 +132,7 @@ class PostgresMirrorSink(PostgresSink):
     merges_cells = True
 
     def __init__(self, dsn: str, schema: str = "ringtail", app_id: str = "ringtail",
-                 cluster: tuple[Sequence[str], int] = (("127.0.0.1",), 9042), chunk: int = 20_000) -> None:
+                 cluster: CassandraCluster = CassandraCluster(("127.0.0.1",)), chunk: int = 20_000) -> None:
         super().__init__(dsn, schema, app_id)
         self.layouts = Layouts(cluster)
         self.chunk = chunk

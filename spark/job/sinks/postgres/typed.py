@@ -16,6 +16,7 @@ from typing import Any
 
 from pyspark.sql import DataFrame
 
+from connector.access import CassandraCluster
 from connector.cql import parse_type
 from spark.mirror.tables import Layouts
 from spark.mirror.values import StoreColumn
@@ -94,7 +95,7 @@ class PostgresTypedSink(PostgresSink):
     generations and the logs of tables without one as the log's sink keeps them, in `schema`)."""
 
     def __init__(self, dsn: str, schema: str = "ringtail", app_id: str = "ringtail",
-                 cluster: tuple[Sequence[str], int] = (("127.0.0.1",), 9042)) -> None:
+                 cluster: CassandraCluster = CassandraCluster(("127.0.0.1",))) -> None:
         super().__init__(dsn, schema, app_id)
         self.tables = Layouts(cluster)
 

@@ -1,0 +1,116 @@
+"""Whether Cassandra, Kafka and the schema registry take ringtail's credentials and certificates, asked
+once at a process's start: a refusal is not worth retrying, so it stops the process with one line naming
+the service, its address and the cause (`AccessDenied`), where an unreachable service is retried as
+before. Nothing here prints a secret: the causes are the servers' and the clients' own messages, which
+name users and certificates, never passwords.
+"""
+from __future__ import annotations
+
+import enum
+import logging
+import re
+from collections.abc import Sequence
+
+from connector.access import CassandraSecurity, KafkaSecurity, RegistrySecurity
+
+
+class Refusal(enum.Enum):
+    CREDENTIALS = "authentication failed"
+    CERTIFICATE = "TLS certificate not trusted"
+    TLS = "TLS handshake failed"
+
+
+class AccessDenied(RuntimeError):
+    """A service refused ringtail's credentials or certificates."""
+
+    def __init__(self, service: str, address: str, refusal: Refusal, detail: str) -> None:
+        super().__init__(f"{service} at {address}: {refusal.value}: {detail}")
+        self.service, self.address, self.refusal = service, address, refusal
+
+
+def check_cassandra(hosts: Sequence[str], port: int, security: CassandraSecurity | None) -> None:
+    """Connect as `security` says; AccessDenied when every host refused the credentials or the TLS
+    handshake (a host that does not answer is not a refusal: the caller retries)."""
+    from cassandra import AuthenticationFailed
+    from cassandra.cluster import NoHostAvailable
+
+    from connector.schema.session import STATEMENTS_ONLY, connect
+
+    driver_log = logging.getLogger("cassandra")
+    level = driver_log.level
+    driver_log.setLevel(logging.CRITICAL)  # its tracebacks of the same refusal would bury the one line
+    try:
+        cluster, _ = connect(list(hosts), port, security, connect_timeout=10, **STATEMENTS_ONLY)
+    except NoHostAvailable as exc:
+        for address, error in exc.errors.items():
+            text = str(error)
+            if isinstance(error, AuthenticationFailed):
+                message = re.search(r'message="([^"]*)"', text)
+                raise AccessDenied("Cassandra", str(address), Refusal.CREDENTIALS,
+                                   message.group(1) if message else text) from None
+            # The driver reports a refused certificate as a socket error carrying OpenSSL's text.
+            if "CERTIFICATE_VERIFY_FAILED" in text:
+                raise AccessDenied("Cassandra", str(address), Refusal.CERTIFICATE, _verify_failure(text)) from None
+            if "SSL" in text:
+                raise AccessDenied("Cassandra", str(address), Refusal.TLS, text) from None
+        return
+    finally:
+        driver_log.setLevel(level)
+    cluster.shutdown()
+
+
+_KAFKA_REFUSALS = {"_AUTHENTICATION": Refusal.CREDENTIALS, "_SSL": Refusal.TLS}
+
+
+def check_kafka(bootstrap_servers: str, security: KafkaSecurity, timeout: float = 15) -> None:
+    """Ask the cluster for its metadata as `security` says; AccessDenied on a SASL or TLS refusal. A
+    cluster that does not answer is not a refusal: the caller retries."""
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import AdminClient
+
+    refusals: list = []
+    admin = AdminClient({**security.librdkafka(bootstrap_servers),
+                         # librdkafka's own log lines of the refusal would bury the one line.
+                         "log_level": 0,
+                         "error_cb": lambda error: refusals.append(error) if error.name() in _KAFKA_REFUSALS else None})
+    try:
+        admin.list_topics(timeout=timeout)
+    except KafkaException:
+        pass
+    admin.poll(0.5)  # serves the error callbacks
+    if refusals:
+        error = refusals[0]
+        # librdkafka's text: "sasl_ssl://host:port/bootstrap: cause (after … in state …)".
+        where, _, cause = error.str().partition(": ")
+        address = re.sub(r"^\w+://|/\w+$", "", where)
+        cause = re.sub(r" \(after \d+ms in state \w+.*\)$", "", cause)
+        refusal = _KAFKA_REFUSALS[error.name()]
+        if refusal is Refusal.TLS and "certificate verify failed" in cause:
+            refusal = Refusal.CERTIFICATE
+        raise AccessDenied("Kafka", address, refusal, cause)
+
+
+def check_registry(url: str, security: RegistrySecurity) -> None:
+    """List the registry's subjects as `security` says; AccessDenied on 401, 403 or a refused certificate
+    (a registry that does not answer is not a refusal: the caller retries)."""
+    import ssl
+
+    from confluent_kafka.schema_registry import SchemaRegistryClient
+    from confluent_kafka.schema_registry.error import SchemaRegistryError
+
+    client = SchemaRegistryClient(security.client(url))  # a setting it refuses is an error of its own
+    try:
+        client.get_subjects()
+    except SchemaRegistryError as exc:
+        if exc.http_status_code in (401, 403):
+            raise AccessDenied("the schema registry", url, Refusal.CREDENTIALS,
+                               f"HTTP {exc.http_status_code}") from None
+    except Exception as exc:  # the HTTP client wraps TLS errors in its own
+        if isinstance(exc, ssl.SSLError) or "CERTIFICATE_VERIFY_FAILED" in str(exc):
+            raise AccessDenied("the schema registry", url, Refusal.CERTIFICATE, _verify_failure(str(exc))) from None
+
+
+def _verify_failure(text: str) -> str:
+    """OpenSSL's reason in Python's text of a failed verification ("unable to get local issuer certificate",
+    "certificate has expired", "IP address mismatch")."""
+    return text.split("certificate verify failed:", 1)[-1].split(" (_ssl")[0].strip()

@@ -1,0 +1,259 @@
+"""ringtail on a secured stack: Cassandra with PasswordAuthenticator and client TLS, Kafka with SASL_SSL
+(SCRAM-SHA-512), the registry behind HTTPS and basic authentication (`RINGTAIL_STACK_SECURE=1`). Every test
+of this module shares one such stack, started by the stack's own script in a run directory of its own
+(and stopped at the end); PostgreSQL and Spark's jars are the main stack's.
+
+Each process is configured as a user would: a settings file naming the password files the stack made,
+never a password. Every line a process prints is then searched for every password of the stack."""
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from connector.access import CassandraSecurity, KafkaSecurity
+from connector.schema.session import connect
+from deploy.local.endpoints import ROOT, Stack, nodes_of
+from deploy.local.processes import ConnectorProcess
+from spark.job.config import JobSettings
+from spark.job.sinks import open_sink
+from tests.integration.mirrors import diff, layout_of, postgres_rows, source_rows
+from tests.integration.test_job import run_available
+from tests.integration.test_sink_ledgers import kafka_messages
+from tests.support import wait_for
+
+STACK = ROOT / "deploy" / "local" / "stack.py"
+SERVICES = ("cassandra", "kafka", "registry", "registry-gate")
+
+
+def secured_env(main: Stack) -> dict[str, str]:
+    """The secured stack's settings: its own run directory and address, the main stack's fetched services."""
+    base = main.run_dir or ROOT / ".run"
+    return {**os.environ, "RINGTAIL_STACK_SECURE": "1",
+            "RINGTAIL_STACK_RUN_DIR": str(base / "secured"), "RINGTAIL_STACK_DIST_DIR": str(base / "dist"),
+            "RINGTAIL_STACK_HOST": os.environ.get("RINGTAIL_TEST_SECURED_HOST", "127.0.0.21"),
+            "RINGTAIL_STACK_CASSANDRA_HEAP": "768M", "RINGTAIL_STACK_KAFKA_HEAP": "384M",
+            "RINGTAIL_STACK_REGISTRY_HEAP": "256M",
+            "RINGTAIL_STACK_CASSANDRA_JMX_PORT": os.environ.get("RINGTAIL_TEST_SECURED_JMX_PORT", "7399")}
+
+
+@dataclasses.dataclass(frozen=True)
+class Secured:
+    stack: Stack  # the main stack with the secured stack's Cassandra, Kafka and registry
+    security: dict  # what clients set: stack.json's `security`
+    secrets: dict[str, str]  # every password the stack made, by its file's name
+
+    def settings(self) -> dict:
+        """The security settings of every ringtail process, as a settings file holds them."""
+        return {"cassandra_security": self.security["cassandra"], "kafka_security": self.security["kafka"],
+                "registry_security": self.security["registry"]}
+
+    def assert_no_secret(self, text: str, where: str) -> None:
+        shown = [name for name, secret in self.secrets.items() if secret in text]
+        assert not shown, f"{where} shows the password(s) of {', '.join(shown)}"
+
+
+@pytest.fixture(scope="module")
+def secured(stack):
+    env = secured_env(stack)
+    run_dir = Path(env["RINGTAIL_STACK_RUN_DIR"])
+    shutil.rmtree(run_dir, ignore_errors=True)
+
+    def command(verb: str, check: bool = True) -> None:
+        result = subprocess.run([sys.executable, str(STACK), verb, *SERVICES], env=env, cwd=ROOT,
+                                capture_output=True, text=True, timeout=600)
+        assert result.returncode == 0 or not check, f"stack.py {verb}:\n{result.stdout}{result.stderr}"
+
+    began = time.monotonic()
+    try:
+        command("start")
+        print(f"secured stack up in {time.monotonic() - began:.0f} s")
+        described = json.loads((run_dir / "stack.json").read_text())
+        nodes = nodes_of(described)
+        secured_stack = dataclasses.replace(stack, cassandra_host=nodes[0].host, cdc_raw=nodes[0].cdc_raw, nodes=nodes,
+                                            kafka_bootstrap=described["kafka"]["bootstrap_servers"],
+                                            registry_url=described["registry"]["url"], run_dir=run_dir)
+        secrets = {p.stem: p.read_text() for p in (run_dir / "secure").glob("*.password")}
+        yield Secured(secured_stack, described["security"], secrets)
+    finally:  # its data is thrown away: no need to stop it gently
+        command("stop", check=False)
+        shutil.rmtree(run_dir, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def secured_cql(secured):
+    cluster, session = connect([secured.stack.cassandra_host], secured.stack.cassandra_port,
+                               CassandraSecurity(**secured.security["cassandra"]))
+    yield session
+    cluster.shutdown()
+
+
+@pytest.fixture
+def secured_table(secured_cql):
+    keyspace = f"s_{uuid.uuid4().hex[:10]}"
+    secured_cql.execute(f"CREATE KEYSPACE {keyspace} WITH replication = {{'class': 'SimpleStrategy', "
+                        "'replication_factor': 1}")
+    secured_cql.execute(f"CREATE TABLE {keyspace}.kv (k int PRIMARY KEY, v text, n bigint) WITH cdc = true")
+    yield keyspace
+    secured_cql.execute(f"DROP KEYSPACE IF EXISTS {keyspace}")
+
+
+def write_config(path: Path, settings: dict) -> Path:
+    """A settings file (YAML; nested settings as JSON, which YAML reads)."""
+    path.write_text("".join(f"{key}: {json.dumps(value) if isinstance(value, (dict, list, tuple)) else value}\n"
+                            for key, value in settings.items()))
+    return path
+
+
+def job_config(secured: Secured, prefix: str, keyspace: str, tmp_path: Path, **extra) -> dict:
+    s = secured.stack
+    return {"kafka_bootstrap_servers": s.kafka_bootstrap, "registry_url": s.registry_url, "topic_prefix": prefix,
+            "cassandra_hosts": s.cassandra_host, "cassandra_port": s.cassandra_port,
+            "generations_keyspace": f"{keyspace}_gen", "checkpoint_dir": str(tmp_path / "checkpoint"),
+            "spark_master": "local[2]", "spark_jars": ",".join(s.spark_jars), "log_format": "text",
+            "spark_conf": {"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "2"},
+            **secured.settings(), **extra}
+
+
+def run(args: list[str], timeout: float = 300) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, *args], cwd=ROOT, capture_output=True, text=True, timeout=timeout)
+
+
+def test_changes_go_through_every_secured_service_into_a_mirror_and_no_output_shows_a_secret(
+        secured, secured_cql, secured_table, tmp_path):
+    keyspace, prefix = secured_table, f"sec{uuid.uuid4().hex[:8]}"
+    connector = ConnectorProcess(secured.stack, tmp_path / "connector", prefix, **secured.settings())
+    connector.start_from_now()
+    connector.start()
+    try:
+        for k in range(40):
+            secured_cql.execute(f"INSERT INTO {keyspace}.kv (k, v, n) VALUES (%s, %s, %s)", (k, f"v{k}", k * k))
+        secured_cql.execute(f"UPDATE {keyspace}.kv SET v = 'changed' WHERE k = 3")
+        secured_cql.execute(f"DELETE FROM {keyspace}.kv WHERE k = 7")
+        topic = f"{prefix}.{keyspace}.kv"
+        security = KafkaSecurity(**secured.security["kafka"])
+        wait_for(lambda: _has_topic(secured.stack.kafka_bootstrap, security, topic), 60, f"topic {topic}")
+        wait_for(lambda: len(kafka_messages(secured.stack.kafka_bootstrap, topic, security)) >= 42, 60,
+                 "42 events on the secured Kafka")
+    finally:
+        connector.stop()
+    connector_log = connector.log.read_text()
+    assert "ERROR" not in connector_log, connector_log[-3000:]
+
+    # The job as users run it: its settings file, its command line.
+    with psycopg.connect(secured.stack.postgres_dsn, autocommit=True) as pg:
+        pg.execute(f'DROP SCHEMA IF EXISTS "{keyspace}" CASCADE')
+    config = write_config(tmp_path / "job.yaml", job_config(
+        secured, prefix, keyspace, tmp_path, sink="postgres", postgres_dsn=secured.stack.postgres_dsn,
+        postgres_layout="mirror", postgres_schema=f"{keyspace}_ringtail"))
+    job = run(["-m", "spark.job", "--config", str(config), "--available-now"])
+    assert job.returncode == 0, job.stderr[-5000:]
+
+    layout = layout_of(secured_cql, keyspace, "kv")
+    source = source_rows(secured_cql.cluster, layout)
+    with psycopg.connect(secured.stack.postgres_dsn) as conn:
+        mirror = postgres_rows(conn, layout)
+    assert len(source) == 39 and source == mirror, diff(source, mirror)
+
+    for where, text in (("the connector's log", connector_log), ("the job's output", job.stdout + job.stderr)):
+        secured.assert_no_secret(text, where)
+
+
+def _has_topic(bootstrap: str, security: KafkaSecurity, topic: str) -> bool:
+    from confluent_kafka.admin import AdminClient
+
+    return topic in AdminClient(security.librdkafka(bootstrap)).list_topics(timeout=10).topics
+
+
+def test_the_kafka_sink_delivers_exactly_once_into_a_secured_cluster(secured, secured_cql, secured_table, spark,
+                                                                     tmp_path):
+    keyspace, prefix = secured_table, f"sek{uuid.uuid4().hex[:8]}"
+    connector = ConnectorProcess(secured.stack, tmp_path / "connector", prefix, **secured.settings())
+    connector.start_from_now()
+    connector.start()
+    security = KafkaSecurity(**secured.security["kafka"])
+    try:
+        for k in range(25):
+            secured_cql.execute(f"INSERT INTO {keyspace}.kv (k, v) VALUES (%s, %s)", (k, f"v{k}"))
+        topic = f"{prefix}.{keyspace}.kv"
+        wait_for(lambda: _has_topic(secured.stack.kafka_bootstrap, security, topic), 60, f"topic {topic}")
+        wait_for(lambda: len(kafka_messages(secured.stack.kafka_bootstrap, topic, security)) >= 25, 60, "25 events")
+    finally:
+        connector.stop()
+    settings = JobSettings(**{**job_config(secured, prefix, keyspace, tmp_path), "spark_jars": secured.stack.spark_jars})
+    target = f"{prefix}-log"
+    for attempt in range(2):  # the second run finds its batches in the sink's ledger and writes nothing again
+        sink = open_sink(spark, "kafka", {"topic": target, "format": "avro"}, settings.sink_context(settings.app_id))
+        run_available(spark, settings, sink=sink)
+    rows = kafka_messages(secured.stack.kafka_bootstrap, target, security)
+    assert len(rows) == 25
+
+
+CASES = {
+    "a wrong Cassandra password": ("cassandra_security", {"password_file": "wrong"}, "Cassandra at {cassandra}: "
+                                   "authentication failed: Provided username ringtail and/or password are incorrect"),
+    "an unknown Cassandra user": ("cassandra_security", {"username": "nobody"}, "Cassandra at {cassandra}: "
+                                  "authentication failed: Provided username nobody and/or password are incorrect"),
+    "an untrusted Cassandra certificate": ("cassandra_security", {"tls_ca": "other"}, "Cassandra at {cassandra}: "
+                                           "TLS certificate not trusted: unable to get local issuer certificate"),
+    "a wrong Kafka password": ("kafka_security", {"sasl_password_file": "wrong"}, "Kafka at {kafka}: "
+                               "authentication failed: SASL authentication error: Authentication failed during "
+                               "authentication due to invalid credentials with SASL mechanism SCRAM-SHA-512"),
+    "a SASL mechanism the brokers lack": ("kafka_security", {"sasl_mechanism": "PLAIN"}, "Kafka at {kafka}: "
+                                          "authentication failed: SASL PLAIN mechanism handshake failed"),
+    "an untrusted Kafka certificate": ("kafka_security", {"tls_ca": "other"}, "Kafka at {kafka}: TLS certificate "
+                                       "not trusted: SSL handshake failed"),
+    "a wrong registry password": ("registry_security", {"password_file": "wrong"},
+                                  "the schema registry at {registry}: authentication failed: HTTP 401"),
+    "an untrusted registry certificate": ("registry_security", {"tls_ca": "other"}, "the schema registry at "
+                                          "{registry}: TLS certificate not trusted: unable to get local issuer"),
+}
+
+
+@pytest.fixture(scope="module")
+def impostor(tmp_path_factory):
+    """A wrong password's file and a certificate authority nobody's certificate comes from."""
+    where = tmp_path_factory.mktemp("impostor")
+    (where / "wrong").write_text("not-the-password")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj",
+                    "/CN=someone else", "-keyout", str(where / "other.key"), "-out", str(where / "other.pem")],
+                   check=True, capture_output=True)
+    return {"wrong": str(where / "wrong"), "other": str(where / "other.pem")}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_a_refused_credential_or_certificate_stops_the_connector_and_the_job_at_start_in_one_line(
+        secured, impostor, tmp_path, case):
+    setting, change, expected = CASES[case]
+    change = {key: impostor.get(value, value) for key, value in change.items()}
+    settings = {**secured.settings(), setting: {**secured.settings()[setting], **change}}
+    s = secured.stack
+    expected = expected.format(cassandra=f"{s.cassandra_host}:{s.cassandra_port}", kafka=s.kafka_bootstrap,
+                               registry=s.registry_url)
+
+    connector = ConnectorProcess(s, tmp_path / "connector", "refused", **settings)
+    began = time.monotonic()
+    connector.start()
+    assert connector.process.wait(60) == 2
+    output = connector.log.read_text()
+    errors = [line for line in output.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and errors[0].startswith(f"error: {expected}"), output[-3000:]
+    assert time.monotonic() - began < 45
+    assert connector.committed() is None  # nothing read, nothing committed
+
+    config = write_config(tmp_path / "job.yaml", job_config(secured, "refused", "refused", tmp_path, **settings))
+    job = run(["-m", "spark.job", "--config", str(config)], timeout=120)
+    assert job.returncode == 2, job.stdout + job.stderr
+    assert job.stderr.strip().splitlines()[-1].startswith(f"python -m spark.job: {expected}"), job.stderr
+    assert not (tmp_path / "checkpoint").exists()
+    for text in (output, job.stdout + job.stderr):
+        secured.assert_no_secret(text, case)
