@@ -3,6 +3,7 @@ be told to fail, to answer slowly or to refuse, request by request."""
 from __future__ import annotations
 
 import json
+import ssl
 import threading
 import time
 from collections.abc import Callable
@@ -14,7 +15,8 @@ OK: Answer = (200, b"{}", 0.0)
 
 
 class Receiver:
-    def __init__(self) -> None:
+    def __init__(self, tls: ssl.SSLContext | None = None) -> None:
+        """`tls`: a server context, for an HTTPS receiver."""
         self.requests: list[dict] = []  # every request: headers and parsed body, in arrival order
         self.script: list[Answer] = []  # answers for the next requests; then OK
         self.answer_with: Callable[[dict], Answer] | None = None
@@ -39,7 +41,10 @@ class Receiver:
                 pass
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/changes"
+        if tls is not None:
+            self.server.socket = tls.wrap_socket(self.server.socket, server_side=True)
+        scheme = "https" if tls is not None else "http"
+        self.url = f"{scheme}://127.0.0.1:{self.server.server_address[1]}/changes"
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
     def _answer(self, request: dict) -> Answer:

@@ -6,7 +6,8 @@ are pointed at (`password_file`), so no password is ever on a command line or in
 
 Accounts (each password's file is named after its service and user): Cassandra's `ringtail` role (the
 stack itself uses the default `cassandra` superuser to create it), Kafka's SCRAM users `ringtail` (clients)
-and `admin` (between brokers and for the stack's own questions), the registry gate's `ringtail`;
+and `admin` (between brokers and for the stack's own questions), the registry gate's `ringtail`,
+PostgreSQL's and MariaDB's `ringtail` (TLS required for them too);
 `keystore` protects the keystore.
 """
 from __future__ import annotations
@@ -23,7 +24,8 @@ KAFKA_USER = "ringtail"
 KAFKA_ADMIN = "admin"
 # The password files' names.
 CASSANDRA_CLIENT, KAFKA_CLIENT, KAFKA_BROKERS = "cassandra-ringtail", "kafka-ringtail", "kafka-admin"
-REGISTRY_CLIENT, KEYSTORE = "registry-ringtail", "keystore"
+REGISTRY_CLIENT, POSTGRES_CLIENT, MARIADB_CLIENT = "registry-ringtail", "postgres-ringtail", "mariadb-ringtail"
+KEYSTORE = "keystore"
 KAFKA_MECHANISM = "SCRAM-SHA-512"
 REGISTRY_USER = "ringtail"
 
@@ -82,7 +84,8 @@ class Secured:
 
     def describe(self) -> dict:
         """What clients of the stack set (the `cassandra_security` and `kafka_security` settings)."""
-        self.password(CASSANDRA_CLIENT), self.password(KAFKA_CLIENT), self.password(REGISTRY_CLIENT)
+        for account in (CASSANDRA_CLIENT, KAFKA_CLIENT, REGISTRY_CLIENT, POSTGRES_CLIENT, MARIADB_CLIENT):
+            self.password(account)
         return {
             "ca": str(self.ca),
             "cassandra": {"username": CASSANDRA_USER, "password_file": str(self.password_file(CASSANDRA_CLIENT)),
@@ -91,6 +94,9 @@ class Secured:
                       "sasl_password_file": str(self.password_file(KAFKA_CLIENT)), "tls_ca": str(self.ca)},
             "registry": {"username": REGISTRY_USER, "password_file": str(self.password_file(REGISTRY_CLIENT)),
                          "tls_ca": str(self.ca)},
+            # The sinks' `password_file` (their DSNs in stack.json ask for TLS, verifying the server).
+            "postgres": {"password_file": str(self.password_file(POSTGRES_CLIENT))},
+            "mariadb": {"password_file": str(self.password_file(MARIADB_CLIENT))},
         }
 
 

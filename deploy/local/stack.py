@@ -38,8 +38,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from string import Template
 
-from secure import (CASSANDRA_ADMIN, CASSANDRA_CLIENT, CASSANDRA_USER, KAFKA_ADMIN, KAFKA_BROKERS, KAFKA_CLIENT,
-                    KAFKA_MECHANISM, KAFKA_USER, KEYSTORE, REGISTRY_CLIENT, REGISTRY_USER, Secured)
+# Its helper module beside it, however this file is loaded (run as a script, or by path from a test).
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from secure import (CASSANDRA_ADMIN, CASSANDRA_CLIENT, CASSANDRA_USER, KAFKA_ADMIN, KAFKA_BROKERS,  # noqa: E402
+                    KAFKA_CLIENT, KAFKA_MECHANISM, KAFKA_USER, KEYSTORE, MARIADB_CLIENT, POSTGRES_CLIENT,
+                    REGISTRY_CLIENT, REGISTRY_USER, Secured)
 
 HERE = Path(__file__).resolve().parent
 PROJECT = HERE.parent.parent
@@ -257,6 +260,21 @@ def stop_pid(name: str, pid_file: Path, grace: float = 30) -> None:
 
 def render(template: Path, **values: object) -> str:
     return Template(template.read_text()).substitute({k: str(v) for k, v in values.items()})
+
+
+def own_tls_files(secured: Secured, directory: Path, owner: str) -> tuple[Path, Path]:
+    """The server certificate and key copied into a service's own directory, owned by the user it runs as
+    (PostgreSQL and MariaDB read them after dropping root; PostgreSQL wants the key private)."""
+    secured.make()
+    copies = []
+    for name in ("server.pem", "server.key"):
+        target = directory / name
+        shutil.copy(secured.dir / name, target)
+        target.chmod(0o600)
+        if os.geteuid() == 0:
+            shutil.chown(target, owner)
+        copies.append(target)
+    return copies[0], copies[1]
 
 
 def java() -> str:
@@ -832,11 +850,19 @@ class Postgres(Service):
                                 "--auth=trust", "-E", "UTF8"]),
                 capture_output=True, text=True, check=True,
             )
+        options = f"-h {s.host} -p {s.postgres_port} -k {self.dir}"
+        if s.secure:
+            certificate, key = own_tls_files(self.s.secured, self.dir, "postgres")
+            options += f" -c ssl=on -c ssl_cert_file={certificate} -c ssl_key_file={key}"
+            # TCP only over TLS and with a password; the stack's own questions through the socket.
+            (self.data / "pg_hba.conf").write_text("local all all trust\n"
+                                                   "hostssl all all 0.0.0.0/0 scram-sha-256\n"
+                                                   "hostnossl all all 0.0.0.0/0 reject\n")
         log(f"starting PostgreSQL on {s.host}:{s.postgres_port} (logs: {self.logs})")
         subprocess.run(
             self._as_owner([
                 str(self.bindir / "pg_ctl"), "-D", str(self.data), "-l", str(self.logs / "postgres.log"),
-                "-o", f"-h {s.host} -p {s.postgres_port} -k {self.dir}", "start",
+                "-o", options, "start",
             ]),
             capture_output=True, text=True, check=True,
         )
@@ -844,13 +870,16 @@ class Postgres(Service):
     def wait(self) -> float:
         took = super().wait()
         if not self._has_database():
-            subprocess.run([str(self.bindir / "createdb"), "-h", self.s.host, "-p", str(self.s.postgres_port),
-                            "-U", self.user, self.database], check=True)
+            self._psql(f"CREATE DATABASE {self.database}")
+        if self.s.secure:
+            password = self.s.secured.password(POSTGRES_CLIENT).replace("'", "''")
+            self._psql(f"ALTER ROLE {self.user} PASSWORD '{password}'")
         return took
 
     def _psql(self, sql: str, database: str = "postgres") -> str:
+        # Through the socket: a secured server takes TCP only with TLS and a password.
         return subprocess.run(
-            [str(self.bindir / "psql"), "-h", self.s.host, "-p", str(self.s.postgres_port), "-U", self.user,
+            [str(self.bindir / "psql"), "-h", str(self.dir), "-p", str(self.s.postgres_port), "-U", self.user,
              "-d", database, "-tAc", sql],
             capture_output=True, text=True, check=True, timeout=10,
         ).stdout.strip()
@@ -870,8 +899,9 @@ class Postgres(Service):
 
     def describe(self) -> dict:
         s = self.s
+        tls = f"?sslmode=verify-full&sslrootcert={s.secured.ca}" if s.secure else ""
         return {
-            "dsn": f"postgresql://{self.user}@{s.host}:{s.postgres_port}/{self.database}",
+            "dsn": f"postgresql://{self.user}@{s.host}:{s.postgres_port}/{self.database}{tls}",
             "logs": str(self.logs),
         }
 
@@ -919,10 +949,14 @@ class MariaDB(Service):
                            capture_output=True, text=True, check=True)
         log(f"starting MariaDB on {s.host}:{s.mariadb_port} (logs: {self.logs})")
         mariadbd = shutil.which("mariadbd") or "/usr/sbin/mariadbd"
+        tls = []
+        if s.secure:
+            certificate, key = own_tls_files(s.secured, self.dir, "mysql")
+            tls = [f"--ssl-cert={certificate}", f"--ssl-key={key}", "--require-secure-transport=ON"]
         spawn(self.name, [mariadbd, "--no-defaults", f"--datadir={self.data}", f"--port={s.mariadb_port}",
                           f"--bind-address={s.host}", f"--socket={self.socket}",
                           f"--pid-file={self.dir / 'mariadbd.pid'}", f"--log-error={self.logs / 'mariadb.err'}",
-                          "--skip-name-resolve", *self._owner()], self.dir)
+                          "--skip-name-resolve", *tls, *self._owner()], self.dir)
 
     def _sql(self, sql: str) -> str:
         return subprocess.run(["mariadb", "--no-defaults", f"--socket={self.socket}", "-uroot", "-N", "-B",
@@ -933,15 +967,20 @@ class MariaDB(Service):
 
     def wait(self) -> float:
         took = super().wait()
+        password = ""
+        if self.s.secure:
+            password = self.s.secured.password(MARIADB_CLIENT).replace("'", "''")
         self._sql(f"CREATE DATABASE IF NOT EXISTS {self.database}; "
                   f"CREATE USER IF NOT EXISTS '{self.user}'@'%'; "
+                  f"ALTER USER '{self.user}'@'%' IDENTIFIED BY '{password}'; "
                   # Every database: a sink per test, in a database of its own, on this local stack only.
                   f"GRANT ALL ON *.* TO '{self.user}'@'%'")
         return took
 
     def describe(self) -> dict:
         s = self.s
-        return {"dsn": f"mysql://{self.user}@{s.host}:{s.mariadb_port}/{self.database}", "logs": str(self.logs)}
+        tls = f"?ssl_ca={s.secured.ca}" if s.secure else ""
+        return {"dsn": f"mysql://{self.user}@{s.host}:{s.mariadb_port}/{self.database}{tls}", "logs": str(self.logs)}
 
 
 class SparkJars(Service):

@@ -136,7 +136,9 @@ class JobSettings(StreamSettings):
     sink: Literal["delta", "postgres", "cassandra"] = "delta"
     delta_path: Path = Path("ringtail-delta")
     delta_layout: Layout = "log"  # one JSON log, or a typed log per table (spark.job.sinks.delta.sink)
-    postgres_dsn: str = "postgresql://ringtail@127.0.0.1:5432/ringtail"
+    # TLS by libpq's parameters in the DSN (sslmode=verify-full&sslrootcert=…); the password in it or in a file.
+    postgres_dsn: str = Field("postgresql://ringtail@127.0.0.1:5432/ringtail", repr=False)
+    postgres_password_file: Path | None = None
     postgres_schema: str = "ringtail"
     # The log, a typed log per table (spark.job.sinks.postgres.typed) or a mirror of each (postgres.mirror).
     postgres_layout: Layout = "log"
@@ -146,7 +148,8 @@ class JobSettings(StreamSettings):
         if self.sink == "delta":
             return DeltaSettings(path=str(self.delta_path), layout=self.delta_layout)
         if self.sink == "postgres":
-            return PostgresSettings(dsn=self.postgres_dsn, schema=self.postgres_schema, layout=self.postgres_layout)
+            return PostgresSettings(dsn=self.postgres_dsn, password_file=self.postgres_password_file,
+                                    schema=self.postgres_schema, layout=self.postgres_layout)
         return CassandraSettings()  # into ringtail's own cluster and keyspace
 
 

@@ -77,6 +77,8 @@ class Subscription:
             updates["filter"] = None  # an empty filter removes it
         out = replace(self, **updates)
         out.check()
+        if "sink_config" in updates:
+            out.check_secrets()
         return out
 
     def sink_settings(self) -> SinkSettings:
@@ -85,6 +87,16 @@ class Subscription:
             return sink_settings(self.sink, self.sink_config)
         except InvalidSinkSettings as exc:
             raise InvalidSubscription(str(exc)) from None
+
+    def check_secrets(self) -> None:
+        """Its sink settings are stored as text in ringtail_cdc.subscriptions: a secret among them is
+        refused, and taken by reference (a file every runner reads at start) instead."""
+        clear = self.sink_settings().clear_secrets()
+        if clear:
+            raise InvalidSubscription(
+                f"sink {self.sink}: {' and '.join(clear)} would be stored in clear in ringtail_cdc.subscriptions; "
+                "give the secret as a file every runner can read instead (token_file, password_file for a DSN's "
+                "password)")
 
     def check(self) -> None:
         if self.sink_settings().mirrors and (

@@ -1,7 +1,8 @@
 """ringtail on a secured stack: Cassandra with PasswordAuthenticator and client TLS, Kafka with SASL_SSL
-(SCRAM-SHA-512), the registry behind HTTPS and basic authentication (`RINGTAIL_STACK_SECURE=1`). Every test
-of this module shares one such stack, started by the stack's own script in a run directory of its own
-(and stopped at the end); PostgreSQL and Spark's jars are the main stack's.
+(SCRAM-SHA-512), the registry behind HTTPS and basic authentication, PostgreSQL and MariaDB taking TLS
+connections with a password only (`RINGTAIL_STACK_SECURE=1`). Every test of this module shares one such
+stack, started by the stack's own script in a run directory of its own (and stopped at the end); Spark's
+jars are the main stack's.
 
 Each process is configured as a user would: a settings file naming the password files the stack made,
 never a password. Every line a process prints is then searched for every password of the stack."""
@@ -26,13 +27,15 @@ from deploy.local.endpoints import ROOT, Stack, nodes_of
 from deploy.local.processes import ConnectorProcess
 from spark.job.config import JobSettings
 from spark.job.sinks import open_sink
+from spark.job.sinks.mysql.log import connect_dsn
+from spark.job.sinks.settings import with_password
 from tests.integration.mirrors import diff, layout_of, postgres_rows, source_rows
 from tests.integration.test_job import run_available
 from tests.integration.test_sink_ledgers import kafka_messages
 from tests.support import wait_for
 
 STACK = ROOT / "deploy" / "local" / "stack.py"
-SERVICES = ("cassandra", "kafka", "registry", "registry-gate")
+SERVICES = ("cassandra", "kafka", "registry", "registry-gate", "postgres", "mariadb")
 
 
 def secured_env(main: Stack) -> dict[str, str]:
@@ -81,7 +84,9 @@ def secured(stack):
         nodes = nodes_of(described)
         secured_stack = dataclasses.replace(stack, cassandra_host=nodes[0].host, cdc_raw=nodes[0].cdc_raw, nodes=nodes,
                                             kafka_bootstrap=described["kafka"]["bootstrap_servers"],
-                                            registry_url=described["registry"]["url"], run_dir=run_dir)
+                                            registry_url=described["registry"]["url"],
+                                            postgres_dsn=described["postgres"]["dsn"],
+                                            mysql_dsn=described["mariadb"]["dsn"], run_dir=run_dir)
         secrets = {p.stem: p.read_text() for p in (run_dir / "secure").glob("*.password")}
         yield Secured(secured_stack, described["security"], secrets)
     finally:  # its data is thrown away: no need to stop it gently
@@ -149,18 +154,19 @@ def test_changes_go_through_every_secured_service_into_a_mirror_and_no_output_sh
     connector_log = connector.log.read_text()
     assert "ERROR" not in connector_log, connector_log[-3000:]
 
-    # The job as users run it: its settings file, its command line.
-    with psycopg.connect(secured.stack.postgres_dsn, autocommit=True) as pg:
-        pg.execute(f'DROP SCHEMA IF EXISTS "{keyspace}" CASCADE')
+    # The job as users run it: its settings file, its command line; PostgreSQL over TLS (verify-full), its
+    # password in a file.
+    password_file = secured.security["postgres"]["password_file"]
     config = write_config(tmp_path / "job.yaml", job_config(
         secured, prefix, keyspace, tmp_path, sink="postgres", postgres_dsn=secured.stack.postgres_dsn,
-        postgres_layout="mirror", postgres_schema=f"{keyspace}_ringtail"))
+        postgres_password_file=password_file, postgres_layout="mirror", postgres_schema=f"{keyspace}_ringtail"))
     job = run(["-m", "spark.job", "--config", str(config), "--available-now"])
     assert job.returncode == 0, job.stderr[-5000:]
 
     layout = layout_of(secured_cql, keyspace, "kv")
     source = source_rows(secured_cql.cluster, layout)
-    with psycopg.connect(secured.stack.postgres_dsn) as conn:
+    with psycopg.connect(secured.stack.postgres_dsn, password=Path(password_file).read_text()) as conn:
+        assert conn.execute("SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()").fetchone() == (True,)
         mirror = postgres_rows(conn, layout)
     assert len(source) == 39 and source == mirror, diff(source, mirror)
 
@@ -174,8 +180,8 @@ def _has_topic(bootstrap: str, security: KafkaSecurity, topic: str) -> bool:
     return topic in AdminClient(security.librdkafka(bootstrap)).list_topics(timeout=10).topics
 
 
-def test_the_kafka_sink_delivers_exactly_once_into_a_secured_cluster(secured, secured_cql, secured_table, spark,
-                                                                     tmp_path):
+def test_the_kafka_and_mysql_sinks_deliver_exactly_once_over_authentication_and_tls(
+        secured, secured_cql, secured_table, spark, tmp_path):
     keyspace, prefix = secured_table, f"sek{uuid.uuid4().hex[:8]}"
     connector = ConnectorProcess(secured.stack, tmp_path / "connector", prefix, **secured.settings())
     connector.start_from_now()
@@ -191,11 +197,27 @@ def test_the_kafka_sink_delivers_exactly_once_into_a_secured_cluster(secured, se
         connector.stop()
     settings = JobSettings(**{**job_config(secured, prefix, keyspace, tmp_path), "spark_jars": secured.stack.spark_jars})
     target = f"{prefix}-log"
-    for attempt in range(2):  # the second run finds its batches in the sink's ledger and writes nothing again
-        sink = open_sink(spark, "kafka", {"topic": target, "format": "avro"}, settings.sink_context(settings.app_id))
-        run_available(spark, settings, sink=sink)
+    database = f"{keyspace}_log"
+    mysql_dsn = secured.stack.mysql_dsn.replace("/ringtail?", f"/{database}?")
+    with connect_dsn(with_password(secured.stack.mysql_dsn, _secret(secured.security["mariadb"]))) as conn:
+        conn.cursor().execute(f"CREATE DATABASE {database}")
+    sinks = {"kafka": {"topic": target, "format": "avro"},
+             "mysql": {"dsn": mysql_dsn, "password_file": secured.security["mariadb"]["password_file"]}}
+    for kind, config in sinks.items():
+        for attempt in range(2):  # a restart writes nothing again
+            sink = open_sink(spark, kind, config, settings.sink_context(settings.app_id))
+            run_available(spark, settings.model_copy(update={"checkpoint_dir": tmp_path / kind}), sink=sink)
     rows = kafka_messages(secured.stack.kafka_bootstrap, target, security)
     assert len(rows) == 25
+    with connect_dsn(with_password(mysql_dsn, _secret(secured.security["mariadb"]))) as conn, conn.cursor() as cursor:
+        cursor.execute("SHOW STATUS LIKE 'Ssl_cipher'")
+        assert cursor.fetchone()[1]  # over TLS
+        cursor.execute(f"SELECT COUNT(*), COUNT(DISTINCT write_time_us) FROM {database}.cdc_log")
+        assert cursor.fetchone() == (25, 25)
+
+
+def _secret(security: dict) -> str:
+    return Path(security["password_file"]).read_text()
 
 
 CASES = {
@@ -257,3 +279,42 @@ def test_a_refused_credential_or_certificate_stops_the_connector_and_the_job_at_
     assert not (tmp_path / "checkpoint").exists()
     for text in (output, job.stdout + job.stderr):
         secured.assert_no_secret(text, case)
+
+
+def test_subscriptions_on_a_secured_cluster_take_their_secrets_by_file_and_print_none(secured, secured_table,
+                                                                                    tmp_path):
+    keyspace = secured_table
+    config = write_config(tmp_path / "server.yaml", {
+        "cassandra_hosts": secured.stack.cassandra_host, "cassandra_port": secured.stack.cassandra_port,
+        "kafka_bootstrap_servers": secured.stack.kafka_bootstrap, "registry_url": secured.stack.registry_url,
+        "generations_keyspace": f"{keyspace}_cdc", **secured.settings()})
+    token = tmp_path / "hook-token"
+    token.write_text(secured.secrets["kafka-ringtail"])  # a secret of the run, so the search would find it
+
+    def cli(*args: str) -> subprocess.CompletedProcess:
+        return run(["-m", "spark.subscriptions", "--config", str(config), *args], timeout=120)
+
+    refused = cli("create", "hook", "--table", f"{keyspace}.kv", "--sink", "http",
+                  "--sink-config", "url=https://receiver.example/in", f"token={token.read_text()}")
+    assert refused.returncode == 2 and "token would be stored in clear" in refused.stderr, refused.stderr
+    created = cli("create", "hook", "--table", f"{keyspace}.kv", "--sink", "http",
+                  "--sink-config", "url=https://receiver.example/in", f"token_file={token}")
+    assert created.returncode == 0, created.stderr
+    listed = cli("--json", "list")
+    shown = cli("--json", "show", "hook")
+    assert listed.returncode == shown.returncode == 0, listed.stderr + shown.stderr
+    assert json.loads(shown.stdout)["sink_config"] == {"url": "https://receiver.example/in", "token_file": str(token)}
+    for result in (refused, created, listed, shown):
+        secured.assert_no_secret(result.stdout + result.stderr, "the subscriptions CLI")
+    stored = connect_rows(secured, f"SELECT sink_config FROM {keyspace}_cdc.subscriptions")
+    assert [dict(row["sink_config"]) for row in stored] == [{"url": "https://receiver.example/in",
+                                                             "token_file": str(token)}]
+
+
+def connect_rows(secured: Secured, cql: str) -> list:
+    cluster, session = connect([secured.stack.cassandra_host], secured.stack.cassandra_port,
+                               CassandraSecurity(**secured.security["cassandra"]))
+    try:
+        return [dict(row._asdict()) for row in session.execute(cql)]
+    finally:
+        cluster.shutdown()

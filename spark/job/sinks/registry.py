@@ -3,9 +3,9 @@ from their text."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, get_args
+from typing import Any
 
-from pydantic import SecretStr, ValidationError
+from pydantic import ValidationError
 
 from .cassandra.settings import CassandraSettings
 from .delta.settings import DeltaSettings
@@ -13,7 +13,7 @@ from .http.settings import HttpSettings
 from .kafka.settings import KafkaSettings
 from .mysql.settings import MySqlSettings
 from .postgres.settings import PostgresSettings
-from .settings import SinkSettings, without_password
+from .settings import SinkSettings, is_secret, without_password
 
 # The sinks a subscription can deliver to.
 SINKS: dict[str, type[SinkSettings]] = {s.kind: s for s in (DeltaSettings, PostgresSettings, MySqlSettings,
@@ -39,8 +39,7 @@ def shown(kind: str, config: Mapping[str, str]) -> dict[str, str]:
     """A sink's settings as they may be printed: a secret one (a token) as ***, a DSN without its password."""
     model = SINKS.get(kind)
     fields = model.model_fields if model else {}
-    secret = {f.alias or name for name, f in fields.items()
-              if f.annotation is SecretStr or SecretStr in get_args(f.annotation)}
+    secret = {f.alias or name for name, f in fields.items() if is_secret(f.annotation)}
     return {name: "***" if name in secret else without_password(value) for name, value in config.items()}
 
 

@@ -8,12 +8,13 @@ model reads that text again at every open, so what `create` accepted is what run
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Annotated, Any, ClassVar
-from urllib.parse import urlsplit
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, get_args
+from urllib.parse import quote, urlsplit
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, SecretStr, model_validator
 
-from connector.access import CassandraCluster, KafkaSecurity, RegistrySecurity
+from connector.access import CassandraCluster, KafkaSecurity, RegistrySecurity, secret
 from spark.streams.storage import Replication
 
 from .layouts import MIRROR, Layout
@@ -85,6 +86,12 @@ class SinkSettings(BaseModel):
         """Whether the sink holds a mirror of the table (which takes no filter, columns or operations)."""
         return False
 
+    def clear_secrets(self) -> list[str]:
+        """The settings that hold a secret in clear (a token, a DSN's password). A subscription keeps its
+        settings as text in ringtail_cdc, so it takes its secrets by reference (`…_file`) instead."""
+        return [name for name, field in type(self).model_fields.items()
+                if is_secret(field.annotation) and getattr(self, name) is not None]
+
 
 class LaidOut(SinkSettings):
     """A sink of several layouts."""
@@ -94,6 +101,44 @@ class LaidOut(SinkSettings):
     @property
     def mirrors(self) -> bool:
         return self.layout == MIRROR
+
+
+class Database(LaidOut):
+    """A SQL database's sink, reached by a `dsn` (each subclass declares it), its password in the DSN or
+    — for a subscription, which stores its settings — in `password_file`."""
+
+    dsn: str
+    password_file: Path | None = None
+
+    @model_validator(mode="after")
+    def _one_password(self):
+        if self.password_file is not None and has_password(self.dsn):
+            raise ValueError("the DSN holds a password and password_file is set: give one")
+        return self
+
+    def clear_secrets(self) -> list[str]:
+        return super().clear_secrets() + (["dsn"] if has_password(self.dsn) else [])
+
+    def password(self) -> str | None:
+        """The password file's password, read now (a rotated one is taken); None without a file."""
+        return None if self.password_file is None else secret(None, self.password_file, "password")
+
+
+def is_secret(annotation: Any) -> bool:
+    return annotation is SecretStr or SecretStr in get_args(annotation)
+
+
+def has_password(dsn: str) -> bool:
+    """Whether `dsn` (a URL, or libpq's `key=value` form) holds a password."""
+    return urlsplit(dsn).password is not None or "password=" in dsn
+
+
+def with_password(dsn: str, password: str) -> str:
+    """URL `dsn` with `password` (quoted) for its user."""
+    parts = urlsplit(dsn)
+    user = parts.username or ""
+    host = parts.netloc.rpartition("@")[2]
+    return parts._replace(netloc=f"{user}:{quote(password, safe='')}@{host}").geturl()
 
 
 def without_password(dsn: str) -> str:

@@ -9,12 +9,17 @@ from dataclasses import replace
 import pytest
 from pydantic import ValidationError
 
+from connector.access import CassandraCluster
 from spark.job.sinks.registry import sink_settings
+from spark.job.sinks.settings import SinkContext
 from spark.server.config import ServerSettings
 from spark.server.delivery import START_SLACK, checkpoint_of, source_of
 from spark.subscriptions.control import as_json
 from spark.subscriptions.model import Change, InvalidSubscription, Subscription, start_time
 from spark.subscriptions.registry import SnapshotVersion
+
+CONTEXT = SinkContext(app_id="test", cluster=CassandraCluster(("127.0.0.1",)), keyspace="ringtail_cdc",
+                      kafka="127.0.0.1:9092", registry="http://127.0.0.1:8081")
 
 
 def subscription(**change) -> Subscription:
@@ -108,14 +113,37 @@ def test_settings_show_no_secret_and_a_target_names_no_password():
     assert mysql.mirrors and mysql.target() == "mysql:mysql://app:***@db/shop"
 
 
-def test_show_list_and_json_print_no_secret():
+def test_a_secret_in_clear_is_refused_at_create_and_alter_and_taken_from_a_file_instead(tmp_path):
+    with pytest.raises(InvalidSubscription, match=re.escape(
+            "sink http: token would be stored in clear in ringtail_cdc.subscriptions; give the secret as a file")):
+        Subscription.create("hook", Change(table="shop.orders", sink="http", sink_config={
+            "url": "https://example.org/in", "token": "s3cret"}))
+    with pytest.raises(InvalidSubscription, match="sink postgres: dsn would be stored in clear"):
+        Subscription.create("pg", Change(table="shop.orders", sink="postgres", sink_config={
+            "dsn": "postgresql://app:pw@db/shop"}))
+    with pytest.raises(InvalidSubscription, match="sink mysql: dsn would be stored in clear"):
+        Subscription.create("my", Change(table="shop.orders", sink="mysql", sink_config={
+            "dsn": "mysql://app:pw@db/shop"}))
+    (tmp_path / "token").write_text("s3cret\n")
     hook = Subscription.create("hook", Change(table="shop.orders", sink="http", sink_config={
-        "url": "https://example.org/in", "token": "s3cret"}))
-    pg = Subscription.create("pg", Change(table="shop.orders", sink="postgres", sink_config={
-        "dsn": "postgresql://app:pw@db/shop", "schema": "cdc"}))
+        "url": "https://example.org/in", "token_file": str(tmp_path / "token")}))
+    assert hook.sink_config == {"url": "https://example.org/in", "token_file": str(tmp_path / "token")}
+    assert hook.sink_settings().open(None, CONTEXT).token == "s3cret"  # read when a runner opens the sink
+    open_hook = Subscription.create("open", Change(table="shop.orders", sink="http", sink_config={
+        "url": "https://example.org/in"}))
+    with pytest.raises(InvalidSubscription, match="sink http: token would be stored in clear"):
+        open_hook.altered(Change(sink_config={"token": "s3cret"}))
+
+
+def test_show_list_and_json_print_no_secret_of_a_subscription_stored_in_clear_before():
+    # Stored before secrets were refused: still delivered, still never printed; a change leaving its sink
+    # settings alone is not refused for them.
+    hook = Subscription("hook", "shop", "orders", "http", {"url": "https://example.org/in", "token": "s3cret"})
+    pg = Subscription("pg", "shop", "orders", "postgres", {"dsn": "postgresql://app:pw@db/shop", "schema": "cdc"})
     assert as_json(hook)["sink_config"] == {"url": "https://example.org/in", "token": "***"}
     assert as_json(pg)["sink_config"] == {"dsn": "postgresql://app:***@db/shop", "schema": "cdc"}
-    assert hook.sink_config["token"] == "s3cret"  # kept for the runner, which sends it
+    assert hook.sink_settings().open(None, CONTEXT).token == "s3cret"
+    assert hook.altered(Change(filter="true")).filter == "true"
 
 
 def test_a_mysql_dsn_is_checked_at_create():

@@ -23,7 +23,9 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterable
+from pathlib import Path
 
+from connector.access import tls_context
 from spark.streams.generations import Generations
 
 from .. import MicroBatch, Sink, chunks
@@ -40,10 +42,14 @@ class HttpSinkError(RuntimeError):
 
 class HttpSink(Sink):
     def __init__(self, url: str, *, app_id: str = "ringtail", batch_size: int = 500, timeout: float = 10.0,
-                 token: str | None = None, verify: bool = True, attempts: int = 6, backoff: float = 0.5) -> None:
+                 token: str | None = None, verify: bool = True, ca: Path | None = None, attempts: int = 6,
+                 backoff: float = 0.5) -> None:
         self.url, self.app_id, self.batch_size, self.timeout = url, app_id, batch_size, timeout
         self.token, self.attempts, self.backoff = token, attempts, backoff
-        self._tls = None if verify else ssl._create_unverified_context()
+        if ca is not None:
+            self._tls = tls_context(ca, None, None, None, verify_hostname=True)
+        else:
+            self._tls = None if verify else ssl._create_unverified_context()
 
     def prepare(self) -> None:
         pass  # the receiver owns its storage

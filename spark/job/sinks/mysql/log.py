@@ -29,6 +29,7 @@ from spark.streams.generations import Generations
 from .. import MicroBatch, Sink, chunks, generation_rows
 from ..ledger import is_replay
 from ..settings import without_password
+from .settings import tls_options
 
 log = logging.getLogger(__name__)
 _CHUNK = 500
@@ -103,7 +104,8 @@ def log_row_values(row: Row) -> tuple:
 
 
 def connect_dsn(dsn: str) -> Any:
-    """A PyMySQL connection from `mysql://user[:password]@host[:port]/database`, in UTC, autocommit off."""
+    """A PyMySQL connection from `mysql://user[:password]@host[:port]/database[?ssl_ca=…]` (`tls_options`),
+    in UTC, autocommit off."""
     import pymysql
 
     parts = urlsplit(dsn)
@@ -112,7 +114,7 @@ def connect_dsn(dsn: str) -> Any:
     return pymysql.connect(host=parts.hostname or "127.0.0.1", port=parts.port or 3306,
                            user=unquote(parts.username or ""), password=unquote(parts.password or ""),
                            database=parts.path.strip("/"), charset="utf8mb4", autocommit=False,
-                           init_command="SET time_zone = '+00:00'", connect_timeout=10)
+                           init_command="SET time_zone = '+00:00'", connect_timeout=10, **tls_options(parts.query))
 
 
 class MySqlSink(Sink):
