@@ -90,10 +90,13 @@ def broker_count(cluster: ClusterMetadata) -> int:
 
 class EventProducer:
     def __init__(self, client: dict, *, partitions: int, replication_factor: int | None = None,
-                 min_insync_replicas: int | None = None, extra: dict | None = None) -> None:
+                 min_insync_replicas: int | None = None, extra: dict | None = None,
+                 on_error: Callable | None = None) -> None:
         """`client`: the cluster's address and security (`KafkaSecurity.librdkafka`), shared by the
-        producer and the admin clients that create topics; `extra`: the producer's own settings."""
+        producer and the admin clients that create topics; `extra`: the producer's own settings;
+        `on_error`: librdkafka's client errors (served by the producer's poll)."""
         config = {
+            **({"error_cb": on_error} if on_error is not None else {}),
             **client,
             "linger.ms": 5,
             "compression.type": "lz4",

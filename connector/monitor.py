@@ -41,6 +41,7 @@ class Monitor:
         health = connector.health
         self._space = _Condition(log.warning, partial(health.warning, "cdc_raw"))
         self._stall = _Condition(log.error, partial(health.problem, "stall"))
+        self._refused = _Condition(log.error, partial(health.problem, "kafka access"))
 
     def start(self) -> Monitor:
         self._thread.start()
@@ -61,6 +62,7 @@ class Monitor:
     def measure(self) -> None:
         c = self.connector
         s, m = c.settings, c.metrics
+        self._refused.update(c.refusals.current())
         used = cdc_raw_usage(s.cdc_raw)
         ratio = used / s.cdc_total_space
         m.cdc_raw_bytes.set(used)

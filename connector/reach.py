@@ -9,7 +9,8 @@ from __future__ import annotations
 import enum
 import logging
 import re
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 
 from connector.access import CassandraSecurity, KafkaSecurity, RegistrySecurity
 
@@ -68,26 +69,56 @@ def check_kafka(bootstrap_servers: str, security: KafkaSecurity, timeout: float 
     from confluent_kafka import KafkaException
     from confluent_kafka.admin import AdminClient
 
-    refusals: list = []
-    admin = AdminClient({**security.librdkafka(bootstrap_servers),
-                         # librdkafka's own log lines of the refusal would bury the one line.
-                         "log_level": 0,
-                         "error_cb": lambda error: refusals.append(error) if error.name() in _KAFKA_REFUSALS else None})
+    refusals: list[AccessDenied] = []
+
+    def on_error(error) -> None:
+        if (refused := kafka_refusal(error)) is not None:
+            refusals.append(refused)
+
+    # librdkafka's own log lines of the refusal would bury the one line.
+    admin = AdminClient({**security.librdkafka(bootstrap_servers), "log_level": 0, "error_cb": on_error})
     try:
         admin.list_topics(timeout=timeout)
     except KafkaException:
         pass
     admin.poll(0.5)  # serves the error callbacks
     if refusals:
-        error = refusals[0]
-        # librdkafka's text: "sasl_ssl://host:port/bootstrap: cause (after … in state …)".
-        where, _, cause = error.str().partition(": ")
-        address = re.sub(r"^\w+://|/\w+$", "", where)
-        cause = re.sub(r" \(after \d+ms in state \w+.*\)$", "", cause)
-        refusal = _KAFKA_REFUSALS[error.name()]
-        if refusal is Refusal.TLS and "certificate verify failed" in cause:
-            refusal = Refusal.CERTIFICATE
-        raise AccessDenied("Kafka", address, refusal, cause)
+        raise refusals[0]
+
+
+def kafka_refusal(error) -> AccessDenied | None:
+    """A librdkafka client error (`error_cb`) as the refusal it is, or None for any other error."""
+    refusal = _KAFKA_REFUSALS.get(error.name())
+    if refusal is None:
+        return None
+    # librdkafka's text: "sasl_ssl://host:port/bootstrap: cause (after … in state …)".
+    where, _, cause = error.str().partition(": ")
+    address = re.sub(r"^\w+://|/\w+$", "", where)
+    cause = re.sub(r" \(after \d+ms in state \w+.*\)$", "", cause)
+    if refusal is Refusal.TLS and "certificate verify failed" in cause:
+        refusal = Refusal.CERTIFICATE
+    return AccessDenied("Kafka", address, refusal, cause)
+
+
+class RefusalWatch:
+    """Refusals by Kafka of a running client (a password rotated, a certificate expired), for /ready: the
+    newest is shown while librdkafka's reconnections keep meeting it, and for `keep` seconds after the
+    last. The client keeps the credentials it was made with: a restart with the new secret resumes."""
+
+    def __init__(self, keep: float = 60.0, clock: Callable[[], float] = time.monotonic) -> None:
+        self.keep, self.clock = keep, clock
+        self._last: tuple[float, str] | None = None
+
+    def error(self, error) -> None:
+        """librdkafka's `error_cb`."""
+        if (refused := kafka_refusal(error)) is not None:
+            self._last = (self.clock(), str(refused))
+
+    def current(self) -> str | None:
+        last = self._last
+        if last is None or self.clock() - last[0] >= self.keep:
+            return None
+        return f"{last[1]} (the connector waits; restart it with valid credentials)"
 
 
 def check_registry(url: str, security: RegistrySecurity) -> None:

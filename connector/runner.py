@@ -28,7 +28,7 @@ from connector.deadletters import Rejections, dead_letter, dead_letter_topic, un
 from connector.kafka import EventProducer, TopicError
 from connector.lock import exclusive
 from connector.lost import LostSegments
-from connector.reach import check_cassandra, check_kafka, check_registry
+from connector.reach import RefusalWatch, check_cassandra, check_kafka, check_registry
 from connector.metrics import Health, Metrics, StatusServer, connector_readiness
 from connector.monitor import Monitor
 from connector.schema.live import LiveSchema, SchemaUnavailable
@@ -60,6 +60,7 @@ class Connector:
                                  on_applied=self._schema_applied)
         self.positions = PositionStore(settings.state_dir / "position.json")
         self.lost = LostSegments(settings.state_dir / "lost")
+        self.refusals = RefusalWatch(keep=settings.stall_timeout)  # Kafka refusing it mid-run, for /ready
         self.rejections = Rejections(settings.schema_retry_interval, on_change=self._table_rejected)
         self.producer: EventProducer | None = None
         self.events: ChangeSerializer | None = None
@@ -101,7 +102,8 @@ class Connector:
             self.producer = EventProducer(s.kafka_security.librdkafka(s.kafka_bootstrap_servers),
                                           partitions=s.topic_partitions,
                                           replication_factor=s.topic_replication_factor,
-                                          min_insync_replicas=s.topic_min_insync_replicas, extra=s.producer)
+                                          min_insync_replicas=s.topic_min_insync_replicas, extra=s.producer,
+                                          on_error=self.refusals.error)
             source = SourceInfo(s.topic_prefix, s.cluster_name, s.node_name)
             self.events = ChangeSerializer(ChangeEncoder(source, self.schema.snapshot),
                                            SchemaRegistry(SchemaRegistryClient(s.registry_security.client(s.registry_url))))
@@ -467,7 +469,10 @@ class Connector:
         present = {s.segment_id: s for s in listing.segments}
         self.note_indexed(listing)
         for segment_id, segment in list(self._known.items()):
-            if segment_id not in present and not self.checkpoint.releasing(segment_id):
+            if segment_id in self._gone:
+                # Released or skipped by this process: the monitor's listing may have noted it just before.
+                self._known.pop(segment_id, None)
+            elif segment_id not in present and not self.checkpoint.releasing(segment_id):
                 self._record_lost(segment.name, segment_id, self.checkpoint.start_after(segment))
         pending = self.lost.pending()
         for lost in pending:

@@ -643,6 +643,8 @@ class Kafka(Member):
                  f"password=\"{secured.password(KAFKA_BROKERS)}\";")
         return "\n".join([
             "sasl.enabled.mechanisms=SCRAM-SHA-256,SCRAM-SHA-512",
+            # Clients authenticate again every 10 s (KIP-368), so a rotated password shows within seconds.
+            "connections.max.reauth.ms=10000",
             f"sasl.mechanism.inter.broker.protocol={KAFKA_MECHANISM}",
             *(f"listener.name.sasl_ssl.{m}.sasl.jaas.config={admin}" for m in ("scram-sha-256", "scram-sha-512")),
             "ssl.keystore.type=PKCS12",

@@ -15,6 +15,8 @@ import shutil
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
 import uuid
 from pathlib import Path
 
@@ -32,7 +34,7 @@ from spark.job.sinks.settings import with_password
 from tests.integration.mirrors import diff, layout_of, postgres_rows, source_rows
 from tests.integration.test_job import run_available
 from tests.integration.test_sink_ledgers import kafka_messages
-from tests.support import wait_for
+from tests.support import unused_port, wait_for
 
 STACK = ROOT / "deploy" / "local" / "stack.py"
 SERVICES = ("cassandra", "kafka", "registry", "registry-gate", "postgres", "mariadb")
@@ -318,3 +320,58 @@ def connect_rows(secured: Secured, cql: str) -> list:
         return [dict(row._asdict()) for row in session.execute(cql)]
     finally:
         cluster.shutdown()
+
+
+def test_a_connector_refused_mid_run_says_so_on_ready_and_resumes_with_valid_credentials(
+        secured, secured_cql, secured_table, tmp_path):
+    from confluent_kafka.admin import AdminClient, ScramCredentialInfo, ScramMechanism, UserScramCredentialUpsertion
+
+    keyspace, prefix = secured_table, f"ser{uuid.uuid4().hex[:8]}"
+    port = unused_port()
+    connector = ConnectorProcess(secured.stack, tmp_path / "connector", prefix, metrics_port=port, stall_timeout=5,
+                                 **secured.settings())
+    connector.start_from_now()
+    connector.start()
+    admin_password = secured.secrets["kafka-admin"]
+    admin = AdminClient({**KafkaSecurity(**{**secured.security["kafka"], "sasl_username": "admin",
+                                            "sasl_password_file": None, "sasl_password": admin_password}
+                                         ).librdkafka(secured.stack.kafka_bootstrap)})
+
+    def set_password(password: str) -> None:
+        for mechanism in (ScramMechanism.SCRAM_SHA_256, ScramMechanism.SCRAM_SHA_512):
+            upsert = UserScramCredentialUpsertion("ringtail", ScramCredentialInfo(mechanism, 4096),
+                                                  password.encode())
+            for future in admin.alter_user_scram_credentials([upsert]).values():
+                future.result(30)
+
+    def ready() -> tuple[int, dict]:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/ready", timeout=5) as response:
+                return response.status, json.load(response)
+        except urllib.error.HTTPError as exc:
+            return exc.code, json.load(exc)
+        except urllib.error.URLError:  # not listening yet
+            return 0, {}
+
+    topic = f"{prefix}.{keyspace}.kv"
+    security = KafkaSecurity(**secured.security["kafka"])
+    try:
+        secured_cql.execute(f"INSERT INTO {keyspace}.kv (k, v) VALUES (1, 'before')")
+        wait_for(lambda: ready()[0] == 200, 60, "the connector ready")
+        wait_for(lambda: _has_topic(secured.stack.kafka_bootstrap, security, topic)
+                 and len(kafka_messages(secured.stack.kafka_bootstrap, topic, security)) == 1, 60, "the first event")
+        set_password("rotated-" + uuid.uuid4().hex)  # the connector still holds the old one
+        refused = wait_for(lambda: (lambda r: r if r[0] == 503 and any("Kafka at" in p for p in r[1]["problems"])
+                                    else None)(ready()), 60, "/ready to report the refusal")
+        problem = next(p for p in refused[1]["problems"] if "Kafka at" in p)
+        assert "authentication failed" in problem and "restart it with valid credentials" in problem, problem
+        secured_cql.execute(f"INSERT INTO {keyspace}.kv (k, v) VALUES (2, 'while refused')")
+    finally:
+        set_password(secured.secrets["kafka-ringtail"])  # its own again: the stack's other tests use it
+    try:
+        wait_for(lambda: ready()[0] == 200, 90, "/ready to clear once the credentials work again")
+        wait_for(lambda: len(kafka_messages(secured.stack.kafka_bootstrap, topic, security)) == 2, 60,
+                 "the change written while refused")
+    finally:
+        connector.stop()
+    secured.assert_no_secret(connector.log.read_text(), "the connector's log")
