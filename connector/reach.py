@@ -60,6 +60,15 @@ def check_cassandra(hosts: Sequence[str], port: int, security: CassandraSecurity
     cluster.shutdown()
 
 
+def check_access(settings, kafka: bool = True) -> None:
+    """`check_cassandra`, and with `kafka` `check_kafka` and `check_registry`, on the cluster, brokers and
+    registry a process's settings name (the connector's and the Spark processes' have the same fields)."""
+    check_cassandra(settings.cassandra_hosts, settings.cassandra_port, settings.cassandra_security)
+    if kafka:
+        check_kafka(settings.kafka_bootstrap_servers, settings.kafka_security)
+        check_registry(settings.registry_url, settings.registry_security)
+
+
 _KAFKA_REFUSALS = {"_AUTHENTICATION": Refusal.CREDENTIALS, "_SSL": Refusal.TLS}
 
 

@@ -28,7 +28,7 @@ from connector.deadletters import Rejections, dead_letter, dead_letter_topic, un
 from connector.kafka import EventProducer, TopicError
 from connector.lock import exclusive
 from connector.lost import LostSegments
-from connector.reach import RefusalWatch, check_cassandra, check_kafka, check_registry
+from connector.reach import RefusalWatch, check_access
 from connector.metrics import Health, Metrics, StatusServer, connector_readiness
 from connector.monitor import Monitor
 from connector.schema.live import LiveSchema, SchemaUnavailable
@@ -97,7 +97,7 @@ class Connector:
         watch = DirectoryWatch(s.cdc_raw, self._wake).start()
         monitor = Monitor(self).start()
         try:
-            self._check_access()
+            check_access(s)  # AccessDenied stops the start when a service refuses the credentials
             self._start_schema()
             self.producer = EventProducer(s.kafka_security.librdkafka(s.kafka_bootstrap_servers),
                                           partitions=s.topic_partitions,
@@ -152,13 +152,6 @@ class Connector:
     def stop(self) -> None:
         self.stopping.set()
         self._wake.set()
-
-    def _check_access(self) -> None:
-        """Stops the start with `AccessDenied` when a service refuses the credentials or certificates."""
-        s = self.settings
-        check_cassandra(s.cassandra_hosts, s.cassandra_port, s.cassandra_security)
-        check_kafka(s.kafka_bootstrap_servers, s.kafka_security)
-        check_registry(s.registry_url, s.registry_security)
 
     def _start_schema(self) -> None:
         while True:

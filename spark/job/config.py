@@ -175,13 +175,10 @@ def admitted(settings: StreamSettings, program: str, kafka: bool = True) -> bool
     import sys
 
     from connector.access import AccessError
-    from connector.reach import AccessDenied, check_cassandra, check_kafka, check_registry
+    from connector.reach import AccessDenied, check_access
 
     try:
-        check_cassandra(settings.cassandra_hosts, settings.cassandra_port, settings.cassandra_security)
-        if kafka:
-            check_kafka(settings.kafka_bootstrap_servers, settings.kafka_security)
-            check_registry(settings.registry_url, settings.registry_security)
+        check_access(settings, kafka)
     except (AccessDenied, AccessError) as exc:
         print(f"{program}: {exc}", file=sys.stderr)
         return False
