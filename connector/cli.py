@@ -27,6 +27,9 @@ def build_parser() -> argparse.ArgumentParser:
     source = dump.add_mutually_exclusive_group(required=True)
     source.add_argument("--schema", metavar="FILE.cql", help="DDL as printed by DESCRIBE ... WITH INTERNALS")
     source.add_argument("--cassandra", metavar="HOST[:PORT]", help="read the schema from a live node")
+    dump.add_argument("--config", metavar="FILE.yaml", type=Path,
+                      help="with --cassandra: the connector's settings file, for its cassandra_security "
+                           "(RINGTAIL_CONNECTOR_* variables override it)")
     dump.add_argument("--limit", type=int, metavar="BYTES",
                       help="read only sections ending at or before this offset (the _cdc.idx value)")
     dump.add_argument("--skip-unknown-tables", action="store_true",
@@ -107,12 +110,16 @@ def _load_schema(args: argparse.Namespace) -> SchemaSnapshot:
     host, _, port = args.cassandra.partition(":")
     from cassandra.cluster import NoHostAvailable  # the driver is imported only when needed
 
+    from connector.access import AccessError
     from connector.schema.loader import load_schema
 
+    security = _settings(args).cassandra_security if args.config else None
     try:
-        return load_schema(host, int(port) if port else DEFAULT_CASSANDRA_PORT)
+        return load_schema(host, int(port) if port else DEFAULT_CASSANDRA_PORT, security)
     except NoHostAvailable as exc:
         raise CliError(f"cannot read the schema from Cassandra at {args.cassandra}: {exc}") from None
+    except AccessError as exc:
+        raise CliError(str(exc)) from None
 
 
 def _dump(args: argparse.Namespace) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import enum
 import logging
 import re
+import ssl
 import time
 from collections.abc import Callable, Sequence
 
@@ -19,6 +20,7 @@ class Refusal(enum.Enum):
     CREDENTIALS = "authentication failed"
     CERTIFICATE = "TLS certificate not trusted"
     TLS = "TLS handshake failed"
+    CLOSED = "TLS connection closed in the handshake"
 
 
 class AccessDenied(RuntimeError):
@@ -32,7 +34,6 @@ class AccessDenied(RuntimeError):
 def check_cassandra(hosts: Sequence[str], port: int, security: CassandraSecurity | None) -> None:
     """Connect as `security` says; AccessDenied when every host refused the credentials or the TLS
     handshake (a host that does not answer is not a refusal: the caller retries)."""
-    from cassandra import AuthenticationFailed
     from cassandra.cluster import NoHostAvailable
 
     from connector.schema.session import STATEMENTS_ONLY, connect
@@ -41,23 +42,42 @@ def check_cassandra(hosts: Sequence[str], port: int, security: CassandraSecurity
     level = driver_log.level
     driver_log.setLevel(logging.CRITICAL)  # its tracebacks of the same refusal would bury the one line
     try:
-        cluster, _ = connect(list(hosts), port, security, connect_timeout=10, **STATEMENTS_ONLY)
-    except NoHostAvailable as exc:
-        for address, error in exc.errors.items():
-            text = str(error)
-            if isinstance(error, AuthenticationFailed):
-                message = re.search(r'message="([^"]*)"', text)
-                raise AccessDenied("Cassandra", str(address), Refusal.CREDENTIALS,
-                                   message.group(1) if message else text) from None
-            # The driver reports a refused certificate as a socket error carrying OpenSSL's text.
-            if "CERTIFICATE_VERIFY_FAILED" in text:
-                raise AccessDenied("Cassandra", str(address), Refusal.CERTIFICATE, _verify_failure(text)) from None
-            if "SSL" in text:
-                raise AccessDenied("Cassandra", str(address), Refusal.TLS, text) from None
-        return
+        for attempt in range(3):
+            try:
+                cluster, _ = connect(list(hosts), port, security, connect_timeout=10, **STATEMENTS_ONLY)
+            except NoHostAvailable as exc:
+                refused = _cassandra_refusal(exc.errors)
+                if refused is None:
+                    return
+                # TLS 1.3: a server refusing the client's certificate may close before its alert (which
+                # says why) is read; asking again often reads it.
+                if refused.refusal is Refusal.CLOSED and attempt < 2:
+                    continue
+                raise refused from None
+            cluster.shutdown()
+            return
     finally:
         driver_log.setLevel(level)
-    cluster.shutdown()
+
+
+def _cassandra_refusal(errors: dict) -> AccessDenied | None:
+    """The refusal among the driver's errors by host, or None when none is one."""
+    from cassandra import AuthenticationFailed
+
+    for address, error in errors.items():
+        text = str(error)
+        if isinstance(error, AuthenticationFailed):
+            message = re.search(r'message="([^"]*)"', text)
+            return AccessDenied("Cassandra", str(address), Refusal.CREDENTIALS, message.group(1) if message else text)
+        # The driver reports a refused certificate as a socket error carrying OpenSSL's text.
+        if "CERTIFICATE_VERIFY_FAILED" in text:
+            return AccessDenied("Cassandra", str(address), Refusal.CERTIFICATE, _verify_failure(text))
+        if isinstance(error, ssl.SSLEOFError):
+            return AccessDenied("Cassandra", str(address), Refusal.CLOSED, "the server may have refused the client "
+                                "certificate, or require one")
+        if isinstance(error, ssl.SSLError) or "SSL" in text:
+            return AccessDenied("Cassandra", str(address), Refusal.TLS, _ssl_reason(text))
+    return None
 
 
 def check_access(settings, kafka: bool = True) -> None:
@@ -86,18 +106,22 @@ def check_kafka(bootstrap_servers: str, security: KafkaSecurity, timeout: float 
 
     # librdkafka's own log lines of the refusal would bury the one line.
     admin = AdminClient({**security.librdkafka(bootstrap_servers), "log_level": 0, "error_cb": on_error})
-    try:
-        admin.list_topics(timeout=timeout)
-    except KafkaException:
-        pass
-    admin.poll(0.5)  # serves the error callbacks
-    if refusals:
-        raise refusals[0]
+    deadline = time.monotonic() + timeout
+    while True:  # in short asks, so a refusal stops the wait at once
+        try:
+            admin.list_topics(timeout=max(0.1, min(1.0, deadline - time.monotonic())))
+            return
+        except KafkaException:
+            admin.poll(0.1)  # serves the error callbacks
+        if refusals:
+            raise refusals[0]
+        if time.monotonic() >= deadline:
+            return
 
 
 def kafka_refusal(error) -> AccessDenied | None:
     """A librdkafka client error (`error_cb`) as the refusal it is, or None for any other error."""
-    refusal = _KAFKA_REFUSALS.get(error.name())
+    refusal = _kafka_refusal_kind(error)
     if refusal is None:
         return None
     # librdkafka's text: "sasl_ssl://host:port/bootstrap: cause (after … in state …)".
@@ -107,6 +131,15 @@ def kafka_refusal(error) -> AccessDenied | None:
     if refusal is Refusal.TLS and "certificate verify failed" in cause:
         refusal = Refusal.CERTIFICATE
     return AccessDenied("Kafka", address, refusal, cause)
+
+
+def _kafka_refusal_kind(error) -> Refusal | None:
+    refusal = _KAFKA_REFUSALS.get(error.name())
+    # A broker refusing the client's certificate: TLS 1.3 completes the handshake first, and its alert
+    # reaches librdkafka as a transport error ("ssl/tls alert bad certificate").
+    if refusal is None and error.name() == "_TRANSPORT" and "SSL alert number" in error.str():
+        refusal = Refusal.TLS
+    return refusal
 
 
 class RefusalWatch:
@@ -133,8 +166,6 @@ class RefusalWatch:
 def check_registry(url: str, security: RegistrySecurity) -> None:
     """List the registry's subjects as `security` says; AccessDenied on 401, 403 or a refused certificate
     (a registry that does not answer is not a refusal: the caller retries)."""
-    import ssl
-
     from confluent_kafka.schema_registry import SchemaRegistryClient
     from confluent_kafka.schema_registry.error import SchemaRegistryError
 
@@ -145,9 +176,20 @@ def check_registry(url: str, security: RegistrySecurity) -> None:
         if exc.http_status_code in (401, 403):
             raise AccessDenied("the schema registry", url, Refusal.CREDENTIALS,
                                f"HTTP {exc.http_status_code}") from None
+        # A TLS-terminating proxy in front of it (nginx) answers a missing or refused client certificate so.
+        if exc.http_status_code == 400 and "certificate" in str(exc):
+            title = re.search(r"<title>\s*([^<]*?)\s*</title>", str(exc))
+            raise AccessDenied("the schema registry", url, Refusal.TLS,
+                               title.group(1) if title else "HTTP 400") from None
     except Exception as exc:  # the HTTP client wraps TLS errors in its own
         if isinstance(exc, ssl.SSLError) or "CERTIFICATE_VERIFY_FAILED" in str(exc):
             raise AccessDenied("the schema registry", url, Refusal.CERTIFICATE, _verify_failure(str(exc))) from None
+
+
+def _ssl_reason(text: str) -> str:
+    """OpenSSL's reason in Python's text of an SSL error: "[SSL: SSLV3_ALERT_CERTIFICATE_EXPIRED] sslv3 alert
+    certificate expired (_ssl.c:2580)" → "sslv3 alert certificate expired"."""
+    return re.sub(r"^.*?\[SSL: \w+\] | \(_ssl\.c:\d+\)$", "", text).strip()
 
 
 def _verify_failure(text: str) -> str:

@@ -15,8 +15,8 @@ OK: Answer = (200, b"{}", 0.0)
 
 
 class Receiver:
-    def __init__(self, tls: ssl.SSLContext | None = None) -> None:
-        """`tls`: a server context, for an HTTPS receiver."""
+    def __init__(self, tls: ssl.SSLContext | None = None, host: str = "127.0.0.1") -> None:
+        """`tls`: a server context, for an HTTPS receiver; `host`: the address it listens on."""
         self.requests: list[dict] = []  # every request: headers and parsed body, in arrival order
         self.script: list[Answer] = []  # answers for the next requests; then OK
         self.answer_with: Callable[[dict], Answer] | None = None
@@ -40,11 +40,11 @@ class Receiver:
             def log_message(self, *args) -> None:
                 pass
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server = ThreadingHTTPServer((host, 0), Handler)
         if tls is not None:
             self.server.socket = tls.wrap_socket(self.server.socket, server_side=True)
         scheme = "https" if tls is not None else "http"
-        self.url = f"{scheme}://127.0.0.1:{self.server.server_address[1]}/changes"
+        self.url = f"{scheme}://{host}:{self.server.server_address[1]}/changes"
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
     def _answer(self, request: dict) -> Answer:

@@ -8,9 +8,10 @@ Spark's connector jars, run as plain processes from Maven Central artifacts.
     python deploy/local/stack.py nodetool NODE ARGS…   Cassandra's nodetool on one node (cassandra@2)
     python deploy/local/stack.py cassandra-yaml        print the Cassandra configuration (for images)
 
-RINGTAIL_STACK_SECURE=1 secures Cassandra (PasswordAuthenticator, client TLS) and Kafka (SASL_SSL with
-SCRAM), with certificates and passwords the stack makes under `<run dir>/secure/` (deploy/local/secure.py);
-stack.json's `security` holds what clients set.
+RINGTAIL_STACK_SECURE=1 secures Cassandra (PasswordAuthenticator, client TLS), Kafka (SASL_SSL with
+SCRAM), the registry (an HTTPS gate with basic authentication), PostgreSQL and MariaDB (TLS, passwords),
+every one requiring a client certificate too, with certificates and passwords the stack makes under
+`<run dir>/secure/` (deploy/local/secure.py); stack.json's `security` holds what clients set.
 
 RINGTAIL_STACK_CASSANDRA_NODES=N makes Cassandra a ring of N nodes (`cassandra@1` … `cassandra@N`) and
 RINGTAIL_STACK_KAFKA_BROKERS=N Kafka a KRaft cluster of N brokers (`kafka@1` …): node and broker i listen
@@ -262,25 +263,37 @@ def render(template: Path, **values: object) -> str:
     return Template(template.read_text()).substitute({k: str(v) for k, v in values.items()})
 
 
-def own_tls_files(secured: Secured, directory: Path, owner: str) -> tuple[Path, Path]:
-    """The server certificate and key copied into a service's own directory, owned by the user it runs as
-    (PostgreSQL and MariaDB read them after dropping root; PostgreSQL wants the key private)."""
+def own_tls_files(secured: Secured, directory: Path, owner: str) -> tuple[Path, Path, Path]:
+    """The server certificate, its key and the authority (to verify clients' certificates by) copied into a
+    service's own directory, owned by the user it runs as (PostgreSQL and MariaDB read them after dropping
+    root; PostgreSQL wants the key private)."""
     secured.make()
     copies = []
-    for name in ("server.pem", "server.key"):
+    for name in ("server.pem", "server.key", "ca.pem"):
         target = directory / name
         shutil.copy(secured.dir / name, target)
         target.chmod(0o600)
         if os.geteuid() == 0:
             shutil.chown(target, owner)
         copies.append(target)
-    return copies[0], copies[1]
+    return copies[0], copies[1], copies[2]
 
 
 def java() -> str:
     found = shutil.which("java")
     if not found:
         raise StackError("java (17+) not found; install a JDK 17, e.g. apt-get install openjdk-17-jdk-headless")
+    return found
+
+
+def keytool() -> str:
+    """The JDK's keytool, beside the java that runs the services."""
+    beside = Path(os.path.realpath(java())).with_name("keytool")
+    if beside.exists():
+        return str(beside)
+    found = shutil.which("keytool")
+    if not found:
+        raise StackError("keytool not found beside java: a secured stack needs a JDK's keytool")
     return found
 
 
@@ -465,7 +478,8 @@ class Cassandra(Member):
         secured = self.s.secured
         return (f"client_encryption_options:\n  enabled: true\n  optional: false\n"
                 f"  keystore: {secured.keystore}\n  keystore_password: {secured.password(KEYSTORE)}\n"
-                f"  store_type: PKCS12\n  require_client_auth: false")
+                f"  store_type: PKCS12\n  require_client_auth: true\n"
+                f"  truststore: {secured.truststore(keytool())}\n  truststore_password: {secured.password(KEYSTORE)}")
 
     def launch(self) -> None:
         if self.s.secure:
@@ -536,6 +550,7 @@ class Cassandra(Member):
         from cassandra.auth import PlainTextAuthProvider
 
         context = ssl.create_default_context(cafile=str(self.s.secured.ca))
+        context.load_cert_chain(*self.s.secured.client_certificate)
         return {"auth_provider": PlainTextAuthProvider(*CASSANDRA_ADMIN), "ssl_context": context}
 
     def ready(self) -> bool:
@@ -652,6 +667,8 @@ class Kafka(Member):
             f"ssl.keystore.password={secured.password(KEYSTORE)}",
             "ssl.truststore.type=PEM",
             f"ssl.truststore.location={secured.ca}",
+            # Clients present a certificate (on a SASL_SSL listener only by the listener's prefix, KIP-684).
+            "listener.name.sasl_ssl.ssl.client.auth=required",
         ])
 
     def scram_users(self) -> list[str]:
@@ -669,7 +686,9 @@ class Kafka(Member):
         if self.s.secure:
             config |= {"security.protocol": "SASL_SSL", "sasl.mechanism": KAFKA_MECHANISM,
                        "sasl.username": KAFKA_ADMIN, "sasl.password": self.s.secured.password(KAFKA_BROKERS),
-                       "ssl.ca.location": str(self.s.secured.ca)}
+                       "ssl.ca.location": str(self.s.secured.ca),
+                       "ssl.certificate.location": str(self.s.secured.client_certificate[0]),
+                       "ssl.key.location": str(self.s.secured.client_certificate[1])}
         return config
 
     def ready(self) -> bool:
@@ -780,7 +799,7 @@ class RegistryGate(Service):
         config.write_text(render(HERE / "registry" / "nginx.conf", dir=self.dir, logs=self.logs, host=self.address,
                                  port=self.s.registry_port, backend=f"{self.address}:{Registry(self.s).port}",
                                  certificate=secured.dir / "server.pem", key=secured.dir / "server.key",
-                                 users=users))
+                                 ca=secured.ca, users=users))
         log(f"starting the registry gate (nginx, HTTPS and basic authentication) at {Registry(self.s).url}")
         spawn(self.kind, [str(self.binary), "-p", str(self.dir), "-c", str(config), "-e", str(self.logs / "error.log")],
               self.dir)
@@ -794,6 +813,7 @@ class RegistryGate(Service):
         token = base64.b64encode(f"{REGISTRY_USER}:{secured.password(REGISTRY_CLIENT)}".encode()).decode()
         request.add_header("Authorization", f"Basic {token}")
         context = ssl.create_default_context(cafile=str(secured.ca))
+        context.load_cert_chain(*secured.client_certificate)
         with urllib.request.urlopen(request, timeout=5, context=context) as response:
             return response.status == 200 and isinstance(json.load(response), list)
 
@@ -854,11 +874,12 @@ class Postgres(Service):
             )
         options = f"-h {s.host} -p {s.postgres_port} -k {self.dir}"
         if s.secure:
-            certificate, key = own_tls_files(self.s.secured, self.dir, "postgres")
-            options += f" -c ssl=on -c ssl_cert_file={certificate} -c ssl_key_file={key}"
-            # TCP only over TLS and with a password; the stack's own questions through the socket.
+            certificate, key, ca = own_tls_files(self.s.secured, self.dir, "postgres")
+            options += f" -c ssl=on -c ssl_cert_file={certificate} -c ssl_key_file={key} -c ssl_ca_file={ca}"
+            # TCP only over TLS, with a client certificate naming the user, and a password; the stack's own
+            # questions through the socket.
             (self.data / "pg_hba.conf").write_text("local all all trust\n"
-                                                   "hostssl all all 0.0.0.0/0 scram-sha-256\n"
+                                                   "hostssl all all 0.0.0.0/0 scram-sha-256 clientcert=verify-full\n"
                                                    "hostnossl all all 0.0.0.0/0 reject\n")
         log(f"starting PostgreSQL on {s.host}:{s.postgres_port} (logs: {self.logs})")
         subprocess.run(
@@ -901,7 +922,10 @@ class Postgres(Service):
 
     def describe(self) -> dict:
         s = self.s
-        tls = f"?sslmode=verify-full&sslrootcert={s.secured.ca}" if s.secure else ""
+        tls = ""
+        if s.secure:
+            cert, key = s.secured.client_certificate
+            tls = f"?sslmode=verify-full&sslrootcert={s.secured.ca}&sslcert={cert}&sslkey={key}"
         return {
             "dsn": f"postgresql://{self.user}@{s.host}:{s.postgres_port}/{self.database}{tls}",
             "logs": str(self.logs),
@@ -953,8 +977,8 @@ class MariaDB(Service):
         mariadbd = shutil.which("mariadbd") or "/usr/sbin/mariadbd"
         tls = []
         if s.secure:
-            certificate, key = own_tls_files(s.secured, self.dir, "mysql")
-            tls = [f"--ssl-cert={certificate}", f"--ssl-key={key}", "--require-secure-transport=ON"]
+            certificate, key, ca = own_tls_files(s.secured, self.dir, "mysql")
+            tls = [f"--ssl-cert={certificate}", f"--ssl-key={key}", f"--ssl-ca={ca}", "--require-secure-transport=ON"]
         spawn(self.name, [mariadbd, "--no-defaults", f"--datadir={self.data}", f"--port={s.mariadb_port}",
                           f"--bind-address={s.host}", f"--socket={self.socket}",
                           f"--pid-file={self.dir / 'mariadbd.pid'}", f"--log-error={self.logs / 'mariadb.err'}",
@@ -974,14 +998,19 @@ class MariaDB(Service):
             password = self.s.secured.password(MARIADB_CLIENT).replace("'", "''")
         self._sql(f"CREATE DATABASE IF NOT EXISTS {self.database}; "
                   f"CREATE USER IF NOT EXISTS '{self.user}'@'%'; "
-                  f"ALTER USER '{self.user}'@'%' IDENTIFIED BY '{password}'; "
+                  f"ALTER USER '{self.user}'@'%' IDENTIFIED BY '{password}'"
+                  # A secured stack's clients present a certificate its authority signed.
+                  f"{' REQUIRE X509' if self.s.secure else ''}; "
                   # Every database: a sink per test, in a database of its own, on this local stack only.
                   f"GRANT ALL ON *.* TO '{self.user}'@'%'")
         return took
 
     def describe(self) -> dict:
         s = self.s
-        tls = f"?ssl_ca={s.secured.ca}" if s.secure else ""
+        tls = ""
+        if s.secure:
+            cert, key = s.secured.client_certificate
+            tls = f"?ssl_ca={s.secured.ca}&ssl_cert={cert}&ssl_key={key}"
         return {"dsn": f"mysql://{self.user}@{s.host}:{s.mariadb_port}/{self.database}{tls}", "logs": str(self.logs)}
 
 

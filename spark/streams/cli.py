@@ -85,19 +85,24 @@ def _stream_id(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
 
 
 @contextmanager
-def _cassandra(address: tuple[str, int]) -> Iterator[Any]:
-    """A driver session; connection and query failures become :class:`StoreUnavailable`."""
+def _cassandra(args: argparse.Namespace) -> Iterator[Any]:
+    """A driver session to `--cassandra`, with the Cassandra security of the server's settings (`--config`,
+    RINGTAIL_SERVER_*); connection and query failures become :class:`StoreUnavailable`."""
     from cassandra import DriverException
     from cassandra.cluster import NoHostAvailable
+    from pydantic import ValidationError
 
+    from connector.access import AccessError
     from connector.schema.session import connect
+    from spark.server.config import ServerSettings
 
-    host, port = address
+    host, port = args.cassandra
     cluster = None
     try:
-        cluster, session = connect([host], port)
+        security = ServerSettings.load(args.config).cassandra_security
+        cluster, session = connect([host], port, security)
         yield session
-    except (DriverException, NoHostAvailable) as exc:
+    except (DriverException, NoHostAvailable, AccessError, ValidationError, FileNotFoundError) as exc:
         raise StoreUnavailable(f"Cassandra at {host}:{port}: {exc}") from exc
     finally:
         if cluster is not None:
@@ -109,7 +114,7 @@ def _generations(args: argparse.Namespace, leeway: int = DEFAULT_LEEWAY) -> Gene
         return read_generations(args.generations, leeway=leeway)
     from .storage import DEFAULT_KEYSPACE, GenerationStore
 
-    with _cassandra(args.cassandra) as session:
+    with _cassandra(args) as session:
         return GenerationStore(session, args.keyspace or DEFAULT_KEYSPACE).load(leeway=leeway)
 
 
@@ -174,7 +179,7 @@ def _ring(args: argparse.Namespace) -> tuple[dict[str, list[int]], dict[str, int
         parsed = read_ring_file(args.ring)
         ring, shards, msb = parsed.ring, parsed.shards, parsed.ignore_msb
     if args.cassandra:
-        with _cassandra(args.cassandra) as session:
+        with _cassandra(args) as session:
             ring.update({node: list(tokens) for node, tokens in read_ring(session).items()})
     ring.update(dict(args.node))
     if args.tokens:
@@ -247,6 +252,9 @@ def _add_source(parser: argparse.ArgumentParser) -> None:
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m spark.streams", description=__doc__)
     parser.add_argument("--json", action="store_true", help="print JSON instead of text")
+    parser.add_argument("--config", type=Path, metavar="FILE.yaml",
+                        help="with --cassandra: the server's settings file, for its cassandra_security "
+                             "(RINGTAIL_SERVER_* variables override it)")
     # After the command too; SUPPRESS keeps an absent flag from resetting one given before it.
     output = argparse.ArgumentParser(add_help=False)
     output.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="print JSON instead of text")

@@ -12,6 +12,7 @@ import dataclasses
 import json
 import os
 import shutil
+import ssl
 import subprocess
 import sys
 import time
@@ -27,11 +28,14 @@ from connector.access import CassandraSecurity, KafkaSecurity
 from connector.schema.session import connect
 from deploy.local.endpoints import ROOT, Stack, nodes_of
 from deploy.local.processes import ConnectorProcess
+from deploy.local.receiver import Receiver
+from deploy.local.secure import Secured as SecuredFiles
 from spark.job.config import JobSettings
 from spark.job.sinks import open_sink
 from spark.job.sinks.mysql.log import connect_dsn
 from spark.job.sinks.settings import with_password
 from tests.integration.mirrors import diff, layout_of, postgres_rows, source_rows
+from tests.integration.serving import runner_process
 from tests.integration.test_job import run_available
 from tests.integration.test_sink_ledgers import kafka_messages
 from tests.support import unused_port, wait_for
@@ -62,9 +66,10 @@ class Secured:
         return {"cassandra_security": self.security["cassandra"], "kafka_security": self.security["kafka"],
                 "registry_security": self.security["registry"]}
 
-    def assert_no_secret(self, text: str, where: str) -> None:
-        shown = [name for name, secret in self.secrets.items() if secret in text]
-        assert not shown, f"{where} shows the password(s) of {', '.join(shown)}"
+    def assert_no_secret(self, text: str, where: str, **more: str) -> None:
+        """No password of the stack, nor any of `more` (name=secret), in `text`."""
+        shown = [name for name, secret in {**self.secrets, **more}.items() if secret in text]
+        assert not shown, f"{where} shows the secret(s) of {', '.join(shown)}"
 
 
 @pytest.fixture(scope="module")
@@ -172,7 +177,21 @@ def test_changes_go_through_every_secured_service_into_a_mirror_and_no_output_sh
         mirror = postgres_rows(conn, layout)
     assert len(source) == 39 and source == mirror, diff(source, mirror)
 
-    for where, text in (("the connector's log", connector_log), ("the job's output", job.stdout + job.stderr)):
+    # The one-shot tools reach the secured node with the same settings files: `connector dump` reads the
+    # schema for a segment of the node's, `spark.streams generation` the live ring.
+    cassandra = f"{secured.stack.cassandra_host}:{secured.stack.cassandra_port}"
+    dumps = [run(["-m", "connector", "dump", str(segment), "--cassandra", cassandra, "--config",
+                  str(connector.config), "--skip-unknown-tables"]) for segment in secured.stack.cdc_raw.glob("*.log")]
+    assert all(dumped.returncode == 0 for dumped in dumps), [dumped.stderr[-3000:] for dumped in dumps]
+    changes = [json.loads(line) for dumped in dumps for line in dumped.stdout.splitlines()]
+    assert {c["partition_key"]["k"] for c in changes if c["keyspace"] == keyspace} == set(range(40))
+    server = write_config(tmp_path / "server.yaml", secured.settings())
+    generation = run(["-m", "spark.streams", "--config", str(server), "--json", "generation", "--cassandra", cassandra])
+    assert generation.returncode == 0 and json.loads(generation.stdout)["entries"], generation.stderr[-3000:]
+
+    for where, text in (("the connector's log", connector_log), ("the job's output", job.stdout + job.stderr),
+                        ("connector dump", "".join(d.stderr for d in dumps)),
+                        ("spark.streams", generation.stdout + generation.stderr)):
         secured.assert_no_secret(text, where)
 
 
@@ -240,25 +259,35 @@ CASES = {
                                   "the schema registry at {registry}: authentication failed: HTTP 401"),
     "an untrusted registry certificate": ("registry_security", {"tls_ca": "other"}, "the schema registry at "
                                           "{registry}: TLS certificate not trusted: unable to get local issuer"),
+    # Every service of the stack requires a client certificate its authority signed.
+    "an expired client certificate": ("kafka_security", {"tls_cert": "expired.pem", "tls_key": "expired.key"},
+                                      "Kafka at {kafka}: TLS handshake failed: Receive failed: error:0A000416:SSL "
+                                      "routines::ssl/tls alert certificate unknown"),
+    "no client certificate": ("registry_security", {"tls_cert": None, "tls_key": None}, "the schema registry at "
+                              "{registry}: TLS handshake failed: 400 No required SSL certificate was sent"),
 }
 
 
 @pytest.fixture(scope="module")
-def impostor(tmp_path_factory):
-    """A wrong password's file and a certificate authority nobody's certificate comes from."""
+def impostor(secured, tmp_path_factory):
+    """A wrong password's file, a certificate authority nobody's certificate comes from, and a client
+    certificate the stack's authority signed that expired a day ago."""
     where = tmp_path_factory.mktemp("impostor")
     (where / "wrong").write_text("not-the-password")
     subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj",
                     "/CN=someone else", "-keyout", str(where / "other.key"), "-out", str(where / "other.pem")],
                    check=True, capture_output=True)
-    return {"wrong": str(where / "wrong"), "other": str(where / "other.pem")}
+    key, cert = SecuredFiles(secured.stack.run_dir, []).sign("expired-client", "/CN=ringtail",
+                                                             "extendedKeyUsage=clientAuth\n", days=-1)
+    return {"wrong": str(where / "wrong"), "other": str(where / "other.pem"), "expired.pem": str(cert),
+            "expired.key": str(key)}
 
 
 @pytest.mark.parametrize("case", list(CASES))
 def test_a_refused_credential_or_certificate_stops_the_connector_and_the_job_at_start_in_one_line(
         secured, impostor, tmp_path, case):
     setting, change, expected = CASES[case]
-    change = {key: impostor.get(value, value) for key, value in change.items()}
+    change = {key: impostor.get(value, value) if value else value for key, value in change.items()}
     settings = {**secured.settings(), setting: {**secured.settings()[setting], **change}}
     s = secured.stack
     expected = expected.format(cassandra=f"{s.cassandra_host}:{s.cassandra_port}", kafka=s.kafka_bootstrap,
@@ -283,34 +312,78 @@ def test_a_refused_credential_or_certificate_stops_the_connector_and_the_job_at_
         secured.assert_no_secret(text, case)
 
 
-def test_subscriptions_on_a_secured_cluster_take_their_secrets_by_file_and_print_none(secured, secured_table,
-                                                                                    tmp_path):
-    keyspace = secured_table
-    config = write_config(tmp_path / "server.yaml", {
-        "cassandra_hosts": secured.stack.cassandra_host, "cassandra_port": secured.stack.cassandra_port,
-        "kafka_bootstrap_servers": secured.stack.kafka_bootstrap, "registry_url": secured.stack.registry_url,
-        "generations_keyspace": f"{keyspace}_cdc", **secured.settings()})
+def test_subscriptions_to_kafka_and_https_deliver_through_a_runner_and_no_output_shows_a_secret(
+        secured, secured_cql, secured_table, tmp_path):
+    keyspace, prefix = secured_table, f"ses{uuid.uuid4().hex[:8]}"
+    connector = ConnectorProcess(secured.stack, tmp_path / "connector", prefix, **secured.settings())
+    connector.start_from_now()
+    connector.start()
+    s = secured.stack
+    base = {"cassandra_hosts": [s.cassandra_host], "cassandra_port": s.cassandra_port,
+            "kafka_bootstrap_servers": s.kafka_bootstrap, "registry_url": s.registry_url, "topic_prefix": prefix,
+            "generations_keyspace": f"{keyspace}_cdc", "checkpoint_dir": str(tmp_path / "checkpoints"),
+            "trigger_interval": "500 milliseconds", "poll_interval": 1.0, "log_format": "text",
+            **secured.settings()}
+    config = write_config(tmp_path / "server.yaml", base)
     token = tmp_path / "hook-token"
-    token.write_text(secured.secrets["kafka-ringtail"])  # a secret of the run, so the search would find it
+    token.write_text(f"token-{uuid.uuid4().hex}")
+    # An HTTPS receiver with the stack's certificate, on the stack's address (the name the certificate has).
+    server_tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    server_tls.load_cert_chain(secured.stack.run_dir / "secure" / "server.pem",
+                               secured.stack.run_dir / "secure" / "server.key")
+    receiver = Receiver(tls=server_tls, host=s.cassandra_host)
+    target = f"{prefix}-copy"
 
     def cli(*args: str) -> subprocess.CompletedProcess:
         return run(["-m", "spark.subscriptions", "--config", str(config), *args], timeout=120)
 
-    refused = cli("create", "hook", "--table", f"{keyspace}.kv", "--sink", "http",
-                  "--sink-config", "url=https://receiver.example/in", f"token={token.read_text()}")
-    assert refused.returncode == 2 and "token would be stored in clear" in refused.stderr, refused.stderr
-    created = cli("create", "hook", "--table", f"{keyspace}.kv", "--sink", "http",
-                  "--sink-config", "url=https://receiver.example/in", f"token_file={token}")
-    assert created.returncode == 0, created.stderr
-    listed = cli("--json", "list")
-    shown = cli("--json", "show", "hook")
-    assert listed.returncode == shown.returncode == 0, listed.stderr + shown.stderr
-    assert json.loads(shown.stdout)["sink_config"] == {"url": "https://receiver.example/in", "token_file": str(token)}
-    for result in (refused, created, listed, shown):
-        secured.assert_no_secret(result.stdout + result.stderr, "the subscriptions CLI")
-    stored = connect_rows(secured, f"SELECT sink_config FROM {keyspace}_cdc.subscriptions")
-    assert [dict(row["sink_config"]) for row in stored] == [{"url": "https://receiver.example/in",
-                                                             "token_file": str(token)}]
+    def create(name: str, sink: str, *options: str) -> subprocess.CompletedProcess:
+        return cli("create", name, "--table", f"{keyspace}.kv", "--sink", sink, "--start", "earliest",
+                   "--sink-config", *options)
+
+    hook = [f"url={receiver.url}", f"ca={secured.security['ca']}"]
+    outputs = [create("hook", "http", *hook, f"token={token.read_text()}")]
+    assert outputs[0].returncode == 2 and "token would be stored in clear" in outputs[0].stderr, outputs[0].stderr
+    outputs += [create("hook", "http", *hook, f"token_file={token}"), create("copy", "kafka", f"topic={target}")]
+    outputs += [cli("--json", "list"), cli("--json", "show", "hook")]
+    assert all(out.returncode == 0 for out in outputs[1:]), [out.stderr for out in outputs]
+    assert json.loads(outputs[-1].stdout)["sink_config"] == {"url": receiver.url, "ca": secured.security["ca"],
+                                                             "token_file": str(token)}
+    stored = connect_rows(secured, f"SELECT name, sink_config FROM {keyspace}_cdc.subscriptions")
+    assert {row["name"]: dict(row["sink_config"]) for row in stored}["hook"] == {
+        "url": receiver.url, "ca": secured.security["ca"], "token_file": str(token)}
+
+    port = unused_port()
+    runner = runner_process(s, base, tmp_path, "a", metrics_port=port)
+    security = KafkaSecurity(**secured.security["kafka"])
+    try:
+        for k in range(30):
+            secured_cql.execute(f"INSERT INTO {keyspace}.kv (k, v) VALUES (%s, %s)", (k, f"v{k}"))
+        delivered = lambda: sorted(row["key"]["k"] for body in receiver.accepted().values() for row in body)
+        wait_for(lambda: delivered() == list(range(30)), 240, "30 rows posted over HTTPS")
+        wait_for(lambda: _has_topic(s.kafka_bootstrap, security, target)
+                 and len(kafka_messages(s.kafka_bootstrap, target, security)) == 30, 120, "30 rows on the topic")
+        assert {r["headers"]["authorization"] for r in receiver.requests} == {f"Bearer {token.read_text()}"}
+        served = {path: _served(f"http://127.0.0.1:{port}{path}") for path in ("/metrics", "/ready")}
+    finally:
+        runner.terminate()
+        runner.wait(120)
+        connector.stop()
+        receiver.close()
+    texts = {**{f"the runner's {path}": text for path, text in served.items()},
+             "the runner's log": (tmp_path / "runner-a.log").read_text(), "the connector's log": connector.log.read_text(),
+             **{f"the CLI's output {i}": out.stdout + out.stderr for i, out in enumerate(outputs)}}
+    for where, text in texts.items():
+        secured.assert_no_secret(text, where, receiver_token=token.read_text())
+
+
+def _served(url: str) -> str:
+    """What a process's HTTP endpoint answers, whatever the status."""
+    try:
+        with urllib.request.urlopen(url, timeout=10) as response:
+            return response.read().decode()
+    except urllib.error.HTTPError as exc:
+        return exc.read().decode()
 
 
 def connect_rows(secured: Secured, cql: str) -> list:
