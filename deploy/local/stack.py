@@ -99,6 +99,10 @@ class Settings:
     mariadb_port: int
     start_timeout: float
     secure: bool  # RINGTAIL_STACK_SECURE: authentication and TLS (deploy/local/secure.py)
+    spark_workers: int  # RINGTAIL_STACK_SPARK_WORKERS: a standalone Spark cluster's workers (0: none)
+    spark_master_port: int
+    spark_worker_cores: int
+    spark_worker_memory: str
 
     @classmethod
     def from_env(cls) -> Settings:
@@ -130,6 +134,10 @@ class Settings:
             mariadb_port=int(_env("RINGTAIL_STACK_MARIADB_PORT", "3307")),
             start_timeout=float(_env("RINGTAIL_STACK_START_TIMEOUT", "240")),
             secure=_env("RINGTAIL_STACK_SECURE", "0").lower() in ("1", "true", "yes"),
+            spark_workers=_count("RINGTAIL_STACK_SPARK_WORKERS", "0", least=0),
+            spark_master_port=int(_env("RINGTAIL_STACK_SPARK_MASTER_PORT", "7077")),
+            spark_worker_cores=_count("RINGTAIL_STACK_SPARK_WORKER_CORES"),
+            spark_worker_memory=_env("RINGTAIL_STACK_SPARK_WORKER_MEMORY", "1g"),
         )
 
 
@@ -144,10 +152,10 @@ class Settings:
         return Secured(self.run_dir, [self.address(i) for i in range(1, members + 1)])
 
 
-def _count(name: str) -> int:
-    value = _env(name, "1")
-    if not value.isdigit() or int(value) < 1:
-        raise StackError(f"{name} must be a whole number of at least 1, not {value!r}")
+def _count(name: str, default: str = "1", least: int = 1) -> int:
+    value = _env(name, default)
+    if not value.isdigit() or int(value) < least:
+        raise StackError(f"{name} must be a whole number of at least {least}, not {value!r}")
     return int(value)
 
 
@@ -1051,19 +1059,123 @@ class SparkJars(Service):
         return {"version": SPARK_VERSION, "delta_version": DELTA_VERSION, "jars": self.jars()}
 
 
-KINDS = (Cassandra, Kafka, Registry, RegistryGate, Postgres, MariaDB, SparkJars)
+class SparkMaster(Service):
+    """A standalone Spark cluster's master (RINGTAIL_STACK_SPARK_WORKERS=N > 0), from the pyspark
+    distribution ringtail runs with. Its workers' executors run Python in an interpreter of their own
+    that has nothing installed (pyspark comes from the distribution's own zip): what ringtail's code
+    needs there, the driver ships (spark.ship)."""
+
+    kind = "spark-master"
+
+    def ports(self) -> dict[str, tuple[str, int]]:
+        return {"RINGTAIL_STACK_SPARK_MASTER_PORT": (self.address, self.s.spark_master_port)}
+
+    @property
+    def url(self) -> str:
+        return f"spark://{self.address}:{self.s.spark_master_port}"
+
+    @property
+    def python(self) -> Path:
+        """The executors' Python: an empty virtual environment of the stack's own."""
+        return self.s.dist_dir / "spark-python" / "bin" / "python"
+
+    def fetch(self) -> None:
+        if not self.python.exists():
+            log(f"making the Spark executors' Python (empty) in {self.python.parent.parent}")
+            subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(self.python.parent.parent)],
+                           check=True, capture_output=True, text=True)
+
+    def launch(self) -> None:
+        log(f"starting the Spark master at {self.url} (logs: {self.logs})")
+        spawn(self.kind, spark_class("org.apache.spark.deploy.master.Master", "--host", self.address, "--port",
+                                     str(self.s.spark_master_port), "--webui-port", "0"), self.dir,
+              env=spark_env(self))
+
+    def ready(self) -> bool:
+        return port_open(self.address, self.s.spark_master_port) and "New state: ALIVE" in _log_text(self)
+
+    def describe(self) -> dict:
+        return {"master": self.url, "python": str(self.python), "workers": self.s.spark_workers,
+                "worker_cores": self.s.spark_worker_cores, "logs": str(self.logs)}
+
+
+class SparkWorker(Member):
+    """Worker `index` of the Spark cluster, on the index-th address, registered with the master."""
+
+    kind = "spark-worker"
+    joins = True  # once the master answers
+
+    def launch(self) -> None:
+        master = SparkMaster(self.s)
+        log(f"starting Spark {self.name} on {self.address} ({self.s.spark_worker_cores} core(s), "
+            f"{self.s.spark_worker_memory}; logs: {self.logs})")
+        spawn(self.kind, spark_class("org.apache.spark.deploy.worker.Worker", "--host", self.address,
+                                     "--cores", str(self.s.spark_worker_cores), "--memory",
+                                     self.s.spark_worker_memory, "--webui-port", "0", "--work-dir",
+                                     str(self.dir / "work"), master.url), self.dir, env=spark_env(self))
+
+    def ready(self) -> bool:
+        return "Successfully registered with master" in _log_text(self)
+
+
+def spark_class(main: str, *args: str) -> list[str]:
+    """The pyspark distribution's `spark-class` running `main`."""
+    return [str(_spark_home() / "bin" / "spark-class"), main, *args]
+
+
+def _spark_home() -> Path:
+    import importlib.util
+
+    spec = importlib.util.find_spec("pyspark")
+    if spec is None or spec.origin is None:
+        raise StackError("pyspark is not installed in the Python running the stack (.venv: deploy/local/env.sh)")
+    return Path(spec.origin).parent
+
+
+def spark_env(service: Service) -> dict[str, str]:
+    # The daemons' own heap; executors get the memory the workers offer. Which Python executors run is
+    # the driver's to say (`spark.pyspark.python`: stack.json's `spark-master.python`).
+    service.log_start = _log_size(service)
+    return {"SPARK_HOME": str(_spark_home()), "SPARK_DAEMON_MEMORY": "256m", "SPARK_LOG_DIR": str(service.logs),
+            "SPARK_LOCAL_IP": service.address,
+            # Each application's executors unpack the shipped archive (hundreds of MB): removed an hour
+            # after the application ends.
+            "SPARK_WORKER_OPTS": "-Dspark.worker.cleanup.enabled=true -Dspark.worker.cleanup.interval=600 "
+                                 "-Dspark.worker.cleanup.appDataTtl=3600"}
+
+
+def _log_size(service: Service) -> int:
+    out = service.logs / f"{service.kind}.out"
+    return out.stat().st_size if out.exists() else 0
+
+
+def _log_text(service: Service) -> str:
+    """What the service printed since this start launched it (its log file is appended to)."""
+    out = service.logs / f"{service.kind}.out"
+    if not out.exists():
+        return ""
+    with open(out, "rb") as file:
+        file.seek(getattr(service, "log_start", 0))
+        return file.read().decode(errors="replace")
+
+
+KINDS = (Cassandra, Kafka, Registry, RegistryGate, Postgres, MariaDB, SparkJars, SparkMaster, SparkWorker)
 
 
 def services(settings: Settings) -> list[Service]:
     """Every service of the stack, in start order."""
     counts = {Cassandra: settings.cassandra_nodes, Kafka: settings.kafka_brokers,
-              RegistryGate: 1 if settings.secure else 0}
+              RegistryGate: 1 if settings.secure else 0, SparkMaster: min(1, settings.spark_workers),
+              SparkWorker: settings.spark_workers}
     return [kind(settings, index) for kind in KINDS for index in range(1, counts.get(kind, 1) + 1)]
 
 
 def selected(settings: Settings, names: list[str]) -> list[Service]:
-    """The services `names` name (a service, or every one of a kind), all of them for none."""
+    """The services `names` name (a service, or every one of a kind), all of them for none; a Spark
+    cluster started with RINGTAIL_STACK_SPARK_WORKERS counts while it runs, whatever the variable says now."""
     every = services(settings)
+    spark = [SparkMaster(settings), *(SparkWorker(settings, index) for index in range(1, 10))]
+    every += [s for s in spark if s.name not in {e.name for e in every} and pid_alive(s.pid_file)]
     known = {s.name for s in every} | {s.kind for s in every}
     unknown = set(names) - known
     if unknown:

@@ -29,7 +29,13 @@ def build_parser() -> argparse.ArgumentParser:
                         help="settings file; RINGTAIL_JOB_* environment variables override it")
     parser.add_argument("--available-now", action="store_true",
                         help="process what the topics hold now, then exit")
+    add_master(parser)
     return parser
+
+
+def add_master(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--master", metavar="URL", help="the Spark master (spark://host:7077, k8s://…, yarn, "
+                        "local[2]); above the settings' spark_master. Unset under spark-submit: its own")
 
 
 class Shutdown:
@@ -45,12 +51,13 @@ class Shutdown:
         log.info("%s: stopping after the running micro-batch (%s again to exit at once)", name, name)
 
 
-def begin(cls: type[S], config_file: Path | None, program: str) -> tuple[S, Shutdown] | None:
-    """A Spark process's start: its settings (None once their errors are on stderr: exit 2), its
-    logging set up, and the handler of its stop signals."""
+def begin(cls: type[S], args: argparse.Namespace, program: str) -> tuple[S, Shutdown] | None:
+    """A Spark process's start: its settings (`--config`, `--master`; None once their errors are on
+    stderr: exit 2), its logging set up, and the handler of its stop signals."""
     from connector.logs import setup_logging
 
-    settings = load_or_report(cls, config_file, program)
+    overrides = {"spark_master": args.master} if args.master else {}
+    settings = load_or_report(cls, args.config, program, **overrides)
     if settings is None or not admitted(settings, program):
         return None
     setup_logging(settings.log_level, settings.log_format)
@@ -64,7 +71,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from .pipeline import spark_session, start
 
     args = build_parser().parse_args(argv)
-    begun = begin(JobSettings, args.config, "python -m spark.job")
+    begun = begin(JobSettings, args, "python -m spark.job")
     if begun is None:
         return 2
     settings, shutdown = begun

@@ -81,8 +81,14 @@ class StreamSettings(FileSettings):
     # Names the Spark application and, for the job, its writes in the sinks' exactly-once bookkeeping.
     app_id: str = "ringtail"
 
-    # None under spark-submit, which sets the master itself.
-    spark_master: str | None = "local[2]"
+    # Unset: spark-submit's --master, and local[*] for a process started without it (`--master` on the
+    # command line sets it). A master set here overrides spark-submit's.
+    spark_master: str | None = None
+    # Ship ringtail to the executors (spark.ship: its packages, native core and dependencies as one
+    # archive in `spark.archives`): `auto` does for a master that is not local; `never` leaves it to
+    # spark-submit's --archives (`python -m spark.ship` prints them) or to executors that have it.
+    ship: Literal["auto", "always", "never"] = "auto"
+    ship_dir: Path | None = None  # where the archive is made and kept; unset: ~/.cache/ringtail
     spark_jars: Annotated[tuple[str, ...], NoDecode] = ()
     spark_packages: Annotated[tuple[str, ...], NoDecode] = ()
     spark_conf: dict[str, str] = Field(default_factory=dict)
@@ -156,14 +162,15 @@ class JobSettings(StreamSettings):
 S = TypeVar("S", bound=StreamSettings)
 
 
-def load_or_report(cls: type[S], config_file: Path | None, program: str) -> S | None:
-    """The settings, or None once the reason they are invalid is on stderr (the caller exits 2)."""
+def load_or_report(cls: type[S], config_file: Path | None, program: str, **overrides) -> S | None:
+    """The settings (`overrides`, from the command line, above all), or None once the reason they are
+    invalid is on stderr (the caller exits 2)."""
     import sys
 
     from pydantic import ValidationError
 
     try:
-        return cls.load(config_file)
+        return cls.load(config_file, **overrides)
     except (ValidationError, FileNotFoundError) as exc:
         print(f"{program}: invalid settings: {exc}", file=sys.stderr)
         return None

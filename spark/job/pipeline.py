@@ -52,11 +52,24 @@ def use_utc() -> None:
     time.tzset()
 
 
+def spark_master(settings: StreamSettings) -> tuple[str | None, str]:
+    """(The master the session is built with, the master it runs on): the settings', else spark-submit's
+    (whose --master stands: the session sets none), else local[*]."""
+    if settings.spark_master:
+        return settings.spark_master, settings.spark_master
+    if "PYSPARK_GATEWAY_PORT" in os.environ:  # spark-submit started the JVM, which holds its master
+        from pyspark import SparkConf
+
+        return None, SparkConf().get("spark.master", "local[*]")
+    return "local[*]", "local[*]"
+
+
 def spark_session(settings: StreamSettings) -> SparkSession:
     use_utc()
     builder = SparkSession.builder.appName(f"ringtail-{settings.app_id}")
-    if settings.spark_master:
-        builder = builder.master(settings.spark_master)
+    master, runs_on = spark_master(settings)
+    if master:
+        builder = builder.master(master)
     conf = {
         "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
         "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
@@ -79,12 +92,15 @@ def spark_session(settings: StreamSettings) -> SparkSession:
         # So is a snapshot's plan, which holds the Cassandra password (`spark.snapshot.source.SnapshotPlan`).
         "spark.sql.redaction.options.regex": r"(?i)url|jaas|password|keystore\.key|^plan$",
     }
-    if settings.spark_master and settings.spark_master.startswith("local"):
+    local = runs_on.startswith("local")
+    if local:
         # Delta rebuilds table snapshots in 50 tasks by default: seconds of overhead per batch on one machine.
         conf["spark.databricks.delta.snapshotPartitions"] = "2"
         # Python workers run ringtail's code: the driver's interpreter has it (PATH's python3 may not).
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     conf.update(settings.spark_conf)
+    if settings.ship == "always" or (settings.ship == "auto" and not local):
+        conf.update(shipped(settings, conf))
     if settings.spark_jars:
         conf["spark.jars"] = ",".join(settings.spark_jars)
     if settings.spark_packages:
@@ -92,6 +108,20 @@ def spark_session(settings: StreamSettings) -> SparkSession:
     for key, value in conf.items():
         builder = builder.config(key, value)
     return builder.getOrCreate()
+
+
+def shipped(settings: StreamSettings, conf: dict[str, str]) -> dict[str, str]:
+    """The configuration that ships ringtail to the executors (`spark.ship`), beside archives and a
+    Python path the configuration has already."""
+    from spark import ship
+
+    archive = ship.pack(settings.ship_dir or ship.default_directory())
+    log.info("ringtail shipped to the executors as %s (%.0f MB)", archive, archive.stat().st_size / 1e6)
+    out = ship.spark_conf(archive)
+    for key, separator in (("spark.archives", ","), ("spark.executorEnv.PYTHONPATH", os.pathsep)):
+        if conf.get(key):
+            out[key] = f"{conf[key]}{separator}{out[key]}"
+    return out
 
 
 def read_changes(spark: SparkSession, settings: StreamSettings, source: Source | None = None,

@@ -7,6 +7,8 @@ import logging
 from pathlib import Path
 from typing import Sequence
 
+from spark.job.cli import add_master
+
 log = logging.getLogger(__name__)
 
 
@@ -15,6 +17,7 @@ def build_parser() -> argparse.ArgumentParser:
                                      description="ringtail: serve subscriptions from the registry")
     parser.add_argument("--config", metavar="FILE.yaml", type=Path,
                         help="settings file; RINGTAIL_SERVER_* environment variables override it")
+    add_master(parser)
     return parser
 
 
@@ -29,7 +32,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from .runner import Runner
 
     args = build_parser().parse_args(argv)
-    begun = begin(ServerSettings, args.config, "python -m spark.server")
+    begun = begin(ServerSettings, args, "python -m spark.server")
     if begun is None:
         return 2
     settings, shutdown = begun

@@ -1,0 +1,123 @@
+"""ringtail on a standalone Spark cluster: the local stack's master and two workers
+(RINGTAIL_STACK_SPARK_WORKERS=2), started in the main stack's run directory for this module and stopped
+after it. Their executors run an empty Python (stack.json's `spark-master.python`): whatever of ringtail
+they run — the event decoder, stream ids, the sinks' writes — the driver shipped them (spark.ship)."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from deploy.local.endpoints import ROOT
+from spark.subscriptions.model import Change
+from tests.integration.mirrors import diff, layout_of, postgres_rows, source_rows
+from tests.integration.serving import runner_process
+from tests.support import wait_for
+
+STACK = ROOT / "deploy" / "local" / "stack.py"
+SPARK = ("spark-master", "spark-worker")
+
+
+@pytest.fixture(scope="module")
+def cluster(stack):
+    env = {**os.environ, "RINGTAIL_STACK_SPARK_WORKERS": "2", "RINGTAIL_STACK_RUN_DIR": str(stack.run_dir)}
+
+    def command(verb: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, str(STACK), verb, *SPARK], env=env, cwd=ROOT, capture_output=True,
+                              text=True, timeout=300)
+
+    started = command("start")
+    try:
+        assert started.returncode == 0, started.stdout + started.stderr
+        yield json.loads((stack.run_dir / "stack.json").read_text())["spark-master"]
+    finally:
+        command("stop")
+
+
+def on_cluster(cluster: dict) -> dict:
+    """What a process submitting to the cluster sets: the executors' Python, their size."""
+    return {"spark_master": cluster["master"], "spark_conf": {
+        "spark.pyspark.python": cluster["python"], "spark.executor.memory": "640m", "spark.executor.cores": "1",
+        "spark.cores.max": str(cluster["workers"] * cluster["worker_cores"]), "spark.ui.enabled": "false",
+        "spark.sql.shuffle.partitions": "2"}}
+
+
+def unpacked(stack) -> list[Path]:
+    """The native cores the workers' executors unpacked from the shipped archive."""
+    return sorted(stack.run_dir.glob("spark-worker@*/work/app-*/*/ringtail/connector/_native*.so"))
+
+
+def write_rows(cql, keyspace: str) -> None:
+    cql.execute(f"CREATE TABLE {keyspace}.kv (k int PRIMARY KEY, v text, n bigint) WITH cdc = true")
+    for k in range(300):
+        cql.execute(f"INSERT INTO {keyspace}.kv (k, v, n) VALUES (%s, %s, %s)", (k, f"v{k}", k * k))
+    cql.execute(f"UPDATE {keyspace}.kv SET v = 'changed' WHERE k = 3")
+    cql.execute(f"DELETE FROM {keyspace}.kv WHERE k = 7")
+
+
+def test_the_job_submitted_to_the_cluster_ships_ringtail_and_its_mirror_equals_select_star(
+        cluster, stack, cql, keyspace, pipeline, tmp_path):
+    for module in ("connector", "pydantic", "pyarrow"):  # nothing of ringtail's there
+        bare = subprocess.run([cluster["python"], "-c", f"import {module}"], capture_output=True, text=True,
+                              cwd=tmp_path, env={"PATH": os.environ["PATH"]})
+        assert f"No module named '{module}'" in bare.stderr, bare
+    connector, consumer = pipeline()
+    connector.start_from_now()
+    connector.start()
+    write_rows(cql, keyspace)
+    consumer.until(lambda events: len(events) >= 302, timeout=90)
+
+    settings = on_cluster(cluster)
+    config = tmp_path / "job.yaml"
+    config.write_text(json.dumps({
+        "kafka_bootstrap_servers": stack.kafka_bootstrap, "registry_url": stack.registry_url,
+        "topic_prefix": connector.prefix, "cassandra_hosts": [stack.cassandra_host],
+        "cassandra_port": stack.cassandra_port, "generations_keyspace": f"{keyspace}_gen",
+        "checkpoint_dir": str(tmp_path / "checkpoint"), "spark_jars": list(stack.spark_jars), "log_format": "text",
+        "sink": "postgres", "postgres_dsn": stack.postgres_dsn, "postgres_layout": "mirror",
+        "postgres_schema": f"{keyspace}_mirror", "spark_conf": settings["spark_conf"]}))
+    # The master from the command line, as users submit.
+    job = subprocess.run([sys.executable, "-m", "spark.job", "--config", str(config), "--master", cluster["master"],
+                          "--available-now"], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert job.returncode == 0, job.stderr[-5000:]
+    assert "ringtail shipped to the executors" in job.stderr
+    workers = {path.relative_to(stack.run_dir).parts[0] for path in unpacked(stack)}
+    assert workers == {"spark-worker@1", "spark-worker@2"}, unpacked(stack)  # both ran ringtail's code
+
+    layout = layout_of(cql, keyspace, "kv")
+    source = source_rows(cql.cluster, layout)
+    with psycopg.connect(stack.postgres_dsn) as conn:
+        mirror = postgres_rows(conn, layout)
+    assert len(source) == 299 and source == mirror, diff(source, mirror)
+
+
+def test_a_runner_on_the_cluster_delivers_a_subscription(cluster, stack, cql, keyspace, served, tmp_path):
+    control, _, _, base = served
+    table = f"{keyspace}.orders"
+    schema = f"{keyspace}_sub"
+    control.create("pg", Change(table=table, sink="postgres", start="earliest",
+                                sink_config={"dsn": stack.postgres_dsn, "schema": schema}))
+    for k in range(100):
+        cql.execute(f"INSERT INTO {table} (id, qty, note) VALUES (%s, %s, %s)", (k, k, f"n{k}"))
+    runner = runner_process(stack, base, tmp_path, "a", **on_cluster(cluster))
+    try:
+        def delivered() -> int:
+            with psycopg.connect(stack.postgres_dsn) as conn:
+                found = conn.execute("SELECT count(*) FROM information_schema.tables WHERE table_schema = %s",
+                                     (schema,)).fetchone()[0]
+                if not found:
+                    return 0
+                return conn.execute(f'SELECT count(*) FROM "{schema}".cdc_log').fetchone()[0]
+
+        wait_for(lambda: delivered() >= 100, 300, "100 rows delivered by the runner on the cluster")
+        assert delivered() == 100  # each once
+    finally:
+        runner.terminate()
+        runner.wait(120)
+    log = (tmp_path / "runner-a.log").read_text()
+    assert "ringtail shipped to the executors" in log, log[-3000:]
