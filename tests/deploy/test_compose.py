@@ -80,3 +80,32 @@ def test_group_sync_gets_the_mutation_threads_its_writes_hold() -> None:
     assert (group["commitlog_sync"], group["commitlog_sync_group_window"], group["concurrent_writes"]) == (
         "group", "15ms", 64)
     assert config(RINGTAIL_STACK_COMMITLOG_SYNC="periodic")["concurrent_writes"] == 8
+
+
+def test_each_published_port_is_the_one_its_service_serves() -> None:
+    from connector.config import ConnectorSettings
+    from spark.server.config import ServerSettings
+
+    services = yaml.safe_load(COMPOSE.read_text())["services"]
+    served = {"connector": ConnectorSettings.model_fields["metrics_port"].default,
+              "runner": ServerSettings.model_fields["metrics_port"].default}
+    for name, port in served.items():
+        assert services[name]["ports"] == [f"{port}:{port}"], f"{name} serves /metrics on {port}"
+
+
+def test_the_images_run_the_python_ringtail_requires_and_the_spark_image_has_java_17() -> None:
+    """Checked without a Docker engine: the final stage's base, read from each Dockerfile, against
+    pyproject.toml's requires-python."""
+    import re
+    import tomllib
+
+    required = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["requires-python"]
+    least = tuple(int(p) for p in re.fullmatch(r">=\s*(\d+)\.(\d+)", required).groups())
+    for image in ("connector", "spark"):
+        text = (ROOT / "deploy" / f"{image}.Dockerfile").read_text()
+        base = re.findall(r"^FROM (\S+)", text, re.MULTILINE)[-1]
+        version = re.fullmatch(r"python:(\d+)\.(\d+)[-.\w]*", base)
+        assert version and tuple(map(int, version.groups())) >= least, f"{image}: {base} is not Python {required}"
+    spark = (ROOT / "deploy" / "spark.Dockerfile").read_text()
+    final = spark.rsplit("\nFROM ", 1)[1]
+    assert "openjdk-17-jre-headless" in final and '[spark]' in final  # Java 17 and pyspark: its own Spark

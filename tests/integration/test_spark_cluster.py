@@ -8,10 +8,12 @@ import json
 import os
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 
 import psycopg
 import pytest
+from cassandra.concurrent import execute_concurrent_with_args
 
 from deploy.local.endpoints import ROOT
 from spark.subscriptions.model import Change
@@ -23,20 +25,21 @@ STACK = ROOT / "deploy" / "local" / "stack.py"
 SPARK = ("spark-master", "spark-worker")
 
 
+def stack_command(stack, verb: str, *services: str) -> subprocess.CompletedProcess:
+    """`stack.py VERB SERVICES` on the main stack's run directory, with its Spark cluster's two workers."""
+    env = {**os.environ, "RINGTAIL_STACK_SPARK_WORKERS": "2", "RINGTAIL_STACK_RUN_DIR": str(stack.run_dir)}
+    return subprocess.run([sys.executable, str(STACK), verb, *services], env=env, cwd=ROOT, capture_output=True,
+                          text=True, timeout=300)
+
+
 @pytest.fixture(scope="module")
 def cluster(stack):
-    env = {**os.environ, "RINGTAIL_STACK_SPARK_WORKERS": "2", "RINGTAIL_STACK_RUN_DIR": str(stack.run_dir)}
-
-    def command(verb: str) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, str(STACK), verb, *SPARK], env=env, cwd=ROOT, capture_output=True,
-                              text=True, timeout=300)
-
-    started = command("start")
+    started = stack_command(stack, "start", *SPARK)
     try:
         assert started.returncode == 0, started.stdout + started.stderr
         yield json.loads((stack.run_dir / "stack.json").read_text())["spark-master"]
     finally:
-        command("stop")
+        stack_command(stack, "stop", *SPARK)
 
 
 def on_cluster(cluster: dict) -> dict:
@@ -60,6 +63,24 @@ def write_rows(cql, keyspace: str) -> None:
     cql.execute(f"DELETE FROM {keyspace}.kv WHERE k = 7")
 
 
+def job_config(stack, cluster: dict, prefix: str, keyspace: str, tmp_path: Path, **sink) -> Path:
+    """The job's settings file for the cluster (its master left to the command line)."""
+    config = tmp_path / "job.yaml"
+    config.write_text(json.dumps({
+        "kafka_bootstrap_servers": stack.kafka_bootstrap, "registry_url": stack.registry_url, "topic_prefix": prefix,
+        "cassandra_hosts": [stack.cassandra_host], "cassandra_port": stack.cassandra_port,
+        "generations_keyspace": f"{keyspace}_gen", "checkpoint_dir": str(tmp_path / "checkpoint"),
+        "spark_jars": list(stack.spark_jars), "log_format": "text", "spark_conf": on_cluster(cluster)["spark_conf"],
+        **sink}))
+    return config
+
+
+def submit(config: Path, cluster: dict) -> list[str]:
+    """`python -m spark.job` submitted to the cluster by its command line, as users do."""
+    return [sys.executable, "-m", "spark.job", "--config", str(config), "--master", cluster["master"],
+            "--available-now"]
+
+
 def test_the_job_submitted_to_the_cluster_ships_ringtail_and_its_mirror_equals_select_star(
         cluster, stack, cql, keyspace, pipeline, tmp_path):
     for module in ("connector", "pydantic", "pyarrow"):  # nothing of ringtail's there
@@ -72,18 +93,9 @@ def test_the_job_submitted_to_the_cluster_ships_ringtail_and_its_mirror_equals_s
     write_rows(cql, keyspace)
     consumer.until(lambda events: len(events) >= 302, timeout=90)
 
-    settings = on_cluster(cluster)
-    config = tmp_path / "job.yaml"
-    config.write_text(json.dumps({
-        "kafka_bootstrap_servers": stack.kafka_bootstrap, "registry_url": stack.registry_url,
-        "topic_prefix": connector.prefix, "cassandra_hosts": [stack.cassandra_host],
-        "cassandra_port": stack.cassandra_port, "generations_keyspace": f"{keyspace}_gen",
-        "checkpoint_dir": str(tmp_path / "checkpoint"), "spark_jars": list(stack.spark_jars), "log_format": "text",
-        "sink": "postgres", "postgres_dsn": stack.postgres_dsn, "postgres_layout": "mirror",
-        "postgres_schema": f"{keyspace}_mirror", "spark_conf": settings["spark_conf"]}))
-    # The master from the command line, as users submit.
-    job = subprocess.run([sys.executable, "-m", "spark.job", "--config", str(config), "--master", cluster["master"],
-                          "--available-now"], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    config = job_config(stack, cluster, connector.prefix, keyspace, tmp_path, sink="postgres",
+                        postgres_dsn=stack.postgres_dsn, postgres_layout="mirror", postgres_schema=f"{keyspace}_mirror")
+    job = subprocess.run(submit(config, cluster), cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert job.returncode == 0, job.stderr[-5000:]
     assert "ringtail shipped to the executors" in job.stderr
     workers = {path.relative_to(stack.run_dir).parts[0] for path in unpacked(stack)}
@@ -121,3 +133,40 @@ def test_a_runner_on_the_cluster_delivers_a_subscription(cluster, stack, cql, ke
         runner.wait(120)
     log = (tmp_path / "runner-a.log").read_text()
     assert "ringtail shipped to the executors" in log, log[-3000:]
+
+
+def test_a_worker_killed_mid_job_loses_and_repeats_no_change(cluster, stack, cql, keyspace, pipeline, spark,
+                                                             tmp_path):
+    rows = 8_000
+    connector, consumer = pipeline()
+    connector.start_from_now()
+    connector.start()
+    cql.execute(f"CREATE TABLE {keyspace}.kv (k int PRIMARY KEY, v text) WITH cdc = true")
+    execute_concurrent_with_args(cql, cql.prepare(f"INSERT INTO {keyspace}.kv (k, v) VALUES (?, ?)"),
+                                 [(k, f"v{k}") for k in range(rows)], concurrency=64)
+    consumer.until(lambda events: len(events) >= rows, timeout=120)
+
+    # Into Delta, whose files the executors write; micro-batches small enough to be many.
+    delta = tmp_path / "delta"
+    config = job_config(stack, cluster, connector.prefix, keyspace, tmp_path, sink="delta", delta_path=str(delta),
+                        max_offsets_per_trigger=1000)
+    output = tmp_path / "job.out"
+    with open(output, "w") as out:
+        job = subprocess.Popen(submit(config, cluster), cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
+    try:
+        wait_for(lambda: "batch 1 written" in output.read_text(), 300, "the job's second micro-batch")
+        killed = stack_command(stack, "kill", "spark-worker@2")
+        assert killed.returncode == 0, killed.stdout + killed.stderr
+        assert job.wait(600) == 0, output.read_text()[-5000:]
+    finally:
+        if job.poll() is None:
+            job.kill()
+        restarted = stack_command(stack, "start", "spark-worker@2")  # for the tests after this one
+    text = output.read_text()
+    assert "Lost executor" in text or "ExecutorLostFailure" in text, text[-5000:]  # Spark saw it go
+    assert restarted.returncode == 0, restarted.stdout + restarted.stderr
+
+    logged = spark.read.format("delta").load(str(delta / "cdc_log")).where(
+        f"keyspace = '{keyspace}' AND `table` = 'kv'").select("key").collect()
+    keys = Counter(json.loads(row.key)["k"] for row in logged)
+    assert keys == Counter(range(rows)), "a change lost or logged twice"
