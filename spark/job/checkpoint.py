@@ -10,15 +10,17 @@ nothing across two checkpoints: each numbers its batches from 0.
 from __future__ import annotations
 
 import hashlib
-from pathlib import Path
+from os import PathLike
+
+from spark.location import Location
 
 # The Kafka source's first offsets (a version line, then the offsets as JSON).
-_FIRST = Path("sources") / "0" / "0"
+_FIRST = "sources/0/0"
 
 
-def source_offsets(checkpoint: Path, batch_id: int) -> list[str] | None:
+def source_offsets(checkpoint: Location | PathLike, batch_id: int) -> list[str] | None:
     """The source offset lines of `batch_id` (one per source, as JSON text); None before it is planned."""
-    path = checkpoint / "offsets" / str(batch_id)
+    path = Location.of(checkpoint) / "offsets" / str(batch_id)
     if not path.exists():
         return None
     lines = path.read_text().splitlines()
@@ -27,14 +29,13 @@ def source_offsets(checkpoint: Path, batch_id: int) -> list[str] | None:
     return lines[2:]
 
 
-def newest_batch(checkpoint: Path) -> int | None:
+def newest_batch(checkpoint: Location | PathLike) -> int | None:
     """The newest batch id planned in `checkpoint`; None before any."""
-    folder = checkpoint / "offsets"
-    ids = [int(p.name) for p in folder.glob("*") if p.name.isdigit()] if folder.is_dir() else []
-    return max(ids, default=None)
+    names = (Location.of(checkpoint) / "offsets").names()
+    return max((int(name) for name in names if name.isdigit()), default=None)
 
 
-def batch_digest(checkpoint: Path, batch_id: int) -> str:
+def batch_digest(checkpoint: Location | PathLike, batch_id: int) -> str:
     """A digest of the offsets `batch_id` covers, from where it starts to where it ends: equal for a
     replay of the batch, different for another batch given the same id by another checkpoint."""
     ends = source_offsets(checkpoint, batch_id)
@@ -43,7 +44,7 @@ def batch_digest(checkpoint: Path, batch_id: int) -> str:
     if batch_id > 0:
         starts = source_offsets(checkpoint, batch_id - 1) or []
     else:
-        first = checkpoint / _FIRST
+        first = Location.of(checkpoint) / _FIRST
         starts = first.read_text().splitlines()[1:] if first.exists() else []
     text = "\n".join(["from", *starts, "to", *ends])
     return hashlib.sha256(text.encode()).hexdigest()[:32]

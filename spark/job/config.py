@@ -21,6 +21,7 @@ from spark.job.sinks.delta.settings import DeltaSettings
 from spark.job.sinks.layouts import Layout
 from spark.job.sinks.postgres.settings import PostgresSettings
 from spark.job.sinks.settings import SinkContext, SinkSettings
+from spark.location import Location
 from spark.streams.storage import replication_literal
 
 
@@ -77,7 +78,8 @@ class StreamSettings(FileSettings):
     stop_timeout: float = Field(600.0, gt=0)
 
     # The job's checkpoint; the server keeps one per subscription under it.
-    checkpoint_dir: Path = Path("ringtail-checkpoints")
+    # A path or a URI (s3a://, hdfs://, abfss://, gs://, file:): spark.location.
+    checkpoint_dir: Location = Location("ringtail-checkpoints")
     # Names the Spark application and, for the job, its writes in the sinks' exactly-once bookkeeping.
     app_id: str = "ringtail"
 
@@ -140,7 +142,7 @@ class JobSettings(StreamSettings):
     model_config = SettingsConfigDict(env_prefix="RINGTAIL_JOB_")
 
     sink: Literal["delta", "postgres", "cassandra"] = "delta"
-    delta_path: Path = Path("ringtail-delta")
+    delta_path: Location = Location("ringtail-delta")  # a path or a URI, as checkpoint_dir
     delta_layout: Layout = "log"  # one JSON log, or a typed log per table (spark.job.sinks.delta.sink)
     # TLS by libpq's parameters in the DSN (sslmode=verify-full&sslrootcert=…); the password in it or in a file.
     postgres_dsn: str = Field("postgresql://ringtail@127.0.0.1:5432/ringtail", repr=False)

@@ -22,6 +22,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
 
+from spark.location import Location
 from spark.streams.generations import MICROS_PER_SECOND
 
 from . import rows as R
@@ -232,10 +233,10 @@ class BatchWriter:
 
     def __init__(self, settings: StreamSettings, sink: Sink, keeper: GenerationKeeper | None,
                  selection: Selection = Selection(), after_write: AfterWrite | None = None,
-                 publications: Publications | None = None, target: str = "", checkpoint: Path | None = None) -> None:
+                 publications: Publications | None = None, target: str = "", checkpoint: Location | Path | None = None) -> None:
         self.settings = settings
         # The query's checkpoint (the job's by default): it says which offsets each batch covers.
-        self.checkpoint = Path(checkpoint or settings.checkpoint_dir)
+        self.checkpoint = Location.of(checkpoint or settings.checkpoint_dir)
         self.sink = sink
         self.keeper = keeper
         self.selection = selection

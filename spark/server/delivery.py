@@ -15,7 +15,6 @@ import json
 import logging
 import threading
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
@@ -30,6 +29,7 @@ from spark.job.pipeline import BatchCounts, BatchWriter, Job, Source, start
 from spark.job.selection import Selection
 from spark.streams.generations import MICROS_PER_SECOND
 from spark.subscriptions.model import Subscription, start_time
+from spark.location import Location
 from spark.snapshot.checkpoint import planned_offset
 from spark.snapshot.ranges import from_offset
 from spark.snapshot.source import NAME as SNAPSHOT
@@ -57,9 +57,9 @@ class SubscriptionGone(Exception):
     """The subscription's table no longer exists."""
 
 
-def checkpoint_of(settings: ServerSettings, subscription: Subscription, snapshot: bool = False) -> Path:
+def checkpoint_of(settings: ServerSettings, subscription: Subscription, snapshot: bool = False) -> Location:
     """The log query's checkpoint, or the snapshot's (beside it)."""
-    return Path(settings.checkpoint_dir) / subscription.name / (
+    return Location.of(settings.checkpoint_dir) / subscription.name / (
         f"epoch-{subscription.epoch}" + (".snapshot" if snapshot else ""))
 
 
@@ -128,7 +128,7 @@ class SnapshotProgressRecorder:
     """After each snapshot batch is in the sink: each range's position (from the batch's planned
     offset) and rows delivered; when every range is done, the snapshot is finished."""
 
-    def __init__(self, registry: SubscriptionRegistry, subscription: Subscription, checkpoint: Path) -> None:
+    def __init__(self, registry: SubscriptionRegistry, subscription: Subscription, checkpoint: Location) -> None:
         self.registry, self.name, self.epoch = registry, subscription.name, subscription.epoch
         self.checkpoint = checkpoint
         self.ranges = {p.range_end: p for p in registry.progress(self.name, self.epoch)}

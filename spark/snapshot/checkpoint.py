@@ -5,12 +5,13 @@ and a batch's own file says which ranges it brought to which token.
 from __future__ import annotations
 
 import json
-from pathlib import Path
+from os import PathLike
 
 from spark.job.checkpoint import newest_batch, source_offsets
+from spark.location import Location
 
 
-def planned_offset(checkpoint: Path, batch_id: int | None = None) -> dict | None:
+def planned_offset(checkpoint: Location | PathLike, batch_id: int | None = None) -> dict | None:
     """The snapshot offset planned for `batch_id` (the newest batch when None); None before any."""
     if batch_id is None:
         batch_id = newest_batch(checkpoint)

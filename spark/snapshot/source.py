@@ -16,7 +16,6 @@ import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, fields
-from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -30,6 +29,8 @@ from connector.schema.session import connect
 from spark.job import rows as R
 from spark.streams.generations import Generation, Generations
 from spark.streams.storage import GenerationStore
+
+from spark.location import Location
 
 from .checkpoint import planned_offset
 from .ranges import advance, from_offset, refine, ring_ranges, to_offset
@@ -150,7 +151,7 @@ class SnapshotReader(DataSourceStreamReader):
 
     def latestOffset(self) -> dict:
         if self.current is None:
-            self.current = planned_offset(Path(self.plan.checkpoint)) or self.initialOffset()
+            self.current = planned_offset(Location(self.plan.checkpoint)) or self.initialOffset()
         generation_us, ranges = from_offset(self.current)
         generation = self._generation()
         if generation.timestamp != generation_us:

@@ -66,6 +66,13 @@ class Secured:
         return {"cassandra_security": self.security["cassandra"], "kafka_security": self.security["kafka"],
                 "registry_security": self.security["registry"]}
 
+    def connector(self, tmp_path: Path, prefix: str, **settings) -> ConnectorProcess:
+        """A connector with the stack's security settings, started from now."""
+        connector = ConnectorProcess(self.stack, tmp_path / "connector", prefix, **self.settings(), **settings)
+        connector.start_from_now()
+        connector.start()
+        return connector
+
     def assert_no_secret(self, text: str, where: str, **more: str) -> None:
         """No password of the stack, nor any of `more` (name=secret), in `text`."""
         shown = [name for name, secret in {**self.secrets, **more}.items() if secret in text]
@@ -143,9 +150,7 @@ def run(args: list[str], timeout: float = 300) -> subprocess.CompletedProcess:
 def test_changes_go_through_every_secured_service_into_a_mirror_and_no_output_shows_a_secret(
         secured, secured_cql, secured_table, tmp_path):
     keyspace, prefix = secured_table, f"sec{uuid.uuid4().hex[:8]}"
-    connector = ConnectorProcess(secured.stack, tmp_path / "connector", prefix, **secured.settings())
-    connector.start_from_now()
-    connector.start()
+    connector = secured.connector(tmp_path, prefix)
     try:
         for k in range(40):
             secured_cql.execute(f"INSERT INTO {keyspace}.kv (k, v, n) VALUES (%s, %s, %s)", (k, f"v{k}", k * k))
@@ -204,9 +209,7 @@ def _has_topic(bootstrap: str, security: KafkaSecurity, topic: str) -> bool:
 def test_the_kafka_and_mysql_sinks_deliver_exactly_once_over_authentication_and_tls(
         secured, secured_cql, secured_table, spark, tmp_path):
     keyspace, prefix = secured_table, f"sek{uuid.uuid4().hex[:8]}"
-    connector = ConnectorProcess(secured.stack, tmp_path / "connector", prefix, **secured.settings())
-    connector.start_from_now()
-    connector.start()
+    connector = secured.connector(tmp_path, prefix)
     security = KafkaSecurity(**secured.security["kafka"])
     try:
         for k in range(25):
@@ -315,9 +318,7 @@ def test_a_refused_credential_or_certificate_stops_the_connector_and_the_job_at_
 def test_subscriptions_to_kafka_and_https_deliver_through_a_runner_and_no_output_shows_a_secret(
         secured, secured_cql, secured_table, tmp_path):
     keyspace, prefix = secured_table, f"ses{uuid.uuid4().hex[:8]}"
-    connector = ConnectorProcess(secured.stack, tmp_path / "connector", prefix, **secured.settings())
-    connector.start_from_now()
-    connector.start()
+    connector = secured.connector(tmp_path, prefix)
     s = secured.stack
     base = {"cassandra_hosts": [s.cassandra_host], "cassandra_port": s.cassandra_port,
             "kafka_bootstrap_servers": s.kafka_bootstrap, "registry_url": s.registry_url, "topic_prefix": prefix,
@@ -401,10 +402,7 @@ def test_a_connector_refused_mid_run_says_so_on_ready_and_resumes_with_valid_cre
 
     keyspace, prefix = secured_table, f"ser{uuid.uuid4().hex[:8]}"
     port = unused_port()
-    connector = ConnectorProcess(secured.stack, tmp_path / "connector", prefix, metrics_port=port, stall_timeout=5,
-                                 **secured.settings())
-    connector.start_from_now()
-    connector.start()
+    connector = secured.connector(tmp_path, prefix, metrics_port=port, stall_timeout=5)
     admin_password = secured.secrets["kafka-admin"]
     admin = AdminClient({**KafkaSecurity(**{**secured.security["kafka"], "sasl_username": "admin",
                                             "sasl_password_file": None, "sasl_password": admin_password}

@@ -17,7 +17,7 @@ from cassandra.concurrent import execute_concurrent_with_args
 
 from deploy.local.endpoints import ROOT
 from spark.subscriptions.model import Change
-from tests.integration.mirrors import diff, layout_of, postgres_rows, source_rows
+from tests.integration.mirrors import layout_of, postgres_rows, source_rows
 from tests.integration.serving import runner_process
 from tests.support import wait_for
 
@@ -55,14 +55,6 @@ def unpacked(stack) -> list[Path]:
     return sorted(stack.run_dir.glob("spark-worker@*/work/app-*/*/ringtail/connector/_native*.so"))
 
 
-def write_rows(cql, keyspace: str) -> None:
-    cql.execute(f"CREATE TABLE {keyspace}.kv (k int PRIMARY KEY, v text, n bigint) WITH cdc = true")
-    for k in range(300):
-        cql.execute(f"INSERT INTO {keyspace}.kv (k, v, n) VALUES (%s, %s, %s)", (k, f"v{k}", k * k))
-    cql.execute(f"UPDATE {keyspace}.kv SET v = 'changed' WHERE k = 3")
-    cql.execute(f"DELETE FROM {keyspace}.kv WHERE k = 7")
-
-
 def job_config(stack, cluster: dict, prefix: str, keyspace: str, tmp_path: Path, **sink) -> Path:
     """The job's settings file for the cluster (its master left to the command line)."""
     config = tmp_path / "job.yaml"
@@ -81,62 +73,12 @@ def submit(config: Path, cluster: dict) -> list[str]:
             "--available-now"]
 
 
-def test_the_job_submitted_to_the_cluster_ships_ringtail_and_its_mirror_equals_select_star(
-        cluster, stack, cql, keyspace, pipeline, tmp_path):
-    for module in ("connector", "pydantic", "pyarrow"):  # nothing of ringtail's there
+def test_the_job_submitted_to_the_cluster_ships_ringtail_and_a_worker_killed_mid_job_costs_no_change(
+        cluster, stack, cql, keyspace, pipeline, spark, tmp_path):
+    for module in ("connector", "pydantic", "pyarrow"):  # nothing of ringtail's on the executors
         bare = subprocess.run([cluster["python"], "-c", f"import {module}"], capture_output=True, text=True,
                               cwd=tmp_path, env={"PATH": os.environ["PATH"]})
         assert f"No module named '{module}'" in bare.stderr, bare
-    connector, consumer = pipeline()
-    connector.start_from_now()
-    connector.start()
-    write_rows(cql, keyspace)
-    consumer.until(lambda events: len(events) >= 302, timeout=90)
-
-    config = job_config(stack, cluster, connector.prefix, keyspace, tmp_path, sink="postgres",
-                        postgres_dsn=stack.postgres_dsn, postgres_layout="mirror", postgres_schema=f"{keyspace}_mirror")
-    job = subprocess.run(submit(config, cluster), cwd=ROOT, capture_output=True, text=True, timeout=600)
-    assert job.returncode == 0, job.stderr[-5000:]
-    assert "ringtail shipped to the executors" in job.stderr
-    workers = {path.relative_to(stack.run_dir).parts[0] for path in unpacked(stack)}
-    assert workers == {"spark-worker@1", "spark-worker@2"}, unpacked(stack)  # both ran ringtail's code
-
-    layout = layout_of(cql, keyspace, "kv")
-    source = source_rows(cql.cluster, layout)
-    with psycopg.connect(stack.postgres_dsn) as conn:
-        mirror = postgres_rows(conn, layout)
-    assert len(source) == 299 and source == mirror, diff(source, mirror)
-
-
-def test_a_runner_on_the_cluster_delivers_a_subscription(cluster, stack, cql, keyspace, served, tmp_path):
-    control, _, _, base = served
-    table = f"{keyspace}.orders"
-    schema = f"{keyspace}_sub"
-    control.create("pg", Change(table=table, sink="postgres", start="earliest",
-                                sink_config={"dsn": stack.postgres_dsn, "schema": schema}))
-    for k in range(100):
-        cql.execute(f"INSERT INTO {table} (id, qty, note) VALUES (%s, %s, %s)", (k, k, f"n{k}"))
-    runner = runner_process(stack, base, tmp_path, "a", **on_cluster(cluster))
-    try:
-        def delivered() -> int:
-            with psycopg.connect(stack.postgres_dsn) as conn:
-                found = conn.execute("SELECT count(*) FROM information_schema.tables WHERE table_schema = %s",
-                                     (schema,)).fetchone()[0]
-                if not found:
-                    return 0
-                return conn.execute(f'SELECT count(*) FROM "{schema}".cdc_log').fetchone()[0]
-
-        wait_for(lambda: delivered() >= 100, 300, "100 rows delivered by the runner on the cluster")
-        assert delivered() == 100  # each once
-    finally:
-        runner.terminate()
-        runner.wait(120)
-    log = (tmp_path / "runner-a.log").read_text()
-    assert "ringtail shipped to the executors" in log, log[-3000:]
-
-
-def test_a_worker_killed_mid_job_loses_and_repeats_no_change(cluster, stack, cql, keyspace, pipeline, spark,
-                                                             tmp_path):
     rows = 8_000
     connector, consumer = pipeline()
     connector.start_from_now()
@@ -155,14 +97,17 @@ def test_a_worker_killed_mid_job_loses_and_repeats_no_change(cluster, stack, cql
         job = subprocess.Popen(submit(config, cluster), cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
     try:
         wait_for(lambda: "batch 1 written" in output.read_text(), 300, "the job's second micro-batch")
+        workers = {path.relative_to(stack.run_dir).parts[0] for path in unpacked(stack)}
+        assert workers == {"spark-worker@1", "spark-worker@2"}, unpacked(stack)  # both ran ringtail's code
         killed = stack_command(stack, "kill", "spark-worker@2")
         assert killed.returncode == 0, killed.stdout + killed.stderr
         assert job.wait(600) == 0, output.read_text()[-5000:]
     finally:
         if job.poll() is None:
             job.kill()
-        restarted = stack_command(stack, "start", "spark-worker@2")  # for the tests after this one
+        restarted = stack_command(stack, "start", "spark-worker@2")  # for the test after this one
     text = output.read_text()
+    assert "ringtail shipped to the executors" in text
     assert "Lost executor" in text or "ExecutorLostFailure" in text, text[-5000:]  # Spark saw it go
     assert restarted.returncode == 0, restarted.stdout + restarted.stderr
 
@@ -170,3 +115,33 @@ def test_a_worker_killed_mid_job_loses_and_repeats_no_change(cluster, stack, cql
         f"keyspace = '{keyspace}' AND `table` = 'kv'").select("key").collect()
     keys = Counter(json.loads(row.key)["k"] for row in logged)
     assert keys == Counter(range(rows)), "a change lost or logged twice"
+
+
+def test_a_runner_on_the_cluster_keeps_a_mirror_equal_to_select_star(cluster, stack, cql, keyspace, served,
+                                                                    tmp_path):
+    control, _, _, base = served
+    table = f"{keyspace}.orders"
+    control.create("pg", Change(table=table, sink="postgres", start="earliest", sink_config={
+        "dsn": stack.postgres_dsn, "schema": f"{keyspace}_sub", "layout": "mirror"}))
+    for k in range(300):
+        cql.execute(f"INSERT INTO {table} (id, qty, note) VALUES (%s, %s, %s)", (k, k, f"n{k}"))
+    cql.execute(f"UPDATE {table} SET note = 'changed' WHERE id = 3")
+    cql.execute(f"DELETE FROM {table} WHERE id = 7")
+    layout = layout_of(cql, keyspace, "orders")
+    source = source_rows(cql.cluster, layout)
+    runner = runner_process(stack, base, tmp_path, "a", **on_cluster(cluster))
+    try:
+        def mirrored() -> list[dict]:
+            with psycopg.connect(stack.postgres_dsn) as conn:
+                try:
+                    return postgres_rows(conn, layout)
+                except psycopg.errors.UndefinedTable:
+                    return []
+
+        wait_for(lambda: mirrored() == source, 300, "the mirror equal to SELECT *")
+    finally:
+        runner.terminate()
+        runner.wait(120)
+    assert len(source) == 299
+    log = (tmp_path / "runner-a.log").read_text()
+    assert "ringtail shipped to the executors" in log, log[-3000:]

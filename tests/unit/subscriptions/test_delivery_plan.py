@@ -47,8 +47,9 @@ def test_a_time_without_zone_is_utc():
 def test_each_reset_has_a_checkpoint_of_its_own(tmp_path):
     settings = ServerSettings(checkpoint_dir=tmp_path)
     first = subscription()
-    assert checkpoint_of(settings, first) == tmp_path / "audit" / "epoch-1"
-    assert checkpoint_of(settings, Subscription(**{**first.__dict__, "epoch": 2})) == tmp_path / "audit" / "epoch-2"
+    assert checkpoint_of(settings, first).path == tmp_path / "audit" / "epoch-1"
+    second = Subscription(**{**first.__dict__, "epoch": 2})
+    assert checkpoint_of(settings, second).path == tmp_path / "audit" / "epoch-2"
 
 
 def test_after_a_snapshot_the_log_starts_at_the_snapshot_versions_offsets(tmp_path):
@@ -60,7 +61,7 @@ def test_after_a_snapshot_the_log_starts_at_the_snapshot_versions_offsets(tmp_pa
     # The topic did not exist when the snapshot started: every change in it came later.
     assert source_of(settings, snap, SnapshotVersion(version.started, version.topic, {})).starting == {
         "startingOffsets": "earliest"}
-    assert checkpoint_of(settings, snap, snapshot=True) == tmp_path / "audit" / "epoch-1.snapshot"
+    assert checkpoint_of(settings, snap, snapshot=True).path == tmp_path / "audit" / "epoch-1.snapshot"
 
 
 def test_a_bad_start_names_the_starts_there_are():
