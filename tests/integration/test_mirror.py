@@ -181,9 +181,11 @@ def test_every_mirror_equals_select_star(stack, cql, keyspace, tmp_path, pipelin
         cql.execute(f"DROP KEYSPACE IF EXISTS {keyspace}_gen")
 
 
-# Changes whose outcome a snapshot cannot foresee (README, "Mirrors"): a row's cells all removed or expired
-# (did an INSERT make it, which keeps it, or an UPDATE?) and list elements removed (by their timeuuids).
-UNFORESEEABLE = re.compile(r"= null|^DELETE (?!FROM)|\w+ = \w+ - |TTL ")
+# Changes whose outcome a snapshot cannot foresee (README, "Mirrors" and "Starting from a snapshot"): a
+# row's cells all removed or expired (did an INSERT make it, which keeps it, or an UPDATE?), list elements
+# removed (by their timeuuids), and writes dated before a deletion the table holds (a snapshot reads no
+# tombstones: Cassandra shadows such a write, a mirror from a snapshot applies it).
+UNFORESEEABLE = re.compile(r"= null|^DELETE (?!FROM)|\w+ = \w+ - |TTL |^(INSERT|UPDATE) .*USING .*TIMESTAMP")
 
 
 def test_a_mirror_subscription_starts_from_a_snapshot_then_follows_the_log(stack, cql, keyspace, served, tmp_path):
