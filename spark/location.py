@@ -15,9 +15,8 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*):")
-# Hadoop's names for the stores pyarrow names otherwise.
-_PYARROW_SCHEME = {"s3a": "s3", "s3n": "s3", "gs": "gs", "gcs": "gs", "hdfs": "hdfs", "abfs": "abfs",
-                   "abfss": "abfss"}
+# Hadoop's names for the stores pyarrow names otherwise (hdfs, gs, abfs and abfss it names alike).
+_PYARROW_SCHEME = {"s3a": "s3", "s3n": "s3", "gcs": "gs"}
 
 
 class Location:

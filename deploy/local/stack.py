@@ -1087,9 +1087,8 @@ class SparkMaster(Service):
 
     def launch(self) -> None:
         log(f"starting the Spark master at {self.url} (logs: {self.logs})")
-        spawn(self.kind, spark_class("org.apache.spark.deploy.master.Master", "--host", self.address, "--port",
-                                     str(self.s.spark_master_port), "--webui-port", "0"), self.dir,
-              env=spark_env(self))
+        spawn_spark(self, "org.apache.spark.deploy.master.Master", "--host", self.address, "--port",
+                    str(self.s.spark_master_port), "--webui-port", "0")
 
     def ready(self) -> bool:
         return port_open(self.address, self.s.spark_master_port) and "New state: ALIVE" in _log_text(self)
@@ -1109,18 +1108,21 @@ class SparkWorker(Member):
         master = SparkMaster(self.s)
         log(f"starting Spark {self.name} on {self.address} ({self.s.spark_worker_cores} core(s), "
             f"{self.s.spark_worker_memory}; logs: {self.logs})")
-        spawn(self.kind, spark_class("org.apache.spark.deploy.worker.Worker", "--host", self.address,
-                                     "--cores", str(self.s.spark_worker_cores), "--memory",
-                                     self.s.spark_worker_memory, "--webui-port", "0", "--work-dir",
-                                     str(self.dir / "work"), master.url), self.dir, env=spark_env(self))
+        # Each application's executors get a directory under `apps` (the shipped archive unpacked there).
+        spawn_spark(self, "org.apache.spark.deploy.worker.Worker", "--host", self.address, "--cores",
+                    str(self.s.spark_worker_cores), "--memory", self.s.spark_worker_memory, "--webui-port", "0",
+                    "--work-dir", str(self.dir / "apps"), master.url)
 
     def ready(self) -> bool:
         return "Successfully registered with master" in _log_text(self)
 
 
-def spark_class(main: str, *args: str) -> list[str]:
-    """The pyspark distribution's `spark-class` running `main`."""
-    return [str(_spark_home() / "bin" / "spark-class"), main, *args]
+def spawn_spark(service: Service, main: str, *args: str) -> None:
+    """The pyspark distribution's `spark-class` running `main` as `service`; its readiness is read from
+    what it logs after this launch (the log file is appended to)."""
+    service.log_start = _log_size(service)
+    spawn(service.kind, [str(_spark_home() / "bin" / "spark-class"), main, *args], service.dir,
+          env=spark_env(service))
 
 
 def _spark_home() -> Path:
@@ -1135,7 +1137,6 @@ def _spark_home() -> Path:
 def spark_env(service: Service) -> dict[str, str]:
     # The daemons' own heap; executors get the memory the workers offer. Which Python executors run is
     # the driver's to say (`spark.pyspark.python`: stack.json's `spark-master.python`).
-    service.log_start = _log_size(service)
     return {"SPARK_HOME": str(_spark_home()), "SPARK_DAEMON_MEMORY": "256m", "SPARK_LOG_DIR": str(service.logs),
             "SPARK_LOCAL_IP": service.address,
             # Each application's executors unpack the shipped archive (hundreds of MB): removed an hour

@@ -52,7 +52,7 @@ def on_cluster(cluster: dict) -> dict:
 
 def unpacked(stack) -> list[Path]:
     """The native cores the workers' executors unpacked from the shipped archive."""
-    return sorted(stack.run_dir.glob("spark-worker@*/work/app-*/*/ringtail/connector/_native*.so"))
+    return sorted(stack.run_dir.glob("spark-worker@*/apps/app-*/*/ringtail/connector/_native*.so"))
 
 
 def job_config(stack, cluster: dict, prefix: str, keyspace: str, tmp_path: Path, **sink) -> Path:
