@@ -2,21 +2,28 @@
 system Spark's Hadoop client reads (`s3a://bucket/x`, `hdfs://nn/x`, `abfss://c@a.dfs.core.windows.net/x`,
 `gs://bucket/x`, `file:/x`). A `Location` keeps the text it was given — a `pathlib.Path` would fold
 `s3a://b/x` into `s3a:/b/x` — joins with `/`, and reads the few files ringtail reads itself (Spark's
-offsets, beside the sink write): local ones with pathlib, others with pyarrow's file systems, which take
-their credentials from the environment as Hadoop's S3A does (`AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`,
-`AWS_ENDPOINT_URL`).
+offsets, beside the sink write): local ones with pathlib, others with pyarrow's file systems.
+
+S3 (`s3a://`) is reached as AWS's own tools are told to, by the standard environment (`S3Access`): Spark's
+S3A on the driver and every executor, and pyarrow here, the same way.
 """
 from __future__ import annotations
 
+import configparser
 import os
 import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
+from pydantic import SecretStr
+
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*):")
 # Hadoop's names for the stores pyarrow names otherwise (hdfs, gs, abfs and abfss it names alike).
-_PYARROW_SCHEME = {"s3a": "s3", "s3n": "s3", "gcs": "gs"}
+_PYARROW_SCHEME = {"gcs": "gs"}
+_S3_SCHEMES = ("s3a", "s3n", "s3")
 
 
 class Location:
@@ -124,6 +131,8 @@ class Location:
         return [info.base_name for info in filesystem.get_file_info(fs.FileSelector(path))]
 
     def _remote(self):
+        if self.scheme in _S3_SCHEMES:
+            return S3Access.from_environment().filesystem(), self.uri.split("://", 1)[1]
         from pyarrow import fs
 
         scheme = _PYARROW_SCHEME.get(self.scheme, self.scheme)
@@ -136,3 +145,92 @@ class Location:
 
         return core_schema.no_info_plain_validator_function(
             cls.of, serialization=core_schema.plain_serializer_function_ser_schema(str))
+
+
+class StorageAccessError(ValueError):
+    """The environment names S3 credentials that cannot be read (a profile missing from its file)."""
+
+
+@dataclass(frozen=True)
+class S3Access:
+    """How `s3a://` locations are reached, read from the environment AWS's own tools read:
+
+    - the endpoint of an S3-compatible store: `AWS_ENDPOINT_URL_S3` or `AWS_ENDPOINT_URL` (its buckets are
+      then addressed by path, as such stores serve them); the region: `AWS_REGION` or `AWS_DEFAULT_REGION`;
+    - the keys: `AWS_ACCESS_KEY_ID` and `AWS_SECRET_ACCESS_KEY` (and `AWS_SESSION_TOKEN`), or else a shared
+      credentials file: `AWS_SHARED_CREDENTIALS_FILE` (default `~/.aws/credentials`), profile `AWS_PROFILE`
+      (default `default`).
+
+    None of it set, S3A and pyarrow use their own providers (instance roles, web identity). The keys reach the
+    executors as Spark configuration (`spark.hadoop.fs.s3a.*`, which Spark redacts in its UI and logs):
+    executors do not inherit the driver's environment."""
+
+    endpoint: str | None = None
+    region: str | None = None
+    key_id: str | None = None
+    secret: SecretStr | None = field(default=None, repr=False)
+    session_token: SecretStr | None = field(default=None, repr=False)
+
+    @classmethod
+    def from_environment(cls, environ: Mapping[str, str] = os.environ) -> S3Access:
+        key_id, secret, token = (environ.get(name) or None for name in
+                                 ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"))
+        if not (key_id and secret):
+            key_id, secret, token = _profile_keys(environ)
+        return cls(endpoint=environ.get("AWS_ENDPOINT_URL_S3") or environ.get("AWS_ENDPOINT_URL") or None,
+                   region=environ.get("AWS_REGION") or environ.get("AWS_DEFAULT_REGION") or None,
+                   key_id=key_id, secret=SecretStr(secret) if secret else None,
+                   session_token=SecretStr(token) if token else None)
+
+    def hadoop_conf(self) -> dict[str, str]:
+        """Spark configuration for S3A: what the environment says, nothing else."""
+        prefix = "spark.hadoop.fs.s3a."
+        conf = {}
+        if self.endpoint:
+            conf[f"{prefix}endpoint"] = self.endpoint
+            conf[f"{prefix}path.style.access"] = "true"
+        if self.region:
+            conf[f"{prefix}endpoint.region"] = self.region
+        if self.key_id and self.secret:
+            conf[f"{prefix}access.key"] = self.key_id
+            conf[f"{prefix}secret.key"] = self.secret.get_secret_value()
+            if self.session_token:
+                conf[f"{prefix}session.token"] = self.session_token.get_secret_value()
+                conf[f"{prefix}aws.credentials.provider"] = "org.apache.hadoop.fs.s3a.TemporaryAWSCredentialsProvider"
+        return conf
+
+    def filesystem(self):
+        """pyarrow's S3 file system, reaching the store as Spark does."""
+        from pyarrow import fs
+
+        keys = {}
+        if self.key_id and self.secret:
+            keys = {"access_key": self.key_id, "secret_key": self.secret.get_secret_value(),
+                    "session_token": self.session_token.get_secret_value() if self.session_token else None}
+        return fs.S3FileSystem(endpoint_override=self.endpoint, region=self.region, **keys)
+
+
+def _profile_keys(environ: Mapping[str, str]) -> tuple[str | None, str | None, str | None]:
+    """The keys of the shared credentials file's profile; none when there is no file (nor a profile named)."""
+    named = environ.get("AWS_PROFILE")
+    file = Path(environ.get("AWS_SHARED_CREDENTIALS_FILE") or Path.home() / ".aws" / "credentials").expanduser()
+    if not file.is_file():
+        if named or environ.get("AWS_SHARED_CREDENTIALS_FILE"):
+            raise StorageAccessError(f"S3 credentials: {file} does not exist")
+        return None, None, None
+    profiles = configparser.ConfigParser(interpolation=None)
+    try:
+        profiles.read(file)
+    except configparser.Error as exc:
+        raise StorageAccessError(f"S3 credentials: {file} is not a credentials file ({type(exc).__name__})") from None
+    profile = named or "default"
+    if profile not in profiles:
+        if named:
+            raise StorageAccessError(f"S3 credentials: no profile {profile!r} in {file}")
+        return None, None, None
+    section = profiles[profile]
+    key_id, secret = section.get("aws_access_key_id"), section.get("aws_secret_access_key")
+    if not (key_id and secret):
+        raise StorageAccessError(f"S3 credentials: profile {profile!r} of {file} lacks aws_access_key_id or "
+                                 "aws_secret_access_key")
+    return key_id, secret, section.get("aws_session_token")

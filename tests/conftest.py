@@ -62,12 +62,16 @@ def keyspace(cql) -> str:
 
 @pytest.fixture(scope="session")
 def spark(stack: Stack):
-    """One local Spark session (with the stack's Kafka, Avro and Delta jars) for every test using Spark."""
+    """One local Spark session (with the stack's Kafka, Avro and Delta jars, and S3A reaching its object
+    store) for every test using Spark."""
     from spark.job.config import JobSettings
     from spark.job.pipeline import spark_session
+    from spark.location import S3Access
 
-    session = spark_session(JobSettings(spark_master="local[2]", spark_jars=stack.spark_jars,
-                                        spark_conf={"spark.ui.enabled": "false",
-                                                    "spark.sql.shuffle.partitions": "2"}))
+    store = stack.object_store
+    session = spark_session(JobSettings(
+        spark_master="local[2]", spark_jars=stack.spark_jars + (store.jars if store else ()),
+        spark_conf={"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "2",
+                    **(S3Access.from_environment(store.environment()).hadoop_conf() if store else {})}))
     yield session
     session.stop()

@@ -36,6 +36,20 @@ def nodes_of(description: dict) -> tuple[Node, ...]:
 
 
 @dataclass(frozen=True)
+class ObjectStore:
+    """The stack's S3-compatible store: one bucket, its keys in an AWS shared-credentials file."""
+
+    endpoint: str
+    bucket: str
+    credentials_file: Path
+    jars: tuple[str, ...]  # Hadoop's S3A, for Spark
+
+    def environment(self) -> dict[str, str]:
+        """What a process reaching the store sets (spark.location.S3Access reads it): the keys by their file."""
+        return {"AWS_ENDPOINT_URL": self.endpoint, "AWS_SHARED_CREDENTIALS_FILE": str(self.credentials_file)}
+
+
+@dataclass(frozen=True)
 class Stack:
     cassandra_host: str  # node 1's
     cassandra_port: int
@@ -47,6 +61,7 @@ class Stack:
     spark_jars: tuple[str, ...]
     nodes: tuple[Node, ...] = ()  # every node of the ring (one on the default stack)
     run_dir: Path | None = None  # the local stack's (for `stack.py` commands on it)
+    object_store: ObjectStore | None = None  # none on a secured stack
 
 
 def _answers(host: str, port: int) -> bool:
@@ -73,6 +88,8 @@ def connect_stack() -> Stack:
         spark_jars=tuple(d["spark-jars"]["jars"]),
         nodes=nodes_of(d),
         run_dir=run_dir,
+        object_store=ObjectStore(d["s3"]["endpoint"], d["s3"]["bucket"], Path(d["s3"]["credentials_file"]),
+                                 tuple(d["s3"]["jars"])) if "s3" in d else None,
     )
     kafka = urlsplit(f"//{stack.kafka_bootstrap}")
     registry = urlsplit(stack.registry_url)

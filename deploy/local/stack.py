@@ -1,5 +1,6 @@
-"""ringtail's local stack: Cassandra 5.0 with CDC, Kafka (KRaft), Apicurio Registry, PostgreSQL and
-Spark's connector jars, run as plain processes from Maven Central artifacts.
+"""ringtail's local stack: Cassandra 5.0 with CDC, Kafka (KRaft), Apicurio Registry, PostgreSQL, MariaDB,
+an S3-compatible object store and Spark's connector jars, run as plain processes from Maven Central
+artifacts and Debian's packages.
 
     python deploy/local/stack.py start [SERVICE ...]   fetch, configure, start, wait until answering
     python deploy/local/stack.py stop  [SERVICE ...]   stop what start started (pid files)
@@ -28,12 +29,14 @@ import argparse
 import ipaddress
 import json
 import os
+import secrets
 import shutil
 import signal
 import socket
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
@@ -65,6 +68,11 @@ SPARK_JARS = (
     "delta-spark_2.13",
     "delta-storage",
 )
+# The object store, and S3A for the Hadoop client pyspark bundles (hadoop-client-api's version) with the AWS
+# SDK version Maven Central serves whole (S3A 3.4.1 was built on 2.24.6, whose modules it no longer serves).
+S3PROXY_VERSION = "4.1.0"
+HADOOP_VERSION = "3.4.1"
+AWS_SDK_VERSION = "2.57.8"
 MAVEN_DEPENDENCY_PLUGIN = "org.apache.maven.plugins:maven-dependency-plugin:3.6.1"
 
 
@@ -103,6 +111,7 @@ class Settings:
     spark_master_port: int
     spark_worker_cores: int
     spark_worker_memory: str
+    s3_port: int
 
     @classmethod
     def from_env(cls) -> Settings:
@@ -138,6 +147,7 @@ class Settings:
             spark_master_port=int(_env("RINGTAIL_STACK_SPARK_MASTER_PORT", "7077")),
             spark_worker_cores=_count("RINGTAIL_STACK_SPARK_WORKER_CORES"),
             spark_worker_memory=_env("RINGTAIL_STACK_SPARK_WORKER_MEMORY", "1g"),
+            s3_port=int(_env("RINGTAIL_STACK_S3_PORT", "9000")),
         )
 
 
@@ -1022,6 +1032,85 @@ class MariaDB(Service):
         return {"dsn": f"mysql://{self.user}@{s.host}:{s.mariadb_port}/{self.database}{tls}", "logs": str(self.logs)}
 
 
+class ObjectStore(Service):
+    """An S3-compatible store: S3Proxy (from Maven Central) serving one bucket out of a directory of the run
+    dir, at `http://<host>:<port>`. Its key pair is made once and kept in an AWS shared-credentials file of
+    the run dir (mode 600), which stack.json names; the secret is never printed. The same fetch brings the
+    jars Spark reaches it with (Hadoop's S3A and the AWS SDK's S3 modules): stack.json's `s3.jars`."""
+
+    kind = "s3"
+    pom = "s3.xml"
+    bucket = "ringtail"
+    key_id = "ringtail"
+
+    def ports(self) -> dict[str, tuple[str, int]]:
+        return {"RINGTAIL_STACK_S3_PORT": (self.address, self.s.s3_port)}
+
+    def maven_properties(self) -> list[str]:
+        return [f"-Ds3proxy.version={S3PROXY_VERSION}", f"-Dhadoop.version={HADOOP_VERSION}",
+                f"-Daws.sdk.version={AWS_SDK_VERSION}", "-DincludeScope=runtime",
+                "-DexcludeGroupIds=io.netty,org.slf4j,commons-codec,commons-logging,org.apache.httpcomponents"]
+
+    @property
+    def endpoint(self) -> str:
+        return f"http://{self.address}:{self.s.s3_port}"
+
+    @property
+    def credentials(self) -> Path:
+        return self.dir / "credentials"
+
+    def _secret(self) -> str:
+        """The store's secret key, made on first use and kept in the credentials file."""
+        if not self.credentials.exists():
+            self.dir.mkdir(parents=True, exist_ok=True)
+            self.credentials.touch(mode=0o600)
+            self.credentials.write_text(f"[default]\naws_access_key_id = {self.key_id}\n"
+                                        f"aws_secret_access_key = {secrets.token_urlsafe(24)}\n")
+        lines = dict(line.split(" = ", 1) for line in self.credentials.read_text().splitlines() if " = " in line)
+        return lines["aws_secret_access_key"]
+
+    def launch(self) -> None:
+        data = self.dir / "data"
+        data.mkdir(exist_ok=True)
+        config = self.dir / "s3proxy.conf"
+        config.touch(mode=0o600)
+        config.write_text(f"s3proxy.endpoint={self.endpoint}\ns3proxy.authorization=aws-v2-or-v4\n"
+                          f"s3proxy.identity={self.key_id}\ns3proxy.credential={self._secret()}\n"
+                          f"jclouds.provider=filesystem-nio2\njclouds.filesystem.basedir={data}\n")
+        log(f"starting the object store (S3Proxy {S3PROXY_VERSION}) at {self.endpoint}, bucket {self.bucket} "
+            f"(logs: {self.logs})")
+        spawn(self.name, [java(), "-Xmx128m", "-XX:+UseSerialGC", "-jar", str(self._server()),
+                          "--properties", str(config)], self.dir)
+
+    def _server(self) -> Path:
+        return next(self.dist.glob("s3proxy-*.jar"))
+
+    def ready(self) -> bool:
+        try:
+            urllib.request.urlopen(self.endpoint, timeout=5)
+        except urllib.error.HTTPError as refusal:  # an unsigned request: refused as S3 refuses it
+            return refusal.code == 403 and b"<Error>" in refusal.read()
+        return False
+
+    def wait(self) -> float:
+        took = super().wait()
+        # Made through S3 itself: a bucket made as a directory of the base would be readable unsigned.
+        from pyarrow import fs
+
+        store = fs.S3FileSystem(access_key=self.key_id, secret_key=self._secret(), endpoint_override=self.endpoint,
+                                allow_bucket_creation=True)
+        store.create_dir(self.bucket)
+        return took
+
+    def jars(self) -> list[str]:
+        return sorted(str(p) for p in self.dist.glob("*.jar") if not p.name.startswith("s3proxy-"))
+
+    def describe(self) -> dict:
+        return {"endpoint": self.endpoint, "bucket": self.bucket, "credentials_file": str(self.credentials),
+                "version": S3PROXY_VERSION, "jars": self.jars(), "data": str(self.dir / "data"),
+                "logs": str(self.logs)}
+
+
 class SparkJars(Service):
     """Not a process: Spark's Kafka, Avro and Delta jars, handed to Spark through `spark.jars`."""
 
@@ -1160,13 +1249,16 @@ def _log_text(service: Service) -> str:
         return file.read().decode(errors="replace")
 
 
-KINDS = (Cassandra, Kafka, Registry, RegistryGate, Postgres, MariaDB, SparkJars, SparkMaster, SparkWorker)
+KINDS = (Cassandra, Kafka, Registry, RegistryGate, Postgres, MariaDB, ObjectStore, SparkJars, SparkMaster,
+         SparkWorker)
 
 
 def services(settings: Settings) -> list[Service]:
     """Every service of the stack, in start order."""
     counts = {Cassandra: settings.cassandra_nodes, Kafka: settings.kafka_brokers,
-              RegistryGate: 1 if settings.secure else 0, SparkMaster: min(1, settings.spark_workers),
+              RegistryGate: 1 if settings.secure else 0,
+              # plain HTTP only, so not part of a stack that secures every service
+              ObjectStore: 0 if settings.secure else 1, SparkMaster: min(1, settings.spark_workers),
               SparkWorker: settings.spark_workers}
     return [kind(settings, index) for kind in KINDS for index in range(1, counts.get(kind, 1) + 1)]
 

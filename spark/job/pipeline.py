@@ -22,7 +22,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
 
-from spark.location import Location
+from spark.location import Location, S3Access
 from spark.streams.generations import MICROS_PER_SECOND
 
 from . import rows as R
@@ -99,6 +99,8 @@ def spark_session(settings: StreamSettings) -> SparkSession:
         conf["spark.databricks.delta.snapshotPartitions"] = "2"
         # Python workers run ringtail's code: the driver's interpreter has it (PATH's python3 may not).
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    # S3 as the environment reaches it (spark.location.S3Access); what spark_conf says overrides it.
+    conf.update(S3Access.from_environment().hadoop_conf())
     conf.update(settings.spark_conf)
     if settings.ship == "always" or (settings.ship == "auto" and not local):
         conf.update(shipped(settings, conf))

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -13,9 +14,10 @@ CUT_BATCH = ("StackOverflowError", "InterruptedException", "SPARK_JOB_CANCELLED"
              "ClosedByInterruptException", "terminated with error")
 
 
-def runner_process(stack, base: dict, folder: Path, runner_id: str, **settings) -> subprocess.Popen:
-    """`python -m spark.server` with the `served` fixture's settings, `settings` on top, one Spark core;
-    its log in `folder/runner-<id>.log`."""
+def runner_process(stack, base: dict, folder: Path, runner_id: str, env: dict[str, str] | None = None,
+                   **settings) -> subprocess.Popen:
+    """`python -m spark.server` with the `served` fixture's settings, `settings` on top, one Spark core, `env`
+    added to the environment; its log in `folder/runner-<id>.log`."""
     config = folder / f"runner-{runner_id}.yaml"
     config.write_text(json.dumps({**{k: v for k, v in base.items() if k not in ("cassandra_hosts", "checkpoint_dir")},
                                   "cassandra_hosts": list(base["cassandra_hosts"]),
@@ -25,4 +27,4 @@ def runner_process(stack, base: dict, folder: Path, runner_id: str, **settings) 
                                   **settings}))
     log = open(folder / f"runner-{runner_id}.log", "a")
     return subprocess.Popen([sys.executable, "-m", "spark.server", "--config", str(config)], cwd=ROOT, stdout=log,
-                            stderr=subprocess.STDOUT)
+                            stderr=subprocess.STDOUT, env={**os.environ, **(env or {})})

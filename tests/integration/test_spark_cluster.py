@@ -1,9 +1,12 @@
-"""ringtail on a standalone Spark cluster: the local stack's master and two workers
+"""ringtail on a standalone Spark cluster with object storage: the local stack's master and two workers
 (RINGTAIL_STACK_SPARK_WORKERS=2), started in the main stack's run directory for this module and stopped
-after it. Their executors run an empty Python (stack.json's `spark-master.python`): whatever of ringtail
-they run — the event decoder, stream ids, the sinks' writes — the driver shipped them (spark.ship)."""
+after it, and the stack's S3-compatible store, where the job and the runner keep their checkpoints and the
+job its Delta table (`s3a://`). The executors run an empty Python (stack.json's `spark-master.python`):
+whatever of ringtail they run — the event decoder, stream ids, the sinks' writes — the driver shipped them
+(spark.ship)."""
 from __future__ import annotations
 
+import configparser
 import json
 import os
 import subprocess
@@ -16,6 +19,7 @@ import pytest
 from cassandra.concurrent import execute_concurrent_with_args
 
 from deploy.local.endpoints import ROOT
+from spark.location import Location
 from spark.subscriptions.model import Change
 from tests.integration.mirrors import layout_of, postgres_rows, source_rows
 from tests.integration.serving import runner_process
@@ -55,15 +59,25 @@ def unpacked(stack) -> list[Path]:
     return sorted(stack.run_dir.glob("spark-worker@*/apps/app-*/*/ringtail/connector/_native*.so"))
 
 
+def in_bucket(stack, *parts: str) -> Location:
+    """A location in the object store's bucket (`s3a://…`)."""
+    return Location(f"s3a://{stack.object_store.bucket}/{'/'.join(parts)}")
+
+
+def secret_of(stack) -> str:
+    profiles = configparser.ConfigParser()
+    profiles.read(stack.object_store.credentials_file)
+    return profiles["default"]["aws_secret_access_key"]
+
+
 def job_config(stack, cluster: dict, prefix: str, keyspace: str, tmp_path: Path, **sink) -> Path:
     """The job's settings file for the cluster (its master left to the command line)."""
     config = tmp_path / "job.yaml"
     config.write_text(json.dumps({
         "kafka_bootstrap_servers": stack.kafka_bootstrap, "registry_url": stack.registry_url, "topic_prefix": prefix,
         "cassandra_hosts": [stack.cassandra_host], "cassandra_port": stack.cassandra_port,
-        "generations_keyspace": f"{keyspace}_gen", "checkpoint_dir": str(tmp_path / "checkpoint"),
-        "spark_jars": list(stack.spark_jars), "log_format": "text", "spark_conf": on_cluster(cluster)["spark_conf"],
-        **sink}))
+        "generations_keyspace": f"{keyspace}_gen", "spark_jars": [*stack.spark_jars, *stack.object_store.jars],
+        "log_format": "text", "spark_conf": on_cluster(cluster)["spark_conf"], **sink}))
     return config
 
 
@@ -74,7 +88,9 @@ def submit(config: Path, cluster: dict) -> list[str]:
 
 
 def test_the_job_submitted_to_the_cluster_ships_ringtail_and_a_worker_killed_mid_job_costs_no_change(
-        cluster, stack, cql, keyspace, pipeline, spark, tmp_path):
+        cluster, stack, cql, keyspace, pipeline, spark, tmp_path, monkeypatch):
+    for name, value in stack.object_store.environment().items():  # this process reads the bucket too
+        monkeypatch.setenv(name, value)
     for module in ("connector", "pydantic", "pyarrow"):  # nothing of ringtail's on the executors
         bare = subprocess.run([cluster["python"], "-c", f"import {module}"], capture_output=True, text=True,
                               cwd=tmp_path, env={"PATH": os.environ["PATH"]})
@@ -88,13 +104,15 @@ def test_the_job_submitted_to_the_cluster_ships_ringtail_and_a_worker_killed_mid
                                  [(k, f"v{k}") for k in range(rows)], concurrency=64)
     consumer.until(lambda events: len(events) >= rows, timeout=120)
 
-    # Into Delta, whose files the executors write; micro-batches small enough to be many.
-    delta = tmp_path / "delta"
+    # Into Delta on the object store, whose files the executors write, with the checkpoint beside it; the
+    # store's keys from their file; micro-batches small enough to be many.
+    delta, checkpoint = in_bucket(stack, keyspace, "delta"), in_bucket(stack, keyspace, "checkpoint")
     config = job_config(stack, cluster, connector.prefix, keyspace, tmp_path, sink="delta", delta_path=str(delta),
-                        max_offsets_per_trigger=1000)
+                        checkpoint_dir=str(checkpoint), max_offsets_per_trigger=1000)
     output = tmp_path / "job.out"
     with open(output, "w") as out:
-        job = subprocess.Popen(submit(config, cluster), cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
+        job = subprocess.Popen(submit(config, cluster), cwd=ROOT, stdout=out, stderr=subprocess.STDOUT,
+                               env={**os.environ, **stack.object_store.environment()})
     try:
         wait_for(lambda: "batch 1 written" in output.read_text(), 300, "the job's second micro-batch")
         workers = {path.relative_to(stack.run_dir).parts[0] for path in unpacked(stack)}
@@ -108,6 +126,8 @@ def test_the_job_submitted_to_the_cluster_ships_ringtail_and_a_worker_killed_mid
         restarted = stack_command(stack, "start", "spark-worker@2")  # for the test after this one
     text = output.read_text()
     assert "ringtail shipped to the executors" in text
+    assert secret_of(stack) not in text
+    assert {"offsets", "commits"} <= set(checkpoint.names()), checkpoint.names()
     assert "Lost executor" in text or "ExecutorLostFailure" in text, text[-5000:]  # Spark saw it go
     assert restarted.returncode == 0, restarted.stdout + restarted.stderr
 
@@ -118,7 +138,9 @@ def test_the_job_submitted_to_the_cluster_ships_ringtail_and_a_worker_killed_mid
 
 
 def test_a_runner_on_the_cluster_keeps_a_mirror_equal_to_select_star(cluster, stack, cql, keyspace, served,
-                                                                    tmp_path):
+                                                                    tmp_path, monkeypatch):
+    for name, value in stack.object_store.environment().items():  # this process reads the bucket too
+        monkeypatch.setenv(name, value)
     control, _, _, base = served
     table = f"{keyspace}.orders"
     control.create("pg", Change(table=table, sink="postgres", start="earliest", sink_config={
@@ -129,7 +151,12 @@ def test_a_runner_on_the_cluster_keeps_a_mirror_equal_to_select_star(cluster, st
     cql.execute(f"DELETE FROM {table} WHERE id = 7")
     layout = layout_of(cql, keyspace, "orders")
     source = source_rows(cql.cluster, layout)
-    runner = runner_process(stack, base, tmp_path, "a", **on_cluster(cluster))
+    # The runner's checkpoints on the object store, its keys from the environment.
+    checkpoints = in_bucket(stack, keyspace, "runner")
+    keys = {"AWS_ENDPOINT_URL": stack.object_store.endpoint, "AWS_ACCESS_KEY_ID": "ringtail",
+            "AWS_SECRET_ACCESS_KEY": secret_of(stack)}
+    runner = runner_process(stack, base, tmp_path, "a", env=keys, checkpoint_dir=str(checkpoints),
+                            spark_jars=[*stack.spark_jars, *stack.object_store.jars], **on_cluster(cluster))
     try:
         def mirrored() -> list[dict]:
             with psycopg.connect(stack.postgres_dsn) as conn:
@@ -145,3 +172,5 @@ def test_a_runner_on_the_cluster_keeps_a_mirror_equal_to_select_star(cluster, st
     assert len(source) == 299
     log = (tmp_path / "runner-a.log").read_text()
     assert "ringtail shipped to the executors" in log, log[-3000:]
+    assert secret_of(stack) not in log
+    assert "pg" in checkpoints.names(), checkpoints.names()  # the subscription's checkpoint, in the bucket
