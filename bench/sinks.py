@@ -1,4 +1,4 @@
-"""Every sink writing the same log rows, side by side in one run.
+"""Every sink writing the same log rows, side by side in one run, each beside its floor.
 
     python bench/sinks.py [--rows N] [--repeat R] [--sinks delta,delta-mirror,…]
 
@@ -7,16 +7,22 @@ created in Cassandra) of an int key, a text, a bigint and a set<text> column, on
 stream ids and every metadata column set — built once as a persisted Spark DataFrame (local[2]), so
 each sink is timed on its own write only: `sink.write` of a micro-batch of those rows and no dead
 letters, from the call to its return, on a fresh target (a new Delta path, PostgreSQL schema, MariaDB
-database, Cassandra keyspace, Kafka topic), after `prepare()` and one warm-up write of 1,000 rows that is not counted. The
-sinks run in turns (A B C …, then again in the reverse order), R rounds; the best round of each is
-shown as rows/s.
+database, Cassandra keyspace, Kafka topic), after `prepare()` and one warm-up write of 1,000 rows that is
+not counted. The sinks run in turns (A B C …, then again in the reverse order), R rounds (default 3);
+each is shown as the median rows/s of its rounds with their range (min–max).
 
 `delta` writes the one JSON log, `delta-typed` the table's typed log (`layout=typed`; `postgres-typed`,
 `mysql-typed` likewise); `kafka` writes JSON values, `kafka-avro` Avro through the registry. The
 `-mirror` sinks merge the same changes (each row carries its change's cells, as the job decodes them for
 a mirror) into the table's mirror (`layout=mirror`): each an insert of a new row, whose state is looked
 up, merged and written. HTTP posts to a local receiver in this process that accepts every request (the
-floor of the JSON encoding and the HTTP round trips, not of any real service). Needs the local stack
+floor of the JSON encoding and the HTTP round trips, not of any real service).
+
+The floors, timed in the same turns on the same rows: `floor-delta`, a plain Delta append of the rows'
+DataFrame; `floor-postgres`, a plain `COPY` of the rows (as the PostgreSQL sink stages them: CSV, made
+before the clock starts) into a table without a key; `floor-mysql`, `LOAD DATA LOCAL INFILE` of the same
+CSV into a MariaDB table without a key; `floor-kafka`, a plain producer (acks=all, idempotent, as the
+sink's) sending each row's JSON, made before the clock starts, and flushing. Needs the local stack
 (`deploy/local/start`); prints figures, asserts nothing.
 """
 from __future__ import annotations
@@ -24,15 +30,18 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import statistics
 import sys
 import tempfile
 import time
 import uuid
 from pathlib import Path
+from urllib.parse import urlsplit
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
 
+from pyspark.sql import functions as F  # noqa: E402
 from pyspark.sql.types import StringType, StructField, StructType  # noqa: E402
 
 from connector.access import CassandraCluster  # noqa: E402
@@ -44,9 +53,10 @@ from spark.job.sinks import MicroBatch, open_sink  # noqa: E402
 from spark.job.sinks.settings import SinkContext  # noqa: E402
 from deploy.local.receiver import Receiver  # noqa: E402
 
-# Each a sink kind, with a variant of its settings after a dash.
+# Each a sink kind, with a variant of its settings after a dash; a floor, its target's plain load.
 SINKS = ("delta", "delta-typed", "delta-mirror", "postgres", "postgres-typed", "postgres-mirror", "mysql", "mysql-typed",
          "mysql-mirror", "cassandra", "kafka", "kafka-avro", "http")
+FLOORS = ("floor-delta", "floor-postgres", "floor-mysql", "floor-kafka")
 _VARIANTS = {"kafka-avro": {"format": "avro"},
              **{f"{sink}-{layout}": {"layout": layout} for sink in ("delta", "postgres", "mysql")
                 for layout in ("typed", "mirror")}}
@@ -132,13 +142,111 @@ def cleanup(stack, sink: str, run: str) -> None:
             future.result()
 
 
+def csv_of(rows) -> bytes:
+    """The rows as the PostgreSQL sink stages them (CSV, its staging columns), for the SQL floors."""
+    from spark.job.sinks.postgres.log import LOG_COLUMNS, staged
+
+    return b"".join(chunk.csv for chunk in staged(rows, LOG_COLUMNS).toLocalIterator())
+
+
+def floor(stack, name: str, rows, csv: bytes, values: list[bytes], run: str, tmp: Path) -> float:
+    """Seconds of the floor `name`: its target's plain load of the same rows."""
+    from spark.job.sinks.postgres.log import LOG_COLUMNS, ident
+
+    if name == "floor-delta":
+        started = time.perf_counter()
+        rows.write.format("delta").mode("append").save(str(tmp / run))
+        return time.perf_counter() - started
+    if name == "floor-postgres":
+        import psycopg
+
+        columns = ", ".join(f"{ident(c.name)} {c.staged}" for c in LOG_COLUMNS)
+        with psycopg.connect(stack.postgres_dsn) as conn:
+            conn.execute(f"CREATE TABLE {run} ({columns})")
+            conn.commit()
+            started = time.perf_counter()
+            with conn.cursor().copy(f"COPY {run} FROM STDIN (FORMAT csv)") as copy:
+                copy.write(csv)
+            conn.commit()
+            seconds = time.perf_counter() - started
+            conn.execute(f"DROP TABLE {run}")
+        return seconds
+    if name == "floor-mysql":
+        import pymysql
+
+        file = tmp / f"{run}.csv"
+        file.write_bytes(csv)
+        parts = urlsplit(stack.mysql_dsn)
+        conn = pymysql.connect(host=parts.hostname, port=parts.port, user=parts.username, password=parts.password or "",
+                               database=parts.path.strip("/"), local_infile=True, charset="utf8mb4")
+        columns = ", ".join(f"`c{i}` {'BIGINT' if c.staged in ('bigint', 'integer', 'smallint') else 'LONGTEXT'}"
+                            for i, c in enumerate(LOG_COLUMNS))
+        with conn.cursor() as cursor:
+            cursor.execute(f"CREATE TABLE {run} ({columns})")
+            started = time.perf_counter()
+            cursor.execute(f"LOAD DATA LOCAL INFILE '{file}' INTO TABLE {run} CHARACTER SET utf8mb4 FIELDS "
+                           "TERMINATED BY ',' OPTIONALLY ENCLOSED BY '\"' ESCAPED BY ''")
+            conn.commit()
+            seconds = time.perf_counter() - started
+            cursor.execute(f"DROP TABLE {run}")
+        conn.close()
+        return seconds
+    if name == "floor-kafka":
+        from confluent_kafka import Producer
+        from confluent_kafka.admin import AdminClient, NewTopic
+
+        admin = AdminClient({"bootstrap.servers": stack.kafka_bootstrap})
+        for future in admin.create_topics([NewTopic(run, 3, 1)]).values():  # as the sink makes its topic
+            future.result()
+        failed: list = []
+        producer = Producer({"bootstrap.servers": stack.kafka_bootstrap, "acks": "all", "enable.idempotence": True,
+                             "linger.ms": 5, "compression.type": "lz4"})
+        started = time.perf_counter()
+        for value in values:
+            while True:
+                try:
+                    producer.produce(run, value, on_delivery=lambda error, _: error and failed.append(error))
+                    break
+                except BufferError:
+                    producer.poll(0.05)
+        producer.flush()
+        seconds = time.perf_counter() - started
+        admin.delete_topics([run])
+        if failed:
+            raise RuntimeError(f"the plain producer failed to deliver {len(failed)} values: {failed[0]}")
+        return seconds
+    raise ValueError(name)
+
+
+def sink_seconds(spark, stack, sink: str, rows, warm, empty, run: str, tmp: Path, receiver) -> float:
+    """Seconds of one sink's write of the rows (after its prepare and a warm-up write)."""
+    kind = sink.split("-")[0]
+    config = {**targets(stack, kind, run, tmp, receiver.url), **_VARIANTS.get(sink, {})}
+    writer = open_sink(spark, kind, config, SinkContext(
+        app_id=run, cluster=CassandraCluster((stack.cassandra_host,), stack.cassandra_port), keyspace=run,
+        kafka=stack.kafka_bootstrap, registry=stack.registry_url))
+    writer.prepare()
+    # A log sink is given the log's columns (and whether each was read late, as the job gives it); a
+    # mirror, the cells too.
+    given = [R.CELLS] if writer.merges_cells else []
+    columns = [F.col(f"`{name}`") for name in R.LOG_ROW.fieldNames() + given] + [F.lit(False).alias(R.LATE)]
+    writer.write(MicroBatch(0, warm.select(*columns), empty, lambda: 0, "warm-up"))
+    started = time.perf_counter()
+    writer.write(MicroBatch(1, rows.select(*columns), empty, lambda: 0, "measured"))
+    seconds = time.perf_counter() - started
+    writer.close()
+    cleanup(stack, kind, run)
+    return seconds
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rows", type=int, default=50_000)
-    parser.add_argument("--repeat", type=int, default=2)
-    parser.add_argument("--sinks", default=",".join(SINKS), help=f"a comma-separated subset of {', '.join(SINKS)}")
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--sinks", default=",".join(SINKS + FLOORS),
+                        help=f"a comma-separated subset of {', '.join(SINKS + FLOORS)}")
     args = parser.parse_args()
-    chosen = tuple(s for s in SINKS if s in args.sinks.split(","))
+    chosen = tuple(s for s in SINKS + FLOORS if s in args.sinks.split(","))
     try:
         stack = connect_stack()
     except StackUnavailable as exc:
@@ -151,32 +259,23 @@ def main() -> int:
     rows, warm = log_rows(spark, args.rows), log_rows(spark, 1_000, offset=10_000_000)
     empty = spark.createDataFrame([], R.DEAD_LETTER)
     print(f"{rows.count()} rows, {rows.rdd.getNumPartitions()} partitions, local[2]")
-    best: dict[str, float] = {}
+    log_only = rows.select(*(F.col(f"`{name}`") for name in R.LOG_ROW.fieldNames()))
+    csv = csv_of(log_only) if {"floor-postgres", "floor-mysql"} & set(chosen) else b""
+    values = [v.encode() for v in log_only.toJSON().collect()] if "floor-kafka" in chosen else []
+    seconds: dict[str, list[float]] = {sink: [] for sink in chosen}
     with tempfile.TemporaryDirectory() as tmp:
         for round_ in range(args.repeat):
             for sink in chosen if round_ % 2 == 0 else tuple(reversed(chosen)):
                 run = f"bench_{uuid.uuid4().hex[:10]}"
-                kind = sink.split("-")[0]
-                config = {**targets(stack, kind, run, Path(tmp), receiver.url), **_VARIANTS.get(sink, {})}
-                writer = open_sink(spark, kind, config, SinkContext(
-                    app_id=run, cluster=CassandraCluster((stack.cassandra_host,), stack.cassandra_port), keyspace=run,
-                    kafka=stack.kafka_bootstrap, registry=stack.registry_url))
-                writer.prepare()
-                # A log sink is given the log's columns; a mirror, the cells too.
-                given = [R.CELLS] if writer.merges_cells else []
-                columns = [f"`{name}`" for name in R.LOG_ROW.fieldNames() + given]
-                writer.write(MicroBatch(0, warm.select(*columns), empty, lambda: 0, "warm-up"))
-                started = time.perf_counter()
-                writer.write(MicroBatch(1, rows.select(*columns), empty, lambda: 0, "measured"))
-                seconds = time.perf_counter() - started
-                writer.close()
-                best[sink] = min(best.get(sink, seconds), seconds)
-                print(f"round {round_ + 1} {sink:15s} {args.rows / seconds:10,.0f} rows/s ({seconds:.1f} s)")
-                cleanup(stack, kind, run)
+                took = (floor(stack, sink, log_only, csv, values, run, Path(tmp)) if sink in FLOORS
+                        else sink_seconds(spark, stack, sink, rows, warm, empty, run, Path(tmp), receiver))
+                seconds[sink].append(took)
+                print(f"round {round_ + 1} {sink:15s} {args.rows / took:10,.0f} rows/s ({took:.1f} s)", flush=True)
     receiver.close()
-    print("\nbest of each, rows/s:")
+    print(f"\nrows/s, median of {args.repeat} (min–max):")
     for sink in chosen:
-        print(f"  {sink:15s} {args.rows / best[sink]:10,.0f}")
+        rates = sorted(args.rows / t for t in seconds[sink])
+        print(f"  {sink:15s} {statistics.median(rates):10,.0f} ({rates[0]:,.0f}–{rates[-1]:,.0f})")
     spark.stop()
     return 0
 

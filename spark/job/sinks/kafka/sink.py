@@ -26,14 +26,16 @@ import logging
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from functools import partial
 from typing import get_args
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
-from pyspark.sql import Row
+from pyspark.sql import DataFrame, Row
 
 from connector.access import KafkaSecurity, RegistrySecurity
+from connector.avro.wire import frame
 from connector.kafka import create_topic, produce
 from spark.job import rows as R
 from spark.streams.generations import Generations
@@ -41,6 +43,7 @@ from spark.streams.generations import Generations
 from .. import MicroBatch, Sink
 from ..json_rows import dead_letter_json, generations_json, log_row_json
 from ..layouts import KafkaFormat
+from .avro_rows import avro_datum
 from ..ledger import is_newest_replay
 
 Encode = Callable[[Row], bytes]
@@ -97,22 +100,23 @@ class KafkaSink(Sink):
         return self.security.librdkafka(self.bootstrap_servers)
 
     def _encoders(self) -> tuple[Encode, Encode]:
-        """(log row → value, dead letter → value) in the sink's format; Avro's schemas are registered
-        here, so a registry that refuses them stops the sink before any batch."""
+        """(log row → value, dead letter → value) in the sink's format, self-contained: they run on the
+        executors. Avro's schemas are registered here, so a registry that refuses them stops the sink before
+        any batch."""
         if self.format == "json":
-            return (lambda row: _json(log_row_json(row, omit=R.LATE))), (lambda row: _json(dead_letter_json(row)))
+            return _json_log_row, _json_dead_letter
         from confluent_kafka.schema_registry import SchemaRegistryClient
 
         from connector.avro.registry import SchemaRegistry
 
-        from .avro_rows import avro_datum, record_schema
+        from .avro_rows import record_schema
 
         registry = SchemaRegistry(SchemaRegistryClient(self.registry_security.client(self.registry_url)))
         row_id = registry.register(f"{self.topic}-value", record_schema(R.LOG_ROW, "LogRow"), self.topic)
         dead_id = registry.register(f"{self.dead_letters}-value", record_schema(R.DEAD_LETTER, "DeadLetter"),
                                     self.dead_letters)
-        return ((lambda row: registry.serialize(row_id, avro_datum(row))),
-                (lambda row: registry.serialize(dead_id, avro_datum(row))))
+        return (partial(_avro, row_id, registry.parsed_schema(row_id)),
+                partial(_avro, dead_id, registry.parsed_schema(dead_id)))
 
     def _read_ledger(self) -> tuple[int, str | None] | None:
         """The ledger's last committed batch id of this writer, with its offsets (None in a record
@@ -148,11 +152,10 @@ class KafkaSink(Sink):
         producer = self._producer
         self._begin()
         try:
-            sent = self._produce(self.topic, ((bytes(r.partition_key), self._encode_row(r), r.change_id, r[R.LATE])
-                                              for r in rows.orderBy(*(f"`{c}`" for c in _ORDER)).toLocalIterator()))
-            dead = self._produce(self.dead_letters, ((None, self._encode_dead_letter(r), r.change_id, False) for r in
-                                                     dead_letters.orderBy("topic", "partition", "offset")
-                                                     .toLocalIterator()))
+            sent = self._produce(self.topic, _records(rows.orderBy(*(f"`{c}`" for c in _ORDER)),
+                                                      self._encode_row, log_rows=True))
+            dead = self._produce(self.dead_letters, _records(dead_letters.orderBy("topic", "partition", "offset"),
+                                                             self._encode_dead_letter, log_rows=False))
             if not self.transactions:
                 self._acknowledged()  # the batch's records, before the ledger says it is written
             producer.produce(self.ledger, key=f"batch:{self.app_id}".encode(),
@@ -212,6 +215,31 @@ class KafkaSink(Sink):
         self._producer.produce(self.ledger, key=b"generations", on_delivery=self._report,
                                value=json.dumps(generations_json(generations)).encode())
         self._commit()
+
+
+def _records(frame: DataFrame, encode: Encode, log_rows: bool) -> Iterator[tuple[bytes | None, bytes, str | None, bool]]:
+    """(key, value, change id, late) of each row of `frame`, in its order: encoded on the executors, so the
+    driver only hands finished records to the producer. A log row is keyed by its partition key."""
+    def encoded(rows: Iterable[Row]) -> Iterator[tuple[bytes | None, bytes, str | None, bool]]:
+        for row in rows:
+            if log_rows:
+                yield bytes(row.partition_key), encode(row), row.change_id, bool(row[R.LATE])
+            else:
+                yield None, encode(row), row.change_id, False
+
+    return frame.rdd.mapPartitions(encoded).toLocalIterator(prefetchPartitions=True)
+
+
+def _json_log_row(row: Row) -> bytes:
+    return _json(log_row_json(row, omit=R.LATE))
+
+
+def _json_dead_letter(row: Row) -> bytes:
+    return _json(dead_letter_json(row))
+
+
+def _avro(schema_id: int, parsed: dict, row: Row) -> bytes:
+    return frame(schema_id, parsed, avro_datum(row))
 
 
 def _json(value: dict) -> bytes:
