@@ -1,83 +1,95 @@
-"""Wake-ups on changes of one directory, from inotify: the main loop sleeps until cdc_raw changes
-(Cassandra links a segment, rewrites an index) instead of polling it. Where inotify is missing or
-refuses a watch (another OS, the kernel's watch limit), `DirectoryWatch` says so once and wakes
-nobody; the loop's poll interval then does the waking."""
+"""Wake-ups on changes of one directory, from watchdog's observer (inotify on Linux): the main loop
+sleeps until cdc_raw changes (Cassandra links a segment, rewrites an index) instead of polling it. Where
+no watch can be had (no inotify, the kernel's watch limit), `DirectoryWatch` says so once and wakes
+nobody; the loop's poll interval then does the waking.
+
+Stopping is where watchdog 7.1's inotify emitter needs care: its `stop` drops the emitter's watch group
+from another thread while the emitter's own thread may be between its loop's "keep running?" and its
+read, which then finds no group and logs an error (an event arriving during a stop made that happen
+within seconds under Cassandra's index rewrites). `_InotifyEmitter` keeps the group until its thread
+ends: the stop only deactivates it, which ends the read, and the loop ends on the stop it sees next.
+"""
 from __future__ import annotations
 
-import ctypes
 import logging
-import os
-import select
 import threading
 from pathlib import Path
 
+import sys
+
+from watchdog.events import (FileClosedEvent, FileCreatedEvent, FileDeletedEvent, FileModifiedEvent,
+                             FileMovedEvent, FileSystemEvent, FileSystemEventHandler)
+from watchdog.observers import Observer
+from watchdog.observers.api import BaseObserver, ObservedWatch
+
 log = logging.getLogger("ringtail.connector")
 
-# <sys/inotify.h>: an entry created, written, moved in or out, or removed.
-_IN_MODIFY, _IN_CLOSE_WRITE, _IN_MOVED_FROM, _IN_MOVED_TO, _IN_CREATE, _IN_DELETE = (
-    0x002, 0x008, 0x040, 0x080, 0x100, 0x200)
-_CHANGES = _IN_MODIFY | _IN_CLOSE_WRITE | _IN_MOVED_FROM | _IN_MOVED_TO | _IN_CREATE | _IN_DELETE
-_READ_SIZE = 64 * 1024
+# An entry created (a segment linked), written or closed after writing (an index rewritten), moved in or
+# out, or removed. Not opened or read: the connector's own reads of cdc_raw wake nothing.
+_CHANGES = (FileCreatedEvent, FileModifiedEvent, FileClosedEvent, FileMovedEvent, FileDeletedEvent)
 
 
-def _inotify(directory: Path) -> int:
-    """A non-blocking inotify descriptor watching `directory`; OSError when there can be none."""
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        init, add_watch = libc.inotify_init1, libc.inotify_add_watch
-    except (OSError, AttributeError) as exc:
-        raise OSError(f"inotify is not available here ({exc})") from None
-    fd = init(os.O_NONBLOCK | os.O_CLOEXEC)
-    if fd < 0:
-        number = ctypes.get_errno()
-        raise OSError(number, f"inotify_init1: {os.strerror(number)}")
-    if add_watch(fd, os.fsencode(directory), _CHANGES) < 0:
-        number = ctypes.get_errno()
-        os.close(fd)
-        raise OSError(number, f"inotify_add_watch {directory}: {os.strerror(number)}")
-    return fd
+if sys.platform.startswith("linux"):
+    from watchdog.observers.inotify import InotifyEmitter, InotifyObserver
+
+    class _InotifyEmitter(InotifyEmitter):
+        def on_thread_stop(self) -> None:
+            group = self._inotify
+            if group is not None:
+                group.deactivate()  # ends a read in progress; the group stays for the thread to see
+
+    def _observer() -> BaseObserver:
+        observer = InotifyObserver()
+        observer._emitter_class = _InotifyEmitter
+        return observer
+else:
+    def _observer() -> BaseObserver:
+        return Observer()
+
+
+class _Wake(FileSystemEventHandler):
+    """Sets the event on any change of the directory's entries (which one does not matter: the loop looks
+    at all), until silenced."""
+
+    def __init__(self, wake: threading.Event) -> None:
+        self._wake = wake
+        self.silenced = False
+
+    def on_any_event(self, event: FileSystemEvent) -> None:
+        if not self.silenced:
+            self._wake.set()
 
 
 class DirectoryWatch:
-    """Sets `wake` whenever an entry of `directory` changes, from a thread of its own. `close` ends
-    the thread through a pipe its poll also waits on, so nothing is read, set or logged after it."""
+    """Sets `wake` whenever an entry of `directory` changes, from watchdog's threads. After `close`,
+    nothing is set or logged."""
 
     def __init__(self, directory: Path, wake: threading.Event) -> None:
-        self._wake = wake
-        try:
-            self._fd: int | None = _inotify(directory)
-        except OSError as exc:
-            log.warning("%s: changes of %s wake nothing; it is looked at every poll interval", exc, directory)
-            self._fd = None
-        self._stop_read, self._stop_write = os.pipe()
-        self._thread = threading.Thread(target=self._run, name="ringtail-wake", daemon=True)
+        self._directory = directory
+        self._handler = _Wake(wake)
+        self._observer: BaseObserver | None = None
+        self._watch: ObservedWatch | None = None
 
     @property
     def watching(self) -> bool:
-        return self._fd is not None
+        return self._watch is not None
 
     def start(self) -> DirectoryWatch:
-        if self._fd is not None:
-            self._thread.start()
+        try:
+            self._observer = _observer()  # an inotify instance of its own: the kernel may refuse one
+            self._observer.name = "ringtail-wake"
+            self._watch = self._observer.schedule(self._handler, str(self._directory), recursive=False,
+                                                  event_filter=list(_CHANGES))
+            self._observer.start()
+        except OSError as exc:  # the watch failed as the observer started it: no emitter, no thread
+            log.warning("%s: changes of %s wake nothing; it is looked at every poll interval", exc, self._directory)
+            self._watch = None
         return self
 
-    def _run(self) -> None:
-        poller = select.poll()  # not select(): descriptors beyond 1024 are common in a busy process
-        poller.register(self._fd, select.POLLIN)
-        poller.register(self._stop_read, select.POLLIN)
-        while True:
-            if any(fd == self._stop_read for fd, _ in poller.poll()):
-                return
-            try:
-                os.read(self._fd, _READ_SIZE)  # which entry changed does not matter: the loop looks at all
-            except BlockingIOError:
-                continue
-            self._wake.set()
-
     def close(self) -> None:
-        os.write(self._stop_write, b"\0")
-        if self._thread.is_alive():
-            self._thread.join()
-        for fd in (self._fd, self._stop_read, self._stop_write):
-            if fd is not None:
-                os.close(fd)
+        self._handler.silenced = True
+        if self._watch is not None:
+            self._observer.unschedule(self._watch)  # the emitter stops reading before its descriptor goes
+        if self._observer is not None and self._observer.is_alive():
+            self._observer.stop()
+            self._observer.join()
