@@ -75,7 +75,7 @@ class Posts:
         for r in list(self.receiver.requests):
             if r["headers"]["ringtail-content"] != "log-rows" or r["status"] != 200:
                 continue
-            app, batch, _offsets, _content, _chunk = r["headers"]["idempotency-key"].split(":")
+            app, batch, _offsets, _content, _part, _chunk = r["headers"]["idempotency-key"].split(":")
             if app == f"{name}.1":
                 out.append((int(batch), r["at"], r))
         return out

@@ -2,8 +2,9 @@
 
 A micro-batch may be written again after a crash (Spark replays it with the same batch id
 when the crash came before the checkpoint). Each sink turns that replay into a no-op: Delta by
-the transaction's application id and version, PostgreSQL by a ledger of batch ids written in
-the same transaction, Cassandra by upserting rows whose primary key is derived from the change.
+the transaction's application id and version, PostgreSQL and MySQL by a ledger of batch ids and of
+the parts of each batch the executors wrote (`parts`), Cassandra by upserting rows whose primary key
+is derived from the change.
 Every ledger keeps the batch's source offsets with its id, and refuses a batch it holds under the
 same id with other offsets rather than skip it (`ledger`).
 """
@@ -53,8 +54,9 @@ class Sink(Protocol):
     # (which the other sinks never pay for decoding), and expired values are purged between batches.
     merges_cells: bool = False
     # Its write first reads the micro-batch in one action over all its partitions (the Delta log's span
-    # of its late rows, before its append): that read is then the batch's only pass. A sink taking rows
-    # on the driver reads them a partition at a time, so the job reads the batch whole first, in parallel.
+    # of its late rows, before its append; the SQL logs' parts, written from the executors): that read is
+    # then the batch's only pass. A sink taking rows on the driver reads them a partition at a time, so
+    # the job reads the batch whole first, in parallel.
     reads_batch_whole: bool = False
 
     def prepare(self) -> None:

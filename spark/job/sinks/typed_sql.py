@@ -1,42 +1,64 @@
-"""What PostgreSQL's and MySQL's typed logs share: a batch's rows by base table, each table's layout (its
-base table's columns and those its log keeps, from the log columns' comments), and a log row's values in
-a store's forms."""
+"""What PostgreSQL's and MySQL's typed logs share: each table's layout (its base table's columns and those
+its log keeps, from the log columns' comments), made ready on the driver; a task's rows by base table;
+and a log row's values in a store's forms."""
 from __future__ import annotations
 
 import logging
 from collections import defaultdict
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any, TypeVar
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
 
-from pyspark.sql import DataFrame
+from pyspark.sql import DataFrame, Row
 
 from spark.mirror.tables import Layouts
 from spark.mirror.values import StoreColumn, store_values
 
 from .log_table import TIME, LogLayout, LogRowValues, other_columns, typed_log_layout
+from .parts import part_digest
 from .typed_log import OTHER_COLUMNS, TypedLogError
 
 log = logging.getLogger(__name__)
-T = TypeVar("T")
 
 
-def typed_logs(rows: DataFrame, layout_of: Callable[[str, str], LogLayout | None], log_of: Callable[[LogLayout], T]
-               ) -> tuple[list[tuple[T, list[dict]]], list[tuple[str, str]]]:
-    """The batch's rows on the driver, each base table's with its typed log (`log_of` its layout, made
-    ready), and the (keyspace, table)s that have no typed log (dropped before they had one: their rows
-    go to the log)."""
-    by_table: dict[tuple[str, str], list[dict]] = defaultdict(list)
-    for row in rows.toLocalIterator():
-        by_table[(row.keyspace, row.table)].append(row.asDict())
-    logs, untyped = [], []
-    for (keyspace, table), table_rows in sorted(by_table.items()):
+def typed_layouts(rows: DataFrame, layout_of: Callable[[str, str], LogLayout | None]
+                  ) -> tuple[dict[tuple[str, str], LogLayout], list[tuple[str, str]]]:
+    """Each base table of the batch's rows with its typed log's layout (`layout_of`, which makes the log
+    ready), and the (keyspace, table)s that have none (dropped before they had one: their rows go to the
+    log). One small job on the driver; the rows stay on the executors."""
+    layouts, untyped = {}, []
+    for keyspace, table in sorted((r.keyspace, r.table) for r in rows.select("keyspace", "table").distinct().collect()):
         layout = layout_of(keyspace, table)
         if layout is None:
             log.warning("%s.%s no longer exists and has no typed log: its rows go to cdc_log", keyspace, table)
             untyped.append((keyspace, table))
         else:
-            logs.append((log_of(layout), table_rows))
-    return logs, untyped
+            layouts[(keyspace, table)] = layout
+    return layouts, untyped
+
+
+@dataclass(frozen=True)
+class TypedPart:
+    """The rows of one partition of a batch, as a task writes them into the typed logs: by base table, and
+    the part's name (`parts`)."""
+
+    name: str
+    by_table: dict[tuple[str, str], list[dict]]
+
+    @classmethod
+    def of(cls, rows: Iterable[Row]) -> TypedPart | None:
+        """None for an empty partition."""
+        listed = list(rows)
+        if not listed:
+            return None
+        by_table: dict[tuple[str, str], list[dict]] = defaultdict(list)
+        for row in listed:
+            by_table[(row.keyspace, row.table)].append(row.asDict())
+        return cls(part_digest(repr(row).encode() for row in listed), dict(by_table))
+
+    def tables(self) -> list[tuple[tuple[str, str], list[dict]]]:
+        """Each base table's rows, in the order of their names (so a task takes the tables' locks so)."""
+        return sorted(self.by_table.items())
 
 
 def sql_log_layout(tables: Layouts, keyspace: str, table: str, logged: Mapping[str, str]) -> LogLayout | None:

@@ -1,9 +1,12 @@
-"""The ledger's rule: a batch id the sink holds is a replay only with the offsets it was written with."""
+"""The ledger's rule: a batch id the sink holds is a replay only with the offsets it was written with; a
+part of a batch is named by its content."""
 from __future__ import annotations
 
+import pyarrow as pa
 import pytest
 
 from spark.job.sinks.ledger import BatchMismatch, is_newest_replay, is_replay
+from spark.job.sinks.parts import part_digest
 
 
 def test_a_batch_held_with_the_same_offsets_is_a_replay():
@@ -41,3 +44,17 @@ def test_a_batch_older_than_the_newest_held_is_never_a_replay():
     with pytest.raises(BatchMismatch, match="holds batch 9 of audit.1 already, so batch 0 cannot be a replay") as caught:
         is_newest_replay("audit.1", 0, "x", 9, "x")
     assert caught.value.newest == 9
+
+
+def _csv(*names: str) -> bytes:
+    from spark.job.sinks.postgres.log import csv_chunk
+
+    return csv_chunk(pa.RecordBatch.from_pydict({"name": list(names), "n": list(range(len(names)))}))
+
+
+def test_a_part_is_named_by_its_content_so_a_replay_of_the_same_rows_has_the_same_name():
+    first = part_digest([_csv("a", "b"), _csv("c")])
+    assert first == part_digest([_csv("a", "b"), _csv("c")]) and len(first) == 32
+    assert first != part_digest([_csv("a", "b"), _csv("d")])
+    assert first != part_digest([_csv("a", "b")])
+    assert part_digest([b"ab", b"c"]) != part_digest([b"a", b"bc"])  # the chunks' bounds count too

@@ -9,6 +9,7 @@ from pyspark.sql import Row
 from spark.job.sinks import chunks
 from spark.job.sinks.http.sink import HttpSink, HttpSinkError
 from spark.job.sinks.json_rows import log_row_json
+from spark.job.sinks.parts import part_digest
 from deploy.local.receiver import Receiver
 from tests.support import unused_port
 
@@ -25,7 +26,7 @@ def sink(url: str, **options) -> HttpSink:
 
 
 def test_a_batch_is_posted_in_chunks_each_with_its_key(receiver):
-    sent = sink(receiver.url)._post_all("log-rows", ({"n": i} for i in range(5)), batch="7")
+    sent = sink(receiver.url).poster.post_all("log-rows", ({"n": i} for i in range(5)), batch="7")
     assert sent == 5
     assert receiver.accepted() == {"audit.1:7:log-rows:0": [{"n": 0}, {"n": 1}],
                                    "audit.1:7:log-rows:1": [{"n": 2}, {"n": 3}],
@@ -35,7 +36,7 @@ def test_a_batch_is_posted_in_chunks_each_with_its_key(receiver):
 
 def test_5xx_and_a_slow_answer_are_retried_with_the_same_key(receiver):
     receiver.script = [(503, b"busy", 0.0), (500, b"oops", 0.0), (200, b"{}", 2.0)]  # the third times out
-    sink(receiver.url)._post_all("log-rows", [{"n": 1}], batch="3")
+    sink(receiver.url).poster.post_all("log-rows", [{"n": 1}], batch="3")
     keys = [r["headers"]["idempotency-key"] for r in receiver.requests]
     assert keys == ["audit.1:3:log-rows:0"] * 4
     assert [r["status"] for r in receiver.requests] == [503, 500, 200, 200]
@@ -44,17 +45,17 @@ def test_5xx_and_a_slow_answer_are_retried_with_the_same_key(receiver):
 def test_a_4xx_fails_the_batch_with_the_receivers_answer(receiver):
     receiver.script = [(400, b'{"error": "qty must be positive"}', 0.0)]
     with pytest.raises(HttpSinkError, match=r"refused audit.1:4:log-rows:0 with 400: .*qty must be positive"):
-        sink(receiver.url)._post_all("log-rows", [{"n": 1}], batch="4")
+        sink(receiver.url).poster.post_all("log-rows", [{"n": 1}], batch="4")
     assert len(receiver.requests) == 1  # not retried: the receiver said no
 
 
 def test_a_receiver_that_stays_down_fails_the_batch_after_its_attempts():
     with pytest.raises(HttpSinkError, match=r"did not take audit.1:0:log-rows:0 after 3 attempts"):
-        sink(f"http://127.0.0.1:{unused_port()}/x", attempts=3)._post_all("log-rows", [{"n": 1}], batch="0")
+        sink(f"http://127.0.0.1:{unused_port()}/x", attempts=3).poster.post_all("log-rows", [{"n": 1}], batch="0")
 
 
 def test_a_bearer_token_is_sent(receiver):
-    sink(receiver.url, token="s3cret")._post_all("log-rows", [{"n": 1}], batch="0")
+    sink(receiver.url, token="s3cret").poster.post_all("log-rows", [{"n": 1}], batch="0")
     assert receiver.requests[0]["headers"]["authorization"] == "Bearer s3cret"
 
 
@@ -68,3 +69,21 @@ def test_log_rows_are_json_as_their_values_are():
 def test_chunks_keep_order_and_size():
     assert list(chunks(range(5), 2)) == [[0, 1], [2, 3], [4]]
     assert list(chunks([], 2)) == []
+
+
+def test_a_part_of_a_batch_is_posted_under_its_content_so_a_replay_repeats_its_keys(receiver):
+    poster = sink(receiver.url).poster
+    rows = [Row(keyspace="shop", key=f'{{"id": {n}}}', write_time_us=n) for n in range(3)]
+    assert list(poster.post_part("7:abc", iter(rows))) == [3]
+    assert list(poster.post_part("7:abc", iter(rows))) == [3]  # a replay of the same part
+    assert list(poster.post_part("7:abc", iter(rows[:1]))) == [1]  # another part of the batch
+    assert list(poster.post_part("7:abc", iter(()))) == []  # an empty partition posts nothing
+    keys = [r["headers"]["idempotency-key"] for r in receiver.requests]
+    first, second = part_digest([b'[{"keyspace":"shop","key":{"id":0},"write_time_us":0},'
+                                 b'{"keyspace":"shop","key":{"id":1},"write_time_us":1}]',
+                                 b'[{"keyspace":"shop","key":{"id":2},"write_time_us":2}]']), \
+        part_digest([b'[{"keyspace":"shop","key":{"id":0},"write_time_us":0}]'])
+    assert keys == [f"audit.1:7:abc:log-rows:{first}:0", f"audit.1:7:abc:log-rows:{first}:1"] * 2 + [
+        f"audit.1:7:abc:log-rows:{second}:0"]
+    assert receiver.accepted()[f"audit.1:7:abc:log-rows:{first}:1"] == [{"keyspace": "shop", "key": {"id": 2},
+                                                                          "write_time_us": 2}]

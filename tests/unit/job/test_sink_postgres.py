@@ -49,10 +49,15 @@ def test_schema_statements() -> None:
     assert log.endswith('PRIMARY KEY ("keyspace", "table", "cdc$stream_id", "cdc$time", "cdc$batch_seq_no"))')
     assert 'offsets text, PRIMARY KEY (app_id, batch_id)' in statements[3]
     assert statements[4] == 'ALTER TABLE "my ""schema""".batches ADD COLUMN IF NOT EXISTS offsets text'
-    assert "cdc_generation_timestamps (time timestamptz PRIMARY KEY, expired timestamptz)" in statements[5]
-    assert "streams bytea[] NOT NULL, PRIMARY KEY (time, range_end)" in statements[6]
-    assert '"my ""schema""".lenient_jsonb' in statements[7]
-    assert 'FUNCTION "my ""schema""".json_value' in statements[8] and '"my ""schema""".lenient_jsonb(v)' in statements[8]
+    # A ledger from before batches went in part by part holds finished batches only.
+    assert statements[5] == ('ALTER TABLE "my ""schema""".batches ADD COLUMN IF NOT EXISTS done boolean NOT NULL'
+                             ' DEFAULT true')
+    assert "batch_parts (app_id text NOT NULL, batch_id bigint NOT NULL, part text NOT NULL" in statements[6]
+    assert "PRIMARY KEY (app_id, batch_id, part)" in statements[6]
+    assert "cdc_generation_timestamps (time timestamptz PRIMARY KEY, expired timestamptz)" in statements[7]
+    assert "streams bytea[] NOT NULL, PRIMARY KEY (time, range_end)" in statements[8]
+    assert '"my ""schema""".lenient_jsonb' in statements[9]
+    assert 'FUNCTION "my ""schema""".json_value' in statements[10] and '"my ""schema""".lenient_jsonb(v)' in statements[10]
 
 
 def test_staging_copy_and_insert_statements() -> None:

@@ -44,14 +44,14 @@ def test_the_http_sink_trusts_the_authority_it_is_given_and_sends_the_token_of_i
     (tmp_path / "token").write_text("t0ken\n")
     sink = HttpSettings(url=https_receiver.url, ca=certificates.ca, token_file=tmp_path / "token",
                         attempts=1).open(None, CONTEXT)
-    assert sink._post_all("log-rows", [{"n": 1}], batch="0") == 1
+    assert sink.poster.post_all("log-rows", [{"n": 1}], batch="0") == 1
     assert https_receiver.requests[0]["headers"]["authorization"] == "Bearer t0ken"
 
 
 def test_the_http_sink_refuses_a_receiver_whose_certificate_it_cannot_verify(https_receiver):
     sink = HttpSettings(url=https_receiver.url, attempts=1).open(None, CONTEXT)  # the system's authorities
     with pytest.raises(HttpSinkError, match="CERTIFICATE_VERIFY_FAILED"):
-        sink._post_all("log-rows", [{"n": 1}], batch="0")
+        sink.poster.post_all("log-rows", [{"n": 1}], batch="0")
     assert https_receiver.requests == []
 
 

@@ -1,35 +1,46 @@
 """HTTP + JSON: each micro-batch POSTed to a URL as JSON arrays of log rows, in chunks.
 
+The executors post the log rows, each task the rows of its partition: a batch's rows are grouped by
+partition key (a key's changes in one task, in write-time order, as a Kafka partition keeps them) and
+sorted, so a task cuts its part into chunks the same way on every replay. The driver posts the dead
+letters and the generations, and carries no row.
+
 At least once, with an `Idempotency-Key` the receiver can use to drop repeats: the key names the
-writer (the subscription and its epoch), the batch, the digest of its source offsets and the chunk,
-and a replayed batch is cut into the same chunks (rows in a fixed order), so a repeat carries the key
-its first delivery had, while another batch given the same id (by another checkpoint) never does. The
-`Ringtail-Content` header says what the array holds: `log-rows`, `dead-letters` or `generations`. Each
-log row has `late`: true when the job read it more than `dedup_watermark` after its write, when a
-replica's copy of the change may have been posted before (the receiver drops it if it holds that
-`change_id` and `cdc$batch_seq_no`).
+writer (the subscription and its epoch), the batch, the digest of its source offsets, the part (a
+digest of its chunks' bodies, `parts`) and the chunk, so a repeat carries the key its first delivery
+had, while another batch given the same id (by another checkpoint) never does. Parts are posted side by
+side, chunks of one part in order. The `Ringtail-Content` header says what the array holds: `log-rows`,
+`dead-letters` or `generations`. Each log row has `late`: true when the job read it more than
+`dedup_watermark` after its write, when a replica's copy of the change may have been posted before (the
+receiver drops it if it holds that `change_id` and `cdc$batch_seq_no`).
 
 A 5xx, 408, 429, a timeout or a refused connection is retried with exponential backoff, up to
 `attempts`; then the batch fails (its subscription goes `failing` and is retried whole). Any other
 4xx fails the batch at once with the status and the response body: the receiver refused the rows,
-and skipping them would lose them.
+and skipping them would lose them. Executors post with the sink's `ca` file: it must be at that path
+on them.
 """
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import ssl
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
+
+from pyspark.sql import Row
 
 from connector.access import tls_context
 from spark.streams.generations import Generations
 
 from .. import MicroBatch, Sink, chunks
 from ..json_rows import dead_letter_json, generations_json, log_row_json
+from ..parts import part_digest
 
 log = logging.getLogger(__name__)
 _RETRIED = {408, 429}
@@ -40,53 +51,60 @@ class HttpSinkError(RuntimeError):
     """The receiver did not take a chunk: says which batch and chunk, and what it answered."""
 
 
-class HttpSink(Sink):
-    def __init__(self, url: str, *, app_id: str = "ringtail", batch_size: int = 500, timeout: float = 10.0,
-                 token: str | None = None, verify: bool = True, ca: Path | None = None, attempts: int = 6,
-                 backoff: float = 0.5) -> None:
-        self.url, self.app_id, self.batch_size, self.timeout = url, app_id, batch_size, timeout
-        self.token, self.attempts, self.backoff = token, attempts, backoff
-        if ca is not None:
-            self._tls = tls_context(ca, None, None, None, verify_hostname=True)
-        else:
-            self._tls = None if verify else ssl._create_unverified_context()
+@functools.cache
+def _tls(ca: Path | None, verify: bool) -> ssl.SSLContext | None:
+    """One context per process (the driver's, each executor's Python worker)."""
+    if ca is not None:
+        return tls_context(ca, None, None, None, verify_hostname=True)
+    return None if verify else ssl._create_unverified_context()
 
-    def prepare(self) -> None:
-        pass  # the receiver owns its storage
 
-    def close(self) -> None:
-        pass  # nothing is held between batches
+def _body(items: list) -> bytes:
+    return json.dumps(items, separators=(",", ":")).encode()
 
-    def write(self, batch: MicroBatch) -> None:
-        rows, dead_letters, batch_id = batch.rows, batch.dead_letters, batch.id
-        ordered = rows.orderBy(*(f"`{c}`" for c in _ORDER)).toLocalIterator()
-        name = f"{batch_id}:{batch.offsets}"
-        sent = self._post_all("log-rows", (log_row_json(r) for r in ordered), name)
-        letters = dead_letters.orderBy("topic", "partition", "offset").toLocalIterator()
-        dead = self._post_all("dead-letters", (dead_letter_json(r) for r in letters), name)
-        log.info("batch %d: %d log rows and %d dead letters posted to %s", batch_id, sent, dead, self.url)
 
-    def publish_generations(self, generations: Generations) -> None:
-        body = generations_json(generations)
-        newest = generations.generations[-1].timestamp if generations.generations else 0
-        self._post("generations", body, f"{self.app_id}:generations:{newest}")
+@dataclass(frozen=True)
+class Poster:
+    """How the sink posts, on the driver and on the executors (picklable, so Spark ships it to them)."""
 
-    def _post_all(self, content: str, items: Iterable[dict], batch: str) -> int:
+    url: str
+    app_id: str
+    batch_size: int
+    timeout: float
+    token: str | None = field(repr=False)
+    ca: Path | None
+    verify: bool
+    attempts: int
+    backoff: float
+
+    def post_all(self, content: str, items: Iterable[dict], batch: str) -> int:
+        """`items` in chunks of `batch_size`, each under the key of its place in the batch."""
         count = 0
         for index, chunk in enumerate(chunks(items, self.batch_size)):
-            self._post(content, chunk, f"{self.app_id}:{batch}:{content}:{index}")
+            self.post(content, _body(chunk), f"{self.app_id}:{batch}:{content}:{index}")
             count += len(chunk)
         return count
 
-    def _post(self, content: str, body: list, key: str) -> None:
-        data = json.dumps(body, separators=(",", ":")).encode()
+    def post_part(self, batch: str, rows: Iterator[Row]) -> Iterator[int]:
+        """The `mapPartitions` body: one part of a batch's log rows, its chunks under the part's name."""
+        items = [log_row_json(row) for row in rows]
+        if not items:
+            return
+        bodies = [_body(chunk) for chunk in chunks(items, self.batch_size)]
+        part = part_digest(bodies)
+        for index, body in enumerate(bodies):
+            self.post("log-rows", body, f"{self.app_id}:{batch}:log-rows:{part}:{index}")
+        yield len(items)
+
+    def post(self, content: str, data: bytes, key: str) -> None:
         headers = {"Content-Type": "application/json", "Idempotency-Key": key, "Ringtail-Content": content}
         if self.token:
             headers["Authorization"] = f"Bearer {self.token}"
         for attempt in range(1, self.attempts + 1):
             request = urllib.request.Request(self.url, data=data, headers=headers, method="POST")
             try:
-                with urllib.request.urlopen(request, timeout=self.timeout, context=self._tls) as response:
+                with urllib.request.urlopen(request, timeout=self.timeout,
+                                            context=_tls(self.ca, self.verify)) as response:
                     response.read()
                 return
             except urllib.error.HTTPError as exc:
@@ -101,3 +119,35 @@ class HttpSink(Sink):
             wait = self.backoff * 2 ** (attempt - 1)
             log.warning("POST %s (%s) attempt %d failed (%s); again in %.1f s", self.url, key, attempt, reason, wait)
             time.sleep(wait)
+
+
+class HttpSink(Sink):
+    # Its write is one action over the batch's partitions, on the executors.
+    reads_batch_whole = True
+
+    def __init__(self, url: str, *, app_id: str = "ringtail", batch_size: int = 500, timeout: float = 10.0,
+                 token: str | None = None, verify: bool = True, ca: Path | None = None, attempts: int = 6,
+                 backoff: float = 0.5) -> None:
+        self.url, self.app_id = url, app_id
+        self.poster = Poster(url, app_id, batch_size, timeout, token, ca, verify, attempts, backoff)
+        _tls(ca, verify)  # an unreadable or invalid ca fails here, on the driver
+
+    def prepare(self) -> None:
+        pass  # the receiver owns its storage
+
+    def close(self) -> None:
+        pass  # nothing is held between batches
+
+    def write(self, batch: MicroBatch) -> None:
+        name = f"{batch.id}:{batch.offsets}"
+        grouped = batch.rows.repartition("partition_key").sortWithinPartitions(*(f"`{c}`" for c in _ORDER))
+        sent = sum(grouped.rdd.mapPartitions(functools.partial(self.poster.post_part, name)).collect())
+        dead = 0
+        if batch.has_dead_letters():
+            letters = batch.dead_letters.orderBy("topic", "partition", "offset").toLocalIterator()
+            dead = self.poster.post_all("dead-letters", (dead_letter_json(r) for r in letters), name)
+        log.info("batch %d: %d log rows and %d dead letters posted to %s", batch.id, sent, dead, self.url)
+
+    def publish_generations(self, generations: Generations) -> None:
+        newest = generations.generations[-1].timestamp if generations.generations else 0
+        self.poster.post("generations", _body(generations_json(generations)), f"{self.app_id}:generations:{newest}")

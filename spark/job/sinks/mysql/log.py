@@ -4,13 +4,14 @@ the PostgreSQL sink does.
 Tables (in the DSN's database): ``cdc_log`` (LOG_ROW's columns under the same names; binaries as
 varbinary/blob, JSON columns as JSON text with `columns` and `deleted_elements` objects of the values,
 times as DATETIME(6) UTC; key keyspace, table, stream id, time, batch sequence number), ``dead_letters``,
-the ledger ``batches`` and the generation tables ``cdc_generation_timestamps`` and
+the ledgers ``batches`` and ``batch_parts`` and the generation tables ``cdc_generation_timestamps`` and
 ``cdc_streams_descriptions_v2`` (streams as a JSON array of `0x…` ids in shard order).
 
-A batch is one transaction: claim (app_id, batch_id) in the ledger, or stop when it is there with the
-same source offsets (a replay; other offsets are refused, `ledger.BatchMismatch`); insert the rows (a
-copy of a change read from another replica is ignored by the key); the same for dead letters; record
-the counts. JSON cannot hold NaN or the infinities: such values are written as the strings "NaN",
+A batch goes in from the executors, part by part, as the PostgreSQL sink's does (`parts`): the driver
+claims (app_id, batch_id) in the ledger, or stops when it is there finished with the same source offsets
+(a replay; other offsets are refused, `ledger.BatchMismatch`); each task inserts its partition's rows in
+one transaction with its part's entry in ``batch_parts`` (a copy of a change read from another replica
+is ignored by the key); then the driver inserts the dead letters and records the counts. JSON cannot hold NaN or the infinities: such values are written as the strings "NaN",
 "Infinity", "-Infinity".
 """
 from __future__ import annotations
@@ -18,7 +19,8 @@ from __future__ import annotations
 import json
 import logging
 import math
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
@@ -28,6 +30,7 @@ from spark.streams.generations import Generations
 
 from .. import MicroBatch, Sink, chunks, generation_rows
 from ..ledger import is_replay
+from ..parts import DRIVER_PART, part_digest
 from ..settings import without_password
 from .settings import tls_options
 
@@ -54,6 +57,9 @@ _SCHEMA = (
     " `rows` BIGINT NOT NULL, dead_letters BIGINT NOT NULL,"
     " written_at TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6), offsets VARCHAR(64),"
     " PRIMARY KEY (app_id, batch_id))",
+    "CREATE TABLE IF NOT EXISTS batch_parts (app_id VARCHAR(255) NOT NULL, batch_id BIGINT NOT NULL,"
+    " part VARCHAR(64) NOT NULL, `rows` BIGINT NOT NULL,"
+    " written_at TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6), PRIMARY KEY (app_id, batch_id, part))",
     "CREATE TABLE IF NOT EXISTS cdc_generation_timestamps (time DATETIME(6) PRIMARY KEY, expired DATETIME(6))",
     "CREATE TABLE IF NOT EXISTS cdc_streams_descriptions_v2 (time DATETIME(6) NOT NULL, range_end BIGINT NOT NULL,"
     " streams JSON NOT NULL, PRIMARY KEY (time, range_end))",
@@ -117,7 +123,72 @@ def connect_dsn(dsn: str) -> Any:
                            init_command="SET time_zone = '+00:00'", connect_timeout=10, **tls_options(parts.query))
 
 
+_INSERT_LOG = _insert("cdc_log", _LOG_COLUMNS)
+_INSERT_DEAD_LETTERS = _insert("dead_letters", _DEAD_LETTER_COLUMNS + ("app_id", "batch_id"))
+
+
+def insert_rows(cursor: Any, statement: str, values: Iterable[tuple]) -> int:
+    """How many of the rows were new (`_insert` counts no row already there)."""
+    count = 0
+    for chunk in chunks(values, _CHUNK):
+        count += cursor.executemany(statement, chunk)
+    return count
+
+
+def claim_part(cursor: Any, app_id: str, batch_id: int, part: str) -> bool:
+    """Claim a part in the open transaction: False when an attempt has committed it (one whose transaction
+    is open is waited for). A duplicate key leaves the row as it is: no change, no row counted."""
+    return cursor.execute("INSERT INTO batch_parts (app_id, batch_id, part, `rows`) VALUES (%s, %s, %s, 0)"
+                          " ON DUPLICATE KEY UPDATE part = part", (app_id, batch_id, part)) == 1
+
+
+def record_part(cursor: Any, app_id: str, batch_id: int, part: str, written: int) -> None:
+    cursor.execute("UPDATE batch_parts SET `rows` = %s WHERE app_id = %s AND batch_id = %s AND part = %s",
+                   (written, app_id, batch_id, part))
+
+
+def write_part(dsn: str, app_id: str, batch_id: int, part: str, write: Callable[[Any, Any, Any], int],
+               prepare: Callable[[Any], Any] = lambda conn: None) -> int:
+    """Step 2 of `parts` for one part, in one transaction: claimed, written (`write(conn, cursor, prepared)`:
+    how many rows were new) and recorded; 0 when an attempt has committed it. `prepare(conn)` runs before
+    the transaction: DDL, which MySQL commits by itself (it would commit the claim with it)."""
+    conn = connect_dsn(dsn)
+    try:
+        prepared = prepare(conn)
+        written = 0
+        with conn.cursor() as cursor:
+            if claim_part(cursor, app_id, batch_id, part):
+                written = write(conn, cursor, prepared)
+                record_part(cursor, app_id, batch_id, part, written)
+        conn.commit()
+        return written
+    except BaseException:
+        conn.rollback()
+        raise
+    finally:
+        conn.close()
+
+
+@dataclass(frozen=True)
+class LogParts:
+    """The `mapPartitions` function writing a batch's log rows from the executors, a part per partition
+    (step 2 of `parts`); picklable, so Spark ships it to them."""
+
+    dsn: str = field(repr=False)
+    app_id: str
+    batch_id: int
+
+    def __call__(self, rows: Iterator[Row]) -> Iterator[int]:
+        values = [log_row_values(row) for row in rows]
+        if values:
+            yield write_part(self.dsn, self.app_id, self.batch_id, part_digest(repr(v).encode() for v in values),
+                             lambda conn, cursor, _: insert_rows(cursor, _INSERT_LOG, values))
+
+
 class MySqlSink(Sink):
+    # Its write is one action over the batch's partitions, on the executors.
+    reads_batch_whole = True
+
     def __init__(self, dsn: str, app_id: str = "ringtail") -> None:
         self.dsn, self.app_id = dsn, app_id
 
@@ -127,12 +198,13 @@ class MySqlSink(Sink):
             with conn.cursor() as cursor:
                 for statement in self._schema_statements():
                     cursor.execute(statement)
-                # A ledger created before it kept offsets (MySQL has no ADD COLUMN IF NOT EXISTS): its rows
-                # keep none, and are taken on trust.
-                cursor.execute("SELECT COUNT(*) FROM information_schema.columns WHERE table_schema = DATABASE()"
-                               " AND table_name = 'batches' AND column_name = 'offsets'")
-                if cursor.fetchone()[0] == 0:
-                    cursor.execute("ALTER TABLE batches ADD COLUMN offsets VARCHAR(64)")
+                # MySQL has no ADD COLUMN IF NOT EXISTS. A ledger created before it kept offsets: its rows keep
+                # none, and are taken on trust; before batches went in part by part: each row is finished.
+                for column, definition in (("offsets", "VARCHAR(64)"), ("done", "BOOLEAN NOT NULL DEFAULT TRUE")):
+                    cursor.execute("SELECT COUNT(*) FROM information_schema.columns WHERE table_schema = DATABASE()"
+                                   " AND table_name = 'batches' AND column_name = %s", (column,))
+                    if cursor.fetchone()[0] == 0:
+                        cursor.execute(f"ALTER TABLE batches ADD COLUMN {column} {definition}")
             conn.commit()
         finally:
             conn.close()
@@ -144,38 +216,65 @@ class MySqlSink(Sink):
         pass  # each batch opens and closes its own connection
 
     def write(self, batch: MicroBatch) -> None:
-        rows, dead_letters, batch_id = batch.rows, batch.dead_letters, batch.id
+        if self.claim(batch):
+            self.write_parts(batch)
+            self.finish(batch)
+
+    def claim(self, batch: MicroBatch) -> bool:
+        """Step 1 of `parts`: whether the batch is to be written (False: a replay of a finished one). A
+        batch claimed by another writer's open transaction is waited for."""
         import pymysql
 
         conn = connect_dsn(self.dsn)
         try:
-            prepared = self._before_batch(conn, rows)
             with conn.cursor() as cursor:
-                # Claiming first also serializes two writers of one batch: the second waits on the row lock.
                 try:
-                    cursor.execute("INSERT INTO batches (app_id, batch_id, `rows`, dead_letters, offsets)"
-                                   " VALUES (%s, %s, 0, 0, %s)", (self.app_id, batch_id, batch.offsets))
+                    cursor.execute("INSERT INTO batches (app_id, batch_id, `rows`, dead_letters, offsets, done)"
+                                   " VALUES (%s, %s, 0, 0, %s, FALSE)", (self.app_id, batch.id, batch.offsets))
+                    conn.commit()
+                    return True
                 except pymysql.IntegrityError:
-                    cursor.execute("SELECT offsets FROM batches WHERE app_id = %s AND batch_id = %s",
-                                   (self.app_id, batch_id))
-                    held = cursor.fetchone()[0]
-                    conn.rollback()
-                    if is_replay(self.app_id, batch_id, batch.offsets, held):
-                        log.info("batch %d of %s is already written; skipped", batch_id, self.app_id)
-                        return
-                written = self._write_rows(cursor, rows, prepared)
-                letters = self._insert(cursor, _insert("dead_letters", _DEAD_LETTER_COLUMNS + ("app_id", "batch_id")),
-                                       (tuple(r[c] for c in _DEAD_LETTER_COLUMNS) + (self.app_id, batch_id)
-                                        for r in dead_letters.toLocalIterator()))
-                cursor.execute("UPDATE batches SET `rows` = %s, dead_letters = %s WHERE app_id = %s AND batch_id = %s",
-                               (written, letters, self.app_id, batch_id))
-            conn.commit()
-        except BaseException:
-            conn.rollback()
-            raise
+                    cursor.execute("SELECT offsets, done FROM batches WHERE app_id = %s AND batch_id = %s",
+                                   (self.app_id, batch.id))
+                    held, done = cursor.fetchone()
         finally:
             conn.close()
-        log.info("batch %d: %d log rows and %d dead letters written", batch_id, written, letters)
+        is_replay(self.app_id, batch.id, batch.offsets, held)
+        if done:
+            log.info("batch %d of %s is already written; skipped", batch.id, self.app_id)
+        else:
+            log.info("batch %d of %s was begun and not finished: its parts not yet written are written",
+                     batch.id, self.app_id)
+        return not done
+
+    def write_parts(self, batch: MicroBatch) -> None:
+        """Step 2: the batch's rows, from the executors, a part per partition."""
+        batch.rows.rdd.mapPartitions(LogParts(self.dsn, self.app_id, batch.id)).collect()
+
+    def finish(self, batch: MicroBatch) -> None:
+        """Step 3: the dead letters, and the batch marked finished with its counts, in one transaction."""
+        conn = connect_dsn(self.dsn)
+        try:
+            with conn.cursor() as cursor:
+                letters = insert_rows(cursor, _INSERT_DEAD_LETTERS,
+                                      (tuple(r[c] for c in _DEAD_LETTER_COLUMNS) + (self.app_id, batch.id)
+                                       for r in batch.dead_letters.toLocalIterator())) if batch.has_dead_letters() else 0
+                cursor.execute("UPDATE batches SET `rows` = (SELECT COALESCE(SUM(`rows`), 0) FROM batch_parts"
+                               " WHERE app_id = %s AND batch_id = %s), dead_letters = %s, done = TRUE"
+                               " WHERE app_id = %s AND batch_id = %s",
+                               (self.app_id, batch.id, letters, self.app_id, batch.id))
+                cursor.execute("SELECT `rows` FROM batches WHERE app_id = %s AND batch_id = %s", (self.app_id, batch.id))
+                written = cursor.fetchone()[0]
+            conn.commit()
+        finally:
+            conn.close()
+        log.info("batch %d: %d log rows and %d dead letters written", batch.id, written, letters)
+
+    def _write_on_driver(self, batch: MicroBatch) -> None:
+        """Step 2 for a layout written from the driver (`_write_rows`): one part, in one transaction."""
+        write_part(self.dsn, self.app_id, batch.id, DRIVER_PART,
+                   lambda conn, cursor, prepared: self._write_rows(cursor, batch.rows, prepared),
+                   lambda conn: self._before_batch(conn, batch.rows))
 
     def _before_batch(self, conn: Any, rows: DataFrame) -> Any:
         """What must happen before the batch's transaction (DDL, which MySQL commits by itself); handed
@@ -183,18 +282,9 @@ class MySqlSink(Sink):
         return None
 
     def _write_rows(self, cursor: Any, rows: DataFrame, prepared: Any) -> int:
-        """Write the batch's rows in the open transaction; how many were written."""
-        return self._insert(cursor, _insert("cdc_log", _LOG_COLUMNS),
-                            (log_row_values(r) for r in rows.toLocalIterator()))
-
-    @staticmethod
-    def _insert(cursor: Any, statement: str, values: Iterator[tuple]) -> int:
-        """Rows sent (a copy of a change already there included)."""
-        count = 0
-        for chunk in chunks(values, _CHUNK):
-            cursor.executemany(statement, chunk)
-            count += len(chunk)
-        return count
+        """Write the batch's rows from the driver in the open transaction (a layout written there); how
+        many were written."""
+        return insert_rows(cursor, _INSERT_LOG, (log_row_values(r) for r in rows.toLocalIterator()))
 
     def publish_generations(self, generations: Generations) -> None:
         timestamps, streams = generation_rows(generations)

@@ -26,7 +26,7 @@ from spark.mirror.state import canonical
 from spark.mirror.tables import Layouts, batch_changes, merge_batch, prepare_tables
 from spark.mirror.values import row_values
 
-from .. import chunks
+from .. import MicroBatch, chunks
 from .log import _SCHEMA, MySqlSink, connect_dsn
 from .types import CHUNK, mysql_column, quote
 
@@ -125,6 +125,12 @@ class MySqlMirrorStore:
 class MySqlMirrorSink(MySqlSink):
     """The MySQL sink in mirror layout: mirrors instead of the log (dead letters and the ledger in the DSN's
     database, as the log's sink keeps them)."""
+
+    # Its rows are written from the driver, in one transaction, so the job reads the batch first.
+    reads_batch_whole = False
+
+    def write_parts(self, batch: MicroBatch) -> None:
+        self._write_on_driver(batch)
 
     merges_cells = True
 

@@ -5,30 +5,33 @@ ScyllaDB's log layout (`log_table.LogLayout`, counters too), each column in its 
 
 As PostgreSQL's typed log (`postgres.typed`): each column's CQL type is its comment, so the log keeps the
 columns its base table drops and gains those it gains; values of columns it never had go to
-`cdc$other_columns` (JSON); rows of a dropped table that never had one go to `cdc_log`. The tables are
-created and altered before the batch's transaction (MySQL commits DDL by itself); a row already there
-(a replica's copy) is left as it is.
+`cdc$other_columns` (JSON); rows of a dropped table that never had one go to `cdc_log`. The driver creates
+and alters the tables (MySQL commits DDL by itself); the executors write the rows, a part per partition
+in one transaction with its entry in the ledger of parts (`parts`); a row already there (a replica's
+copy) is left as it is.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
-from pyspark.sql import DataFrame
+from pyspark.sql import Row
 
 from connector.access import CassandraCluster
 from connector.cql import parse_type
 from spark.mirror.tables import Layouts
 from spark.mirror.values import StoreColumn
 
-from .. import chunks
+from .. import MicroBatch, chunks
 from ..log_table import BATCH_SEQ_NO, LOG_SUFFIX, STREAM_ID, TIME, LogLayout, LogRowValues
-from .log import MySqlSink
+from .log import MySqlSink, connect_dsn, write_part
 from .types import CHUNK, mysql_column, quote
 from ..typed_log import OTHER_COLUMNS
 from .. import of_tables
-from ..typed_sql import sql_log_layout, typed_logs, typed_row
+from ..typed_sql import TypedPart, sql_log_layout, typed_layouts, typed_row
 
 
 def _stream_id(text: str) -> bytes:
@@ -72,7 +75,7 @@ class MySqlTypedLog:
         return "" if text is None else " COMMENT '" + text.replace("\\", "\\\\").replace("'", "''") + "'"
 
     def write(self, cursor: Any, rows: Sequence[dict]) -> int:
-        """Insert `rows` (LOG_ROW's, of this base table) in the open transaction; how many were sent."""
+        """Insert `rows` (LOG_ROW's, of this base table) in the open transaction; how many were new."""
         names = [c.name for c in self.columns]
         # A row already there (a replica's copy, a replay) is left as it is.
         statement = (f"INSERT INTO {self.table} ({', '.join(map(quote, names))}) VALUES"
@@ -80,8 +83,7 @@ class MySqlTypedLog:
                      f" ON DUPLICATE KEY UPDATE {quote(STREAM_ID)} = {quote(STREAM_ID)}")
         count = 0
         for chunk in chunks((self._row(r) for r in rows), CHUNK):
-            cursor.executemany(statement, chunk)
-            count += len(chunk)
+            count += cursor.executemany(statement, chunk)
         return count
 
     def _row(self, row: dict) -> list[Any]:
@@ -95,6 +97,23 @@ def logged_types(cursor: Any, keyspace: str, table: str) -> dict[str, str]:
     return {name: comment for name, comment in cursor.fetchall() if comment}
 
 
+@dataclass(frozen=True)
+class TypedParts:
+    """The `mapPartitions` function writing a batch's rows into their typed logs from the executors, a part
+    per partition (step 2 of `parts`), the logs made ready by the driver; picklable."""
+
+    dsn: str = field(repr=False)
+    app_id: str
+    batch_id: int
+    layouts: dict[tuple[str, str], LogLayout]
+
+    def __call__(self, rows: Iterator[Row]) -> Iterator[int]:
+        part = TypedPart.of(rows)
+        if part is not None:
+            yield write_part(self.dsn, self.app_id, self.batch_id, part.name, lambda conn, cursor, _: sum(
+                MySqlTypedLog(conn, self.layouts[table]).write(cursor, table_rows) for table, table_rows in part.tables()))
+
+
 class MySqlTypedSink(MySqlSink):
     """The MySQL sink in typed layout: a typed log per base table (dead letters, the ledger, the generations
     and the logs of tables without one as the log's sink keeps them, in the DSN's database)."""
@@ -104,24 +123,25 @@ class MySqlTypedSink(MySqlSink):
         super().__init__(dsn, app_id)
         self.tables = Layouts(cluster)
 
-    def _before_batch(self, conn: Any, rows: DataFrame) -> Any:
-        def layout_of(keyspace: str, table: str) -> LogLayout | None:
-            with conn.cursor() as cursor:
-                return sql_log_layout(self.tables, keyspace, table, logged_types(cursor, keyspace, table + LOG_SUFFIX))
+    def write_parts(self, batch: MicroBatch) -> None:
+        conn = connect_dsn(self.dsn)
+        try:
+            def layout_of(keyspace: str, table: str) -> LogLayout | None:
+                with conn.cursor() as cursor:
+                    layout = sql_log_layout(self.tables, keyspace, table,
+                                            logged_types(cursor, keyspace, table + LOG_SUFFIX))
+                if layout is not None:
+                    MySqlTypedLog(conn, layout).prepare()
+                return layout
 
-        def log_of(layout: LogLayout) -> MySqlTypedLog:
-            typed = MySqlTypedLog(conn, layout)
-            typed.prepare()
-            return typed
-
-        return typed_logs(rows, layout_of, log_of)
-
-    def _write_rows(self, cursor: Any, rows: DataFrame, prepared: Any) -> int:
-        logs, untyped = prepared
-        written = sum(typed.write(cursor, table_rows) for typed, table_rows in logs)
+            layouts, untyped = typed_layouts(batch.rows, layout_of)
+        finally:
+            conn.close()
+        if layouts:
+            parts = TypedParts(self.dsn, self.app_id, batch.id, layouts)
+            of_tables(batch.rows, layouts).rdd.mapPartitions(parts).collect()
         if untyped:
-            written += super()._write_rows(cursor, of_tables(rows, untyped), None)
-        return written
+            super().write_parts(dataclasses.replace(batch, rows=of_tables(batch.rows, untyped)))
 
     def close(self) -> None:
         self.tables.close()

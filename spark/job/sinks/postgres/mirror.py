@@ -3,8 +3,8 @@
 `"ks"."t$state"`, the cells with their timestamps that decide it (a row per partition and per row:
 `partition`, `row`, `state` as JSON text, `expires`).
 
-One transaction per micro-batch: the batch's ledger entry (a replay is skipped), each table's states and
-mirror rows, the dead letters. Concurrent writers of one mirror take turns (an advisory lock per table).
+A micro-batch's states and mirror rows are merged on the driver and written in one transaction, the
+batch's one part in the ledger (`parts`: a replay is skipped); the dead letters after it. Concurrent writers of one mirror take turns (an advisory lock per table).
 
 Columns in their PostgreSQL types (`types`). A mirror table gains the columns its base table
 gains and loses those it drops. A value PostgreSQL cannot hold fails the micro-batch with a
@@ -23,6 +23,7 @@ from spark.mirror.layout import MirrorLayout
 from spark.mirror.tables import Layouts, batch_changes, merge_batch, prepare_tables
 from spark.mirror.values import StoreColumn, row_values
 
+from .. import MicroBatch
 from .log import PostgresSink, ident, schema_statements
 from .types import copy_staged, pg_column
 
@@ -129,6 +130,9 @@ class PostgresMirrorSink(PostgresSink):
     """The PostgreSQL sink in mirror layout: mirrors instead of the log (dead letters, the ledger and the
     generations as the log's sink keeps them, in `schema`)."""
 
+    # Its rows are written from the driver, in one transaction, so the job reads the batch first.
+    reads_batch_whole = False
+
     merges_cells = True
 
     def __init__(self, dsn: str, schema: str = "ringtail", app_id: str = "ringtail",
@@ -141,6 +145,9 @@ class PostgresMirrorSink(PostgresSink):
         return schema_statements(self.schema, log=False) + [
             f"CREATE TABLE IF NOT EXISTS {ident(self.schema)}.mirrors (keyspace text NOT NULL, \"table\" text NOT NULL,"
             " PRIMARY KEY (keyspace, \"table\"))"]
+
+    def write_parts(self, batch: MicroBatch) -> None:
+        self._write_on_driver(batch)
 
     def _write_rows(self, conn: Any, rows: DataFrame) -> int:
         batch = batch_changes(rows)

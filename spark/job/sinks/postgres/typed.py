@@ -5,16 +5,19 @@ in ScyllaDB's log layout (`log_table.LogLayout`, counters too), each column in i
 It gains the columns its base table gains and keeps those it drops: each column's CQL type is its
 comment, so the log stays writable after a drop (and after its base table is gone). Values of a column
 the log never had and the base table no longer lists are kept as JSON text in `cdc$other_columns`
-(jsonb); rows of a dropped table that never had a typed log go to the sink's `cdc_log`. A batch is one
-transaction with the ledger; a row already there (a replica's copy) is left as it is. A value that
+(jsonb); rows of a dropped table that never had a typed log go to the sink's `cdc_log`. The driver makes
+each log ready (DDL); the executors write the rows, a part per partition in one transaction with its
+entry in the ledger of parts (`parts`); a row already there (a replica's copy) is left as it is. A value that
 does not fit its column fails the batch with a `TypedLogError` naming the change.
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+import dataclasses
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
-from pyspark.sql import DataFrame
+from pyspark.sql import Row
 
 from connector.access import CassandraCluster
 from connector.cql import parse_type
@@ -22,11 +25,11 @@ from spark.mirror.tables import Layouts
 from spark.mirror.values import StoreColumn
 
 from ..log_table import BATCH_SEQ_NO, LOG_SUFFIX, STREAM_ID, TIME, LogLayout, LogRowValues
-from .log import PostgresSink, ident
+from .log import Ledger, PostgresSink, ident
 from .types import copy_staged, pg_column
 from ..typed_log import OTHER_COLUMNS
-from .. import of_tables
-from ..typed_sql import sql_log_layout, typed_logs, typed_row
+from .. import MicroBatch, of_tables
+from ..typed_sql import TypedPart, sql_log_layout, typed_layouts, typed_row
 
 
 def _other(value: Any) -> Any:
@@ -90,6 +93,23 @@ def logged_types(conn: Any, keyspace: str, table: str) -> dict[str, str]:
     return {name: comment for name, comment in rows if comment is not None}
 
 
+@dataclass(frozen=True)
+class TypedParts:
+    """The `mapPartitions` function writing a batch's rows into their typed logs from the executors, a part
+    per partition (step 2 of `parts`), the logs made ready by the driver; picklable."""
+
+    dsn: str = field(repr=False)
+    ledger: Ledger
+    batch_id: int
+    layouts: dict[tuple[str, str], LogLayout]
+
+    def __call__(self, rows: Iterator[Row]) -> Iterator[int]:
+        part = TypedPart.of(rows)
+        if part is not None:
+            yield self.ledger.write_part(self.dsn, self.batch_id, part.name, lambda conn: sum(
+                PostgresTypedLog(conn, self.layouts[table]).write(table_rows) for table, table_rows in part.tables()))
+
+
 class PostgresTypedSink(PostgresSink):
     """The PostgreSQL sink in typed layout: a typed log per base table (dead letters, the ledger, the
     generations and the logs of tables without one as the log's sink keeps them, in `schema`)."""
@@ -99,18 +119,21 @@ class PostgresTypedSink(PostgresSink):
         super().__init__(dsn, schema, app_id)
         self.tables = Layouts(cluster)
 
-    def _write_rows(self, conn: Any, rows: DataFrame) -> int:
-        def log_of(layout: LogLayout) -> PostgresTypedLog:
-            typed = PostgresTypedLog(conn, layout)
-            typed.prepare()
-            return typed
+    def write_parts(self, batch: MicroBatch) -> None:
+        with self._connect() as conn:
+            def layout_of(keyspace: str, table: str) -> LogLayout | None:
+                layout = sql_log_layout(self.tables, keyspace, table, logged_types(conn, keyspace, table + LOG_SUFFIX))
+                if layout is not None:
+                    with conn.transaction():
+                        PostgresTypedLog(conn, layout).prepare()
+                return layout
 
-        logs, untyped = typed_logs(rows, lambda keyspace, table: sql_log_layout(
-            self.tables, keyspace, table, logged_types(conn, keyspace, table + LOG_SUFFIX)), log_of)
-        written = sum(typed.write(table_rows) for typed, table_rows in logs)
+            layouts, untyped = typed_layouts(batch.rows, layout_of)
+        if layouts:
+            parts = TypedParts(self.dsn, self.ledger, batch.id, layouts)
+            of_tables(batch.rows, layouts).rdd.mapPartitions(parts).collect()
         if untyped:
-            written += super()._write_rows(conn, of_tables(rows, untyped))
-        return written
+            super().write_parts(dataclasses.replace(batch, rows=of_tables(batch.rows, untyped)))
 
     def close(self) -> None:
         self.tables.close()

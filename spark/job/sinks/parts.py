@@ -1,0 +1,45 @@
+"""A batch written from the executors, part by part: the rule the SQL sinks' ledgers follow for it.
+
+The driver carries no row. A micro-batch goes in in three steps:
+
+1. the driver claims the batch in the ledger, with its source offsets: a replay of a finished batch is
+   skipped there, a batch held with other offsets refused (`ledger`);
+2. each task writes its part (the rows of one Spark partition) in a transaction of its own, which also
+   claims the part in the ledger of parts under (app id, batch id, the part's digest) and records how
+   many of its rows were new; a part some attempt has committed already is skipped;
+3. the driver writes the dead letters and marks the batch finished, its rows the sum of its parts', in
+   one transaction.
+
+A part is named by the digest of its content, not by its partition's number: a replay cut in other
+parts (another split of the same offsets) writes them, and the change's key in the log absorbs a row
+already there, so nothing is doubled and nothing skipped. A crash between steps 1 and 3 leaves the batch
+claimed and unfinished; its replay writes the parts not committed yet. Two writers of one batch (a
+runner that lost its lease without knowing it) wait on each other's claims and write each part once.
+"""
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable
+
+import pyarrow as pa
+
+# What a task reports: the rows its part added (0 when an earlier attempt had committed it); as Spark
+# and as Arrow declare it.
+PART_COUNTS = "written bigint"
+_COUNTS = pa.schema([pa.field("written", pa.int64())])
+# The part a sink that takes a batch's rows on the driver writes them as, in one transaction.
+DRIVER_PART = "driver"
+
+
+def part_digest(chunks: Iterable[bytes]) -> str:
+    """The name of a part whose rows are `chunks` as the sink loads them (their encoding is fixed by the
+    rows, so a replay of the same rows has the same name)."""
+    digest = hashlib.blake2b(digest_size=16)
+    for chunk in chunks:
+        digest.update(len(chunk).to_bytes(8, "big"))
+        digest.update(chunk)
+    return digest.hexdigest()
+
+
+def part_counts(written: int) -> pa.RecordBatch:
+    return pa.RecordBatch.from_pydict({"written": [written]}, schema=_COUNTS)
