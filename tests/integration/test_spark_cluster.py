@@ -87,8 +87,21 @@ def submit(config: Path, cluster: dict) -> list[str]:
             "--available-now"]
 
 
+def logged_keys(spark, stack, sink: str, keyspace: str, delta: Location) -> Counter:
+    """How many times each key of `keyspace.kv` is in the job's log: Delta's on the object store, or
+    PostgreSQL's (written by the executors, a transaction per partition)."""
+    if sink == "delta":
+        logged = spark.read.format("delta").load(str(delta / "cdc_log")).where(
+            f"keyspace = '{keyspace}' AND `table` = 'kv'").select("key").collect()
+        return Counter(json.loads(row.key)["k"] for row in logged)
+    with psycopg.connect(stack.postgres_dsn) as conn:
+        return Counter(k for (k,) in conn.execute(f"SELECT (key->>'k')::int FROM {keyspace}_log.cdc_log"
+                                                  " WHERE keyspace = %s AND \"table\" = 'kv'", (keyspace,)))
+
+
+@pytest.mark.parametrize("sink", ["delta", "postgres"])
 def test_the_job_submitted_to_the_cluster_ships_ringtail_and_a_worker_killed_mid_job_costs_no_change(
-        cluster, stack, cql, keyspace, pipeline, spark, tmp_path, monkeypatch):
+        sink, cluster, stack, cql, keyspace, pipeline, spark, tmp_path, monkeypatch):
     for name, value in stack.object_store.environment().items():  # this process reads the bucket too
         monkeypatch.setenv(name, value)
     for module in ("connector", "pydantic", "pyarrow"):  # nothing of ringtail's on the executors
@@ -104,10 +117,12 @@ def test_the_job_submitted_to_the_cluster_ships_ringtail_and_a_worker_killed_mid
                                  [(k, f"v{k}") for k in range(rows)], concurrency=64)
     consumer.until(lambda events: len(events) >= rows, timeout=120)
 
-    # Into Delta on the object store, whose files the executors write, with the checkpoint beside it; the
-    # store's keys from their file; micro-batches small enough to be many.
+    # Into Delta on the object store, whose files the executors write, or into PostgreSQL, whose rows they
+    # write; the checkpoint in the store, its keys from their file; micro-batches small enough to be many.
     delta, checkpoint = in_bucket(stack, keyspace, "delta"), in_bucket(stack, keyspace, "checkpoint")
-    config = job_config(stack, cluster, connector.prefix, keyspace, tmp_path, sink="delta", delta_path=str(delta),
+    target = ({"delta_path": str(delta)} if sink == "delta" else
+              {"postgres_dsn": stack.postgres_dsn, "postgres_schema": f"{keyspace}_log"})
+    config = job_config(stack, cluster, connector.prefix, keyspace, tmp_path, sink=sink, **target,
                         checkpoint_dir=str(checkpoint), max_offsets_per_trigger=1000)
     output = tmp_path / "job.out"
     with open(output, "w") as out:
@@ -131,10 +146,7 @@ def test_the_job_submitted_to_the_cluster_ships_ringtail_and_a_worker_killed_mid
     assert "Lost executor" in text or "ExecutorLostFailure" in text, text[-5000:]  # Spark saw it go
     assert restarted.returncode == 0, restarted.stdout + restarted.stderr
 
-    logged = spark.read.format("delta").load(str(delta / "cdc_log")).where(
-        f"keyspace = '{keyspace}' AND `table` = 'kv'").select("key").collect()
-    keys = Counter(json.loads(row.key)["k"] for row in logged)
-    assert keys == Counter(range(rows)), "a change lost or logged twice"
+    assert logged_keys(spark, stack, sink, keyspace, delta) == Counter(range(rows)), "a change lost or logged twice"
 
 
 def test_a_runner_on_the_cluster_keeps_a_mirror_equal_to_select_star(cluster, stack, cql, keyspace, served,
