@@ -129,7 +129,7 @@ def test_a_secret_in_clear_is_refused_at_create_and_alter_and_taken_from_a_file_
     hook = Subscription.create("hook", Change(table="shop.orders", sink="http", sink_config={
         "url": "https://example.org/in", "token_file": str(tmp_path / "token")}))
     assert hook.sink_config == {"url": "https://example.org/in", "token_file": str(tmp_path / "token")}
-    assert hook.sink_settings().open(None, CONTEXT).token == "s3cret"  # read when a runner opens the sink
+    assert hook.sink_settings().open(None, CONTEXT).poster.token == "s3cret"  # read when a runner opens the sink
     open_hook = Subscription.create("open", Change(table="shop.orders", sink="http", sink_config={
         "url": "https://example.org/in"}))
     with pytest.raises(InvalidSubscription, match="sink http: token would be stored in clear"):
@@ -143,7 +143,7 @@ def test_show_list_and_json_print_no_secret_of_a_subscription_stored_in_clear_be
     pg = Subscription("pg", "shop", "orders", "postgres", {"dsn": "postgresql://app:pw@db/shop", "schema": "cdc"})
     assert as_json(hook)["sink_config"] == {"url": "https://example.org/in", "token": "***"}
     assert as_json(pg)["sink_config"] == {"dsn": "postgresql://app:***@db/shop", "schema": "cdc"}
-    assert hook.sink_settings().open(None, CONTEXT).token == "s3cret"
+    assert hook.sink_settings().open(None, CONTEXT).poster.token == "s3cret"
     assert hook.altered(Change(filter="true")).filter == "true"
 
 
