@@ -19,9 +19,14 @@ runner that lost its lease without knowing it) wait on each other's claims and w
 from __future__ import annotations
 
 import hashlib
+import logging
 from collections.abc import Iterable
 
 import pyarrow as pa
+
+from .ledger import is_replay
+
+log = logging.getLogger(__name__)
 
 # What a task reports: the rows its part added (0 when an earlier attempt had committed it); as Spark
 # and as Arrow declare it.
@@ -43,3 +48,15 @@ def part_digest(chunks: Iterable[bytes]) -> str:
 
 def part_counts(written: int) -> pa.RecordBatch:
     return pa.RecordBatch.from_pydict({"written": [written]}, schema=_COUNTS)
+
+
+def held_to_write(app_id: str, batch_id: int, offsets: str, held: str | None, done: bool) -> bool:
+    """For a batch its ledger holds already (`held`: the offsets it was claimed with): whether to write it
+    (step 1) — False for a finished replay, True for one begun and not finished; other offsets raise
+    (`ledger.BatchMismatch`)."""
+    is_replay(app_id, batch_id, offsets, held)
+    if done:
+        log.info("batch %d of %s is already written; skipped", batch_id, app_id)
+    else:
+        log.info("batch %d of %s was begun and not finished: its parts not yet written are written", batch_id, app_id)
+    return not done

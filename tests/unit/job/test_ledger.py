@@ -6,7 +6,7 @@ import pyarrow as pa
 import pytest
 
 from spark.job.sinks.ledger import BatchMismatch, is_newest_replay, is_replay
-from spark.job.sinks.parts import part_digest
+from spark.job.sinks.parts import held_to_write, part_digest
 
 
 def test_a_batch_held_with_the_same_offsets_is_a_replay():
@@ -58,3 +58,10 @@ def test_a_part_is_named_by_its_content_so_a_replay_of_the_same_rows_has_the_sam
     assert first != part_digest([_csv("a", "b"), _csv("d")])
     assert first != part_digest([_csv("a", "b")])
     assert part_digest([b"ab", b"c"]) != part_digest([b"a", b"bc"])  # the chunks' bounds count too
+
+
+def test_a_batch_held_finished_is_skipped_one_begun_is_written_on_and_other_offsets_are_refused():
+    assert not held_to_write("audit.1", 3, "abc", "abc", done=True)
+    assert held_to_write("audit.1", 3, "abc", "abc", done=False)  # cut between its parts: finish it
+    with pytest.raises(BatchMismatch):
+        held_to_write("audit.1", 3, "new", "old", done=False)

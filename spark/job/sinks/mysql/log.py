@@ -29,8 +29,7 @@ from pyspark.sql import DataFrame, Row
 from spark.streams.generations import Generations
 
 from .. import MicroBatch, Sink, chunks, generation_rows
-from ..ledger import is_replay
-from ..parts import DRIVER_PART, part_digest
+from ..parts import DRIVER_PART, held_to_write, part_digest
 from ..settings import without_password
 from .settings import tls_options
 
@@ -239,13 +238,7 @@ class MySqlSink(Sink):
                     held, done = cursor.fetchone()
         finally:
             conn.close()
-        is_replay(self.app_id, batch.id, batch.offsets, held)
-        if done:
-            log.info("batch %d of %s is already written; skipped", batch.id, self.app_id)
-        else:
-            log.info("batch %d of %s was begun and not finished: its parts not yet written are written",
-                     batch.id, self.app_id)
-        return not done
+        return held_to_write(self.app_id, batch.id, batch.offsets, held, bool(done))
 
     def write_parts(self, batch: MicroBatch) -> None:
         """Step 2: the batch's rows, from the executors, a part per partition."""

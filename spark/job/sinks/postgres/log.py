@@ -41,8 +41,7 @@ from pyspark.sql import functions as F
 from spark.streams.generations import Generations
 
 from .. import MicroBatch, Sink, generation_rows
-from ..ledger import is_replay
-from ..parts import DRIVER_PART, PART_COUNTS, part_counts, part_digest
+from ..parts import DRIVER_PART, PART_COUNTS, held_to_write, part_counts, part_digest
 
 log = logging.getLogger(__name__)
 
@@ -284,13 +283,7 @@ class Ledger:
             return True
         held, done = conn.execute(f"SELECT offsets, done FROM {s}.batches WHERE app_id = %s AND batch_id = %s",
                                   (self.app_id, batch_id)).fetchone()
-        is_replay(self.app_id, batch_id, offsets, held)
-        if done:
-            log.info("batch %d of %s is already written; skipped", batch_id, self.app_id)
-        else:
-            log.info("batch %d of %s was begun and not finished: its parts not yet written are written",
-                     batch_id, self.app_id)
-        return not done
+        return held_to_write(self.app_id, batch_id, offsets, held, done)
 
     def claim_part(self, conn: Any, batch_id: int, part: str) -> bool:
         """Claim a part in the open transaction: False when an attempt has committed it (one whose
