@@ -20,11 +20,15 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
 from .ledger import is_replay
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, Row
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +52,25 @@ def part_digest(chunks: Iterable[bytes]) -> str:
 
 def part_counts(written: int) -> pa.RecordBatch:
     return pa.RecordBatch.from_pydict({"written": [written]}, schema=_COUNTS)
+
+
+def write_each_part(frame: DataFrame, write: Callable[[Iterator[Row]], int | None]) -> int:
+    """Step 2 as one action on the executors: `write` takes the rows of one partition and returns how many
+    it added (None: it had none); the sum of them all. It runs as a DataFrame action, never an RDD one:
+    Spark fills the batch's observations (its counts, `tally`) from the former only, and after an RDD
+    action the job would wait for them in vain and then read the batch a second time."""
+    schema = frame.schema
+
+    def part(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        from pyspark.sql.conversion import ArrowTableToRowsConversion  # the Rows an RDD would give
+
+        rows = (row for batch in batches
+                for row in ArrowTableToRowsConversion.convert(pa.Table.from_batches([batch]), schema))
+        written = write(rows)
+        if written is not None:
+            yield part_counts(written)
+
+    return sum(row.written for row in frame.mapInArrow(part, PART_COUNTS).collect())
 
 
 def held_to_write(app_id: str, batch_id: int, offsets: str, held: str | None, done: bool) -> bool:

@@ -31,6 +31,7 @@ from .log import MySqlSink, connect_dsn, write_part
 from .types import CHUNK, mysql_column, quote
 from ..typed_log import OTHER_COLUMNS
 from .. import of_tables
+from ..parts import write_each_part
 from ..typed_sql import TypedPart, sql_log_layout, typed_layouts, typed_row
 
 
@@ -99,18 +100,19 @@ def logged_types(cursor: Any, keyspace: str, table: str) -> dict[str, str]:
 
 @dataclass(frozen=True)
 class TypedParts:
-    """The `mapPartitions` function writing a batch's rows into their typed logs from the executors, a part
-    per partition (step 2 of `parts`), the logs made ready by the driver; picklable."""
+    """Writes a batch's rows into their typed logs from the executors, a part per partition (step 2 of
+    `parts`, run by `write_each_part`), the logs made ready by the driver; picklable."""
 
     dsn: str = field(repr=False)
     app_id: str
     batch_id: int
     layouts: dict[tuple[str, str], LogLayout]
 
-    def __call__(self, rows: Iterator[Row]) -> Iterator[int]:
+    def __call__(self, rows: Iterator[Row]) -> int | None:
         part = TypedPart.of(rows)
-        if part is not None:
-            yield write_part(self.dsn, self.app_id, self.batch_id, part.name, lambda conn, cursor, _: sum(
+        if part is None:
+            return None
+        return write_part(self.dsn, self.app_id, self.batch_id, part.name, lambda conn, cursor, _: sum(
                 MySqlTypedLog(conn, self.layouts[table]).write(cursor, table_rows) for table, table_rows in part.tables()))
 
 
@@ -139,7 +141,7 @@ class MySqlTypedSink(MySqlSink):
             conn.close()
         if layouts:
             parts = TypedParts(self.dsn, self.app_id, batch.id, layouts)
-            of_tables(batch.rows, layouts).rdd.mapPartitions(parts).collect()
+            write_each_part(of_tables(batch.rows, layouts), parts)
         if untyped:
             super().write_parts(dataclasses.replace(batch, rows=of_tables(batch.rows, untyped)))
 

@@ -29,6 +29,7 @@ from .log import Ledger, PostgresSink, ident
 from .types import copy_staged, pg_column
 from ..typed_log import OTHER_COLUMNS
 from .. import MicroBatch, of_tables
+from ..parts import write_each_part
 from ..typed_sql import TypedPart, sql_log_layout, typed_layouts, typed_row
 
 
@@ -95,18 +96,19 @@ def logged_types(conn: Any, keyspace: str, table: str) -> dict[str, str]:
 
 @dataclass(frozen=True)
 class TypedParts:
-    """The `mapPartitions` function writing a batch's rows into their typed logs from the executors, a part
-    per partition (step 2 of `parts`), the logs made ready by the driver; picklable."""
+    """Writes a batch's rows into their typed logs from the executors, a part per partition (step 2 of
+    `parts`, run by `write_each_part`), the logs made ready by the driver; picklable."""
 
     dsn: str = field(repr=False)
     ledger: Ledger
     batch_id: int
     layouts: dict[tuple[str, str], LogLayout]
 
-    def __call__(self, rows: Iterator[Row]) -> Iterator[int]:
+    def __call__(self, rows: Iterator[Row]) -> int | None:
         part = TypedPart.of(rows)
-        if part is not None:
-            yield self.ledger.write_part(self.dsn, self.batch_id, part.name, lambda conn: sum(
+        if part is None:
+            return None
+        return self.ledger.write_part(self.dsn, self.batch_id, part.name, lambda conn: sum(
                 PostgresTypedLog(conn, self.layouts[table]).write(table_rows) for table, table_rows in part.tables()))
 
 
@@ -131,7 +133,7 @@ class PostgresTypedSink(PostgresSink):
             layouts, untyped = typed_layouts(batch.rows, layout_of)
         if layouts:
             parts = TypedParts(self.dsn, self.ledger, batch.id, layouts)
-            of_tables(batch.rows, layouts).rdd.mapPartitions(parts).collect()
+            write_each_part(of_tables(batch.rows, layouts), parts)
         if untyped:
             super().write_parts(dataclasses.replace(batch, rows=of_tables(batch.rows, untyped)))
 
