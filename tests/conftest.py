@@ -14,23 +14,58 @@ from pathlib import Path
 
 import pytest
 
-from deploy.local.endpoints import Stack, StackUnavailable, connect_stack
+from deploy.local.endpoints import Stack, StackUnavailable, connect_stack, stack_run_dir
+from tests.integration import side_stacks
 
 ROOT = Path(__file__).resolve().parent.parent
+INTEGRATION = ROOT / "tests" / "integration"
+
+# The Spark drivers of the tests (this session's, and the jobs and runners they start) live minutes and
+# read batches of a few rows: the JIT's optimising tier and a parallel collector cost them more CPU than
+# they save, on a machine of two cores (a sixth off the Spark tests' time, measured). Users' drivers keep
+# the JVM's defaults.
+os.environ.setdefault("SPARK_SUBMIT_OPTS", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
+
+
+def _local_backend() -> bool:
+    return os.environ.get("RINGTAIL_TEST_BACKEND", "local") == "local"
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    integration = ROOT / "tests" / "integration"
+    """Integration tests marked; the unit tests first, then the modules with stacks of their own (which
+    start in the background meanwhile), then the rest — each module's tests kept together, in order."""
+    topology = {side.module for side in side_stacks.SIDE_STACKS}
+
+    def rank(item: pytest.Item) -> int:
+        path = Path(item.fspath)
+        if INTEGRATION not in path.parents:
+            return 0 if "unit" in path.parts else 1
+        return 2 if path.name in topology else 3
+
     for item in items:
-        if integration in Path(item.fspath).parents:
+        if INTEGRATION in Path(item.fspath).parents:
             item.add_marker(pytest.mark.integration)
+    items.sort(key=rank)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Begin the side stacks the selected tests need, while the tests before them run."""
+    if not _local_backend() or session.config.option.collectonly or not (stack_run_dir() / "stack.json").exists():
+        return
+    modules = {Path(item.fspath).name for item in session.items}
+    for side in side_stacks.SIDE_STACKS:
+        if side.module in modules:
+            side_stacks.begin(side, stack_run_dir())
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    side_stacks.end_unused(stack_run_dir())
 
 
 @pytest.fixture(scope="session")
 def stack() -> Stack:
-    backend = os.environ.get("RINGTAIL_TEST_BACKEND", "local")
     try:
-        if backend == "containers":
+        if not _local_backend():
             from tests.containers import container_stack
 
             yield from container_stack()

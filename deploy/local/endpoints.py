@@ -70,9 +70,14 @@ def _answers(host: str, port: int) -> bool:
         return sock.connect_ex((host, port)) == 0
 
 
+def stack_run_dir() -> Path:
+    """The local stack's run directory (RINGTAIL_STACK_RUN_DIR, by default `.run` in the checkout)."""
+    return Path(os.environ.get("RINGTAIL_STACK_RUN_DIR") or ROOT / ".run")
+
+
 def connect_stack() -> Stack:
     """The local stack described by `<run dir>/stack.json`, once every service's port answers."""
-    run_dir = Path(os.environ.get("RINGTAIL_STACK_RUN_DIR") or ROOT / ".run")
+    run_dir = stack_run_dir()
     description = run_dir / "stack.json"
     if not description.exists():
         raise StackUnavailable(f"the local stack is not running ({description} is missing): {START_HINT}")

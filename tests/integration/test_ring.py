@@ -9,11 +9,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import random
 import shutil
-import subprocess
-import sys
 import time
 import uuid
 from collections import Counter
@@ -26,7 +23,7 @@ from cassandra.query import SimpleStatement
 from confluent_kafka.admin import AdminClient, ConfigResource
 
 from connector.access import CassandraCluster
-from deploy.local.endpoints import ROOT, Stack, nodes_of
+from deploy.local.endpoints import Stack, nodes_of
 from deploy.local.processes import ConnectorProcess
 from spark.job import rows as R
 from spark.job.config import JobSettings
@@ -38,37 +35,22 @@ from spark.streams import read_ring
 from spark.streams.storage import GenerationStore
 from tests.integration.mirrors import diff, layout_of, postgres_rows, source_rows
 from tests.integration.pipeline import EventConsumer
+from tests.integration.side_stacks import BROKERS, NODES, RING, forget, started
 from tests.integration.test_job import log_rows, run_available
 from tests.integration.test_sink_ledgers import kafka_messages
 
-NODES = BROKERS = 3
-STACK = ROOT / "deploy" / "local" / "stack.py"
-
-
-def ring_env(main: Stack) -> dict[str, str]:
-    """The ring's stack settings: its own run directory and addresses, the main stack's fetched services."""
-    base = main.run_dir or ROOT / ".run"
-    return {**os.environ,
-            "RINGTAIL_STACK_RUN_DIR": str(base / "ring"),
-            "RINGTAIL_STACK_DIST_DIR": str(base / "dist"),
-            "RINGTAIL_STACK_HOST": os.environ.get("RINGTAIL_TEST_RING_HOST", "127.0.0.11"),
-            "RINGTAIL_STACK_CASSANDRA_NODES": str(NODES), "RINGTAIL_STACK_KAFKA_BROKERS": str(BROKERS),
-            "RINGTAIL_STACK_CASSANDRA_HEAP": "768M", "RINGTAIL_STACK_KAFKA_HEAP": "384M",
-            "RINGTAIL_STACK_CASSANDRA_JMX_PORT": os.environ.get("RINGTAIL_TEST_RING_JMX_PORT", "7299")}
 
 
 class Ring:
+    """The ring's stack (`side_stacks.RING`), of the main stack `main`."""
+
     def __init__(self, main: Stack) -> None:
-        self.env = ring_env(main)
-        self.run_dir = Path(self.env["RINGTAIL_STACK_RUN_DIR"])
+        self.main_run_dir = main.run_dir
+        self.run_dir = RING.run_dir(main.run_dir)
 
     def stack(self, command: str, *services: str, check: bool = True, nodes: int = NODES) -> None:
         """`stack.py command services` on the ring (of `nodes` nodes: more to add one)."""
-        env = {**self.env, "RINGTAIL_STACK_CASSANDRA_NODES": str(nodes)}
-        result = subprocess.run([sys.executable, str(STACK), command, *services], env=env, cwd=ROOT,
-                                capture_output=True, text=True, timeout=600)
-        assert result.returncode == 0 or not check, \
-            f"stack.py {command} {' '.join(services)}:\n{result.stdout}{result.stderr}"
+        RING.command(self.main_run_dir, command, *services, check=check, RINGTAIL_STACK_CASSANDRA_NODES=str(nodes))
 
     def describe(self, main: Stack) -> Stack:
         ring = json.loads((self.run_dir / "stack.json").read_text())
@@ -81,15 +63,13 @@ class Ring:
 def ring(stack):
     """The ring (a Stack whose Cassandra and Kafka are the ring's), started fresh and stopped at the end."""
     ring = Ring(stack)
-    shutil.rmtree(ring.run_dir, ignore_errors=True)
-    began = time.monotonic()
     try:
-        ring.stack("start", "cassandra", "kafka")
-        print(f"ring of {NODES} nodes and {BROKERS} brokers up in {time.monotonic() - began:.0f} s")
+        started(RING, stack.run_dir)
         yield ring, ring.describe(stack)
     finally:  # its data is thrown away: no need to stop it gently (a node a test added included)
         for service in [f"cassandra@{i}" for i in range(1, NODES + 2)] + [f"kafka@{i}" for i in range(1, BROKERS + 1)]:
             ring.stack("kill", service, check=False, nodes=NODES + 1)
+        forget(RING)
         shutil.rmtree(ring.run_dir, ignore_errors=True)
 
 

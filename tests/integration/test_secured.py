@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import shutil
 import ssl
 import subprocess
@@ -36,24 +35,10 @@ from spark.job.sinks.mysql.log import connect_dsn
 from spark.job.sinks.settings import with_password
 from tests.integration.mirrors import diff, layout_of, postgres_rows, source_rows
 from tests.integration.serving import runner_process
+from tests.integration.side_stacks import SECURED, forget, started
 from tests.integration.test_job import run_available
 from tests.integration.test_sink_ledgers import kafka_messages
 from tests.support import unused_port, wait_for
-
-STACK = ROOT / "deploy" / "local" / "stack.py"
-SERVICES = ("cassandra", "kafka", "registry", "registry-gate", "postgres", "mariadb")
-
-
-def secured_env(main: Stack) -> dict[str, str]:
-    """The secured stack's settings: its own run directory and address, the main stack's fetched services."""
-    base = main.run_dir or ROOT / ".run"
-    return {**os.environ, "RINGTAIL_STACK_SECURE": "1",
-            "RINGTAIL_STACK_RUN_DIR": str(base / "secured"), "RINGTAIL_STACK_DIST_DIR": str(base / "dist"),
-            "RINGTAIL_STACK_HOST": os.environ.get("RINGTAIL_TEST_SECURED_HOST", "127.0.0.21"),
-            "RINGTAIL_STACK_CASSANDRA_HEAP": "768M", "RINGTAIL_STACK_KAFKA_HEAP": "384M",
-            "RINGTAIL_STACK_REGISTRY_HEAP": "256M",
-            "RINGTAIL_STACK_CASSANDRA_JMX_PORT": os.environ.get("RINGTAIL_TEST_SECURED_JMX_PORT", "7399")}
-
 
 @dataclasses.dataclass(frozen=True)
 class Secured:
@@ -81,19 +66,9 @@ class Secured:
 
 @pytest.fixture(scope="module")
 def secured(stack):
-    env = secured_env(stack)
-    run_dir = Path(env["RINGTAIL_STACK_RUN_DIR"])
-    shutil.rmtree(run_dir, ignore_errors=True)
-
-    def command(verb: str, check: bool = True) -> None:
-        result = subprocess.run([sys.executable, str(STACK), verb, *SERVICES], env=env, cwd=ROOT,
-                                capture_output=True, text=True, timeout=600)
-        assert result.returncode == 0 or not check, f"stack.py {verb}:\n{result.stdout}{result.stderr}"
-
-    began = time.monotonic()
+    run_dir = SECURED.run_dir(stack.run_dir)
     try:
-        command("start")
-        print(f"secured stack up in {time.monotonic() - began:.0f} s")
+        started(SECURED, stack.run_dir)
         described = json.loads((run_dir / "stack.json").read_text())
         nodes = nodes_of(described)
         secured_stack = dataclasses.replace(stack, cassandra_host=nodes[0].host, cdc_raw=nodes[0].cdc_raw, nodes=nodes,
@@ -104,7 +79,8 @@ def secured(stack):
         secrets = {p.stem: p.read_text() for p in (run_dir / "secure").glob("*.password")}
         yield Secured(secured_stack, described["security"], secrets)
     finally:  # its data is thrown away: no need to stop it gently
-        command("stop", check=False)
+        SECURED.command(stack.run_dir, "stop", check=False)
+        forget(SECURED)
         shutil.rmtree(run_dir, ignore_errors=True)
 
 

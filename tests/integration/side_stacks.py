@@ -1,0 +1,104 @@
+"""Stacks of their own for the topology modules — the ring (`test_ring`) and the secured stack
+(`test_secured`): each started by the stack's own script, in a run directory and on addresses of its own,
+with the main stack's fetched services, and thrown away at its module's end.
+
+Starting one takes a minute or two of the machine. The session begins each in the background once the
+tests are collected (`begin`, from tests/conftest.py, which runs the unit tests first and these modules
+next), and a module's fixture waits for its stack (`started`); a stack begun whose module never ran is
+stopped when the session ends (`end_unused`)."""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from deploy.local.endpoints import ROOT
+
+STACK = ROOT / "deploy" / "local" / "stack.py"
+NODES = BROKERS = 3  # the ring's
+
+
+@dataclass(frozen=True)
+class SideStack:
+    name: str  # its run directory under the main stack's
+    module: str  # the test module it serves
+    services: tuple[str, ...]  # what `start` starts
+    settings: tuple[tuple[str, str], ...]  # its stack settings (RINGTAIL_STACK_*), beside the run directory
+
+    def env(self, main_run_dir: Path | None, **more: str) -> dict[str, str]:
+        base = main_run_dir or ROOT / ".run"
+        return {**os.environ, **dict(self.settings), "RINGTAIL_STACK_RUN_DIR": str(base / self.name),
+                "RINGTAIL_STACK_DIST_DIR": str(base / "dist"), **more}
+
+    def run_dir(self, main_run_dir: Path | None) -> Path:
+        return Path(self.env(main_run_dir)["RINGTAIL_STACK_RUN_DIR"])
+
+    def command(self, main_run_dir: Path | None, verb: str, *services: str, check: bool = True,
+                **more: str) -> subprocess.CompletedProcess:
+        """`stack.py verb services` on this stack (its own services when none are named)."""
+        result = subprocess.run([sys.executable, str(STACK), verb, *(services or self.services)],
+                                env=self.env(main_run_dir, **more), cwd=ROOT, capture_output=True, text=True,
+                                timeout=600)
+        assert result.returncode == 0 or not check, \
+            f"stack.py {verb} {' '.join(services or self.services)}:\n{result.stdout}{result.stderr}"
+        return result
+
+
+RING = SideStack("ring", "test_ring.py", ("cassandra", "kafka"), (
+    ("RINGTAIL_STACK_HOST", os.environ.get("RINGTAIL_TEST_RING_HOST", "127.0.0.11")),
+    ("RINGTAIL_STACK_CASSANDRA_NODES", str(NODES)), ("RINGTAIL_STACK_KAFKA_BROKERS", str(BROKERS)),
+    ("RINGTAIL_STACK_CASSANDRA_HEAP", "768M"), ("RINGTAIL_STACK_KAFKA_HEAP", "384M"),
+    ("RINGTAIL_STACK_CASSANDRA_JMX_PORT", os.environ.get("RINGTAIL_TEST_RING_JMX_PORT", "7299"))))
+SECURED = SideStack("secured", "test_secured.py", ("cassandra", "kafka", "registry", "registry-gate", "postgres",
+                                                   "mariadb"), (
+    ("RINGTAIL_STACK_SECURE", "1"),
+    ("RINGTAIL_STACK_HOST", os.environ.get("RINGTAIL_TEST_SECURED_HOST", "127.0.0.21")),
+    ("RINGTAIL_STACK_CASSANDRA_HEAP", "768M"), ("RINGTAIL_STACK_KAFKA_HEAP", "384M"),
+    ("RINGTAIL_STACK_REGISTRY_HEAP", "256M"),
+    ("RINGTAIL_STACK_CASSANDRA_JMX_PORT", os.environ.get("RINGTAIL_TEST_SECURED_JMX_PORT", "7399"))))
+SIDE_STACKS = (RING, SECURED)
+
+# Begun in the background: the start's process, its output file, when it began.
+_begun: dict[str, tuple[subprocess.Popen, Path, float]] = {}
+
+
+def begin(side: SideStack, main_run_dir: Path | None) -> None:
+    """Start `side` afresh in the background."""
+    run_dir = side.run_dir(main_run_dir)
+    shutil.rmtree(run_dir, ignore_errors=True)
+    output = run_dir.parent / f"{side.name}-start.log"
+    output.parent.mkdir(parents=True, exist_ok=True)
+    with open(output, "w") as out:
+        process = subprocess.Popen([sys.executable, str(STACK), "start", *side.services],
+                                   env=side.env(main_run_dir), cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
+    _begun[side.name] = (process, output, time.monotonic())
+
+
+def started(side: SideStack, main_run_dir: Path | None) -> Path:
+    """`side` up (begun in the background, or started now); its run directory."""
+    if side.name not in _begun:
+        begin(side, main_run_dir)
+    process, output, began = _begun[side.name]
+    code = process.wait(600)
+    assert code == 0, f"stack.py start {' '.join(side.services)}:\n{output.read_text(errors='replace')}"
+    print(f"{side.name} stack up {time.monotonic() - began:.0f} s after its start began")
+    return side.run_dir(main_run_dir)
+
+
+def forget(side: SideStack) -> None:
+    """Its module is done with `side` (and has stopped it)."""
+    _begun.pop(side.name, None)
+
+
+def end_unused(main_run_dir: Path | None) -> None:
+    """Stop every stack begun whose module did not take it (a session cut short, a module deselected)."""
+    for side in SIDE_STACKS:
+        if side.name in _begun:
+            process, _, _ = _begun.pop(side.name)
+            process.wait(600)
+            side.command(main_run_dir, "stop", check=False)
+            shutil.rmtree(side.run_dir(main_run_dir), ignore_errors=True)
