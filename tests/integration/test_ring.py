@@ -40,7 +40,6 @@ from tests.integration.test_job import log_rows, run_available
 from tests.integration.test_sink_ledgers import kafka_messages
 
 
-
 class Ring:
     """The ring's stack (`side_stacks.RING`), of the main stack `main`."""
 

@@ -18,6 +18,7 @@ runner that lost its lease without knowing it) wait on each other's claims and w
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
 from collections.abc import Callable, Iterable, Iterator
@@ -29,12 +30,13 @@ from .ledger import is_replay
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, Row
+    from pyspark.sql.types import StructType
 
 log = logging.getLogger(__name__)
 
 # What a task reports: the rows its part added (0 when an earlier attempt had committed it); as Spark
 # and as Arrow declare it.
-PART_COUNTS = "written bigint"
+_PART_COUNTS = "written bigint"
 _COUNTS = pa.schema([pa.field("written", pa.int64())])
 # The part a sink that takes a batch's rows on the driver writes them as, in one transaction.
 DRIVER_PART = "driver"
@@ -50,27 +52,32 @@ def part_digest(chunks: Iterable[bytes]) -> str:
     return digest.hexdigest()
 
 
-def part_counts(written: int) -> pa.RecordBatch:
-    return pa.RecordBatch.from_pydict({"written": [written]}, schema=_COUNTS)
+def write_each_part(frame: DataFrame, write: Callable[[Iterator[pa.RecordBatch]], int | None]) -> int:
+    """Step 2 as one action on the executors: `write` takes the Arrow batches of one partition and returns
+    how many rows it added (None: it had none); the sum of them all. It runs as a DataFrame action, never
+    an RDD one: Spark fills the batch's observations (its counts, `tally`) from the former only, and after
+    an RDD action the job would wait for them in vain and then read the batch a second time."""
+    return sum(row.written for row in frame.mapInArrow(functools.partial(_part, write), _PART_COUNTS).collect())
 
 
-def write_each_part(frame: DataFrame, write: Callable[[Iterator[Row]], int | None]) -> int:
-    """Step 2 as one action on the executors: `write` takes the rows of one partition and returns how many
-    it added (None: it had none); the sum of them all. It runs as a DataFrame action, never an RDD one:
-    Spark fills the batch's observations (its counts, `tally`) from the former only, and after an RDD
-    action the job would wait for them in vain and then read the batch a second time."""
-    schema = frame.schema
+def write_each_row_part(frame: DataFrame, write: Callable[[Iterator[Row]], int | None]) -> int:
+    """`write_each_part` for a `write` that takes the partition's rows as `Row`s."""
+    return write_each_part(frame, functools.partial(_as_rows, frame.schema, write))
 
-    def part(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        from pyspark.sql.conversion import ArrowTableToRowsConversion  # the Rows an RDD would give
 
-        rows = (row for batch in batches
-                for row in ArrowTableToRowsConversion.convert(pa.Table.from_batches([batch]), schema))
-        written = write(rows)
-        if written is not None:
-            yield part_counts(written)
+def _part(write: Callable[[Iterator[pa.RecordBatch]], int | None],
+          batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    written = write(batches)
+    if written is not None:
+        yield pa.RecordBatch.from_pydict({"written": [written]}, schema=_COUNTS)
 
-    return sum(row.written for row in frame.mapInArrow(part, PART_COUNTS).collect())
+
+def _as_rows(schema: StructType, write: Callable[[Iterator[Row]], int | None],
+             batches: Iterator[pa.RecordBatch]) -> int | None:
+    from pyspark.sql.conversion import ArrowTableToRowsConversion  # the Rows an RDD would give
+
+    return write(row for batch in batches
+                 for row in ArrowTableToRowsConversion.convert(pa.Table.from_batches([batch]), schema))
 
 
 def held_to_write(app_id: str, batch_id: int, offsets: str, held: str | None, done: bool) -> bool:

@@ -40,7 +40,7 @@ from spark.streams.generations import Generations
 
 from .. import MicroBatch, Sink, chunks
 from ..json_rows import dead_letter_json, generations_json, log_row_json
-from ..parts import part_digest, write_each_part
+from ..parts import part_digest, write_each_row_part
 
 log = logging.getLogger(__name__)
 _RETRIED = {408, 429}
@@ -86,7 +86,7 @@ class Poster:
         return count
 
     def post_part(self, batch: str, rows: Iterator[Row]) -> int | None:
-        """One part of a batch's log rows (run by `parts.write_each_part`), its chunks under the part's name;
+        """One part of a batch's log rows (run by `parts.write_each_row_part`), its chunks under the part's name;
         how many rows it posted (None: it had none)."""
         items = [log_row_json(row) for row in rows]
         if not items:
@@ -142,7 +142,7 @@ class HttpSink(Sink):
     def write(self, batch: MicroBatch) -> None:
         name = f"{batch.id}:{batch.offsets}"
         grouped = batch.rows.repartition("partition_key").sortWithinPartitions(*(f"`{c}`" for c in _ORDER))
-        sent = write_each_part(grouped, functools.partial(self.poster.post_part, name))
+        sent = write_each_row_part(grouped, functools.partial(self.poster.post_part, name))
         dead = 0
         if batch.has_dead_letters():
             letters = batch.dead_letters.orderBy("topic", "partition", "offset").toLocalIterator()

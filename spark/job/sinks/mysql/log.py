@@ -29,7 +29,7 @@ from pyspark.sql import DataFrame, Row
 from spark.streams.generations import Generations
 
 from .. import MicroBatch, Sink, chunks, generation_rows
-from ..parts import DRIVER_PART, held_to_write, part_digest, write_each_part
+from ..parts import DRIVER_PART, held_to_write, part_digest, write_each_row_part
 from ..settings import without_password
 from .settings import tls_options
 
@@ -171,7 +171,7 @@ def write_part(dsn: str, app_id: str, batch_id: int, part: str, write: Callable[
 @dataclass(frozen=True)
 class LogParts:
     """Writes a batch's log rows from the executors, a part per partition (step 2 of `parts`, run by
-    `write_each_part`); picklable, so Spark ships it to them."""
+    `write_each_row_part`); picklable, so Spark ships it to them."""
 
     dsn: str = field(repr=False)
     app_id: str
@@ -182,7 +182,7 @@ class LogParts:
         if not values:
             return None
         return write_part(self.dsn, self.app_id, self.batch_id, part_digest(repr(v).encode() for v in values),
-                             lambda conn, cursor, _: insert_rows(cursor, _INSERT_LOG, values))
+                          lambda conn, cursor, _: insert_rows(cursor, _INSERT_LOG, values))
 
 
 class MySqlSink(Sink):
@@ -243,7 +243,7 @@ class MySqlSink(Sink):
 
     def write_parts(self, batch: MicroBatch) -> None:
         """Step 2: the batch's rows, from the executors, a part per partition."""
-        write_each_part(batch.rows, LogParts(self.dsn, self.app_id, batch.id))
+        write_each_row_part(batch.rows, LogParts(self.dsn, self.app_id, batch.id))
 
     def finish(self, batch: MicroBatch) -> None:
         """Step 3: the dead letters, and the batch marked finished with its counts, in one transaction."""

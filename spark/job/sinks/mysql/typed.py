@@ -31,7 +31,7 @@ from .log import MySqlSink, connect_dsn, write_part
 from .types import CHUNK, mysql_column, quote
 from ..typed_log import OTHER_COLUMNS
 from .. import of_tables
-from ..parts import write_each_part
+from ..parts import write_each_row_part
 from ..typed_sql import TypedPart, sql_log_layout, typed_layouts, typed_row
 
 
@@ -101,7 +101,7 @@ def logged_types(cursor: Any, keyspace: str, table: str) -> dict[str, str]:
 @dataclass(frozen=True)
 class TypedParts:
     """Writes a batch's rows into their typed logs from the executors, a part per partition (step 2 of
-    `parts`, run by `write_each_part`), the logs made ready by the driver; picklable."""
+    `parts`, run by `write_each_row_part`), the logs made ready by the driver; picklable."""
 
     dsn: str = field(repr=False)
     app_id: str
@@ -113,7 +113,7 @@ class TypedParts:
         if part is None:
             return None
         return write_part(self.dsn, self.app_id, self.batch_id, part.name, lambda conn, cursor, _: sum(
-                MySqlTypedLog(conn, self.layouts[table]).write(cursor, table_rows) for table, table_rows in part.tables()))
+            MySqlTypedLog(conn, self.layouts[table]).write(cursor, table_rows) for table, table_rows in part.tables()))
 
 
 class MySqlTypedSink(MySqlSink):
@@ -141,7 +141,7 @@ class MySqlTypedSink(MySqlSink):
             conn.close()
         if layouts:
             parts = TypedParts(self.dsn, self.app_id, batch.id, layouts)
-            write_each_part(of_tables(batch.rows, layouts), parts)
+            write_each_row_part(of_tables(batch.rows, layouts), parts)
         if untyped:
             super().write_parts(dataclasses.replace(batch, rows=of_tables(batch.rows, untyped)))
 

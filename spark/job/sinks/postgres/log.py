@@ -41,7 +41,7 @@ from pyspark.sql import functions as F
 from spark.streams.generations import Generations
 
 from .. import MicroBatch, Sink, generation_rows
-from ..parts import DRIVER_PART, PART_COUNTS, held_to_write, part_counts, part_digest
+from ..parts import DRIVER_PART, held_to_write, part_digest, write_each_part
 
 log = logging.getLogger(__name__)
 
@@ -318,19 +318,20 @@ class Ledger:
 
 @dataclass(frozen=True)
 class LogParts:
-    """The `mapInArrow` function writing a batch's log rows from the executors, a part per partition
-    (step 2 of `parts`); picklable, so Spark ships it to them."""
+    """Writes a batch's log rows from the executors, a part per partition (step 2 of `parts`, run by
+    `write_each_part` on the Arrow batches); picklable, so Spark ships it to them."""
 
     dsn: str = field(repr=False)
     ledger: Ledger
     batch_id: int
     inserts: tuple[str, str]
 
-    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> int | None:
         chunks = [csv_chunk(batch) for batch in batches if batch.num_rows]
-        if chunks:
-            yield part_counts(self.ledger.write_part(self.dsn, self.batch_id, part_digest(chunks), lambda conn: load(
-                conn, chunks, LOG_COLUMNS, PostgresSink.LOG_STAGING, self.inserts, ())))
+        if not chunks:
+            return None
+        return self.ledger.write_part(self.dsn, self.batch_id, part_digest(chunks), lambda conn: load(
+            conn, chunks, LOG_COLUMNS, PostgresSink.LOG_STAGING, self.inserts, ()))
 
 
 class PostgresSink(Sink):
@@ -385,7 +386,7 @@ class PostgresSink(Sink):
     def write_parts(self, batch: MicroBatch) -> None:
         """Step 2: the batch's rows, from the executors, a part per partition."""
         parts = LogParts(self.dsn, self.ledger, batch.id, self._insert_rows)
-        staged_columns(batch.rows, LOG_COLUMNS).mapInArrow(parts, PART_COUNTS).collect()
+        write_each_part(staged_columns(batch.rows, LOG_COLUMNS), parts)
 
     def finish(self, batch: MicroBatch) -> None:
         """Step 3: the dead letters, and the batch marked finished with its counts, in one transaction."""

@@ -29,7 +29,7 @@ from .log import Ledger, PostgresSink, ident
 from .types import copy_staged, pg_column
 from ..typed_log import OTHER_COLUMNS
 from .. import MicroBatch, of_tables
-from ..parts import write_each_part
+from ..parts import write_each_row_part
 from ..typed_sql import TypedPart, sql_log_layout, typed_layouts, typed_row
 
 
@@ -97,7 +97,7 @@ def logged_types(conn: Any, keyspace: str, table: str) -> dict[str, str]:
 @dataclass(frozen=True)
 class TypedParts:
     """Writes a batch's rows into their typed logs from the executors, a part per partition (step 2 of
-    `parts`, run by `write_each_part`), the logs made ready by the driver; picklable."""
+    `parts`, run by `write_each_row_part`), the logs made ready by the driver; picklable."""
 
     dsn: str = field(repr=False)
     ledger: Ledger
@@ -109,7 +109,7 @@ class TypedParts:
         if part is None:
             return None
         return self.ledger.write_part(self.dsn, self.batch_id, part.name, lambda conn: sum(
-                PostgresTypedLog(conn, self.layouts[table]).write(table_rows) for table, table_rows in part.tables()))
+            PostgresTypedLog(conn, self.layouts[table]).write(table_rows) for table, table_rows in part.tables()))
 
 
 class PostgresTypedSink(PostgresSink):
@@ -133,7 +133,7 @@ class PostgresTypedSink(PostgresSink):
             layouts, untyped = typed_layouts(batch.rows, layout_of)
         if layouts:
             parts = TypedParts(self.dsn, self.ledger, batch.id, layouts)
-            write_each_part(of_tables(batch.rows, layouts), parts)
+            write_each_row_part(of_tables(batch.rows, layouts), parts)
         if untyped:
             super().write_parts(dataclasses.replace(batch, rows=of_tables(batch.rows, untyped)))
 
