@@ -8,6 +8,7 @@ they fail with a message naming the command that starts the stack — they are n
 
 from __future__ import annotations
 
+import json
 import os
 import uuid
 from pathlib import Path
@@ -20,11 +21,23 @@ from tests.integration import side_stacks
 ROOT = Path(__file__).resolve().parent.parent
 INTEGRATION = ROOT / "tests" / "integration"
 
-# The Spark drivers of the tests (this session's, and the jobs and runners they start) live minutes and
-# read batches of a few rows: the JIT's optimising tier and a parallel collector cost them more CPU than
-# they save, on a machine of two cores (a sixth off the Spark tests' time, measured). Users' drivers keep
-# the JVM's defaults.
-os.environ.setdefault("SPARK_SUBMIT_OPTS", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
+
+def _spark_driver_options() -> str:
+    """The JVM options of the tests' Spark drivers (this session's, and the jobs and runners they start).
+    They live minutes and read batches of a few rows: the JIT's optimising tier and a parallel collector
+    cost them more CPU than they save on a machine of two cores (a sixth off the Spark tests' time,
+    measured); users' drivers keep the JVM's defaults. And they map the stack's class archive, as any
+    driver on the machine may (deploy/local/spark_classes.py)."""
+    options = ["-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC"]
+    description = stack_run_dir() / "stack.json"
+    if description.exists():
+        classes = json.loads(description.read_text()).get("spark-classes")
+        if classes:
+            options.append(classes["java_options"])
+    return " ".join(options)
+
+
+os.environ.setdefault("SPARK_SUBMIT_OPTS", _spark_driver_options())
 
 
 def _local_backend() -> bool:

@@ -20,12 +20,14 @@ on the i-th loopback address from RINGTAIL_STACK_HOST (127.0.0.1, 127.0.0.2, …
 SERVICE is one of them (`cassandra@2`) or every one of its kind (`cassandra`).
 
 Everything lives under the run directory (RINGTAIL_STACK_RUN_DIR, default `.run/` in the project). After a
-start, `<run dir>/stack.json` describes the endpoints, directories and jars for tests and tools.
+start, `<run dir>/stack.json` describes the endpoints, directories and jars for tests and tools, and the
+class archive Spark drivers start faster with (deploy/local/spark_classes.py).
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import ipaddress
 import json
 import os
@@ -47,6 +49,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from secure import (CASSANDRA_ADMIN, CASSANDRA_CLIENT, CASSANDRA_USER, KAFKA_ADMIN, KAFKA_BROKERS,  # noqa: E402
                     KAFKA_CLIENT, KAFKA_MECHANISM, KAFKA_USER, KEYSTORE, MARIADB_CLIENT, POSTGRES_CLIENT,
                     REGISTRY_CLIENT, REGISTRY_USER, Secured)
+import spark_classes  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 PROJECT = HERE.parent.parent
@@ -1148,6 +1151,54 @@ class SparkJars(Service):
         return {"version": SPARK_VERSION, "delta_version": DELTA_VERSION, "jars": self.jars()}
 
 
+class SparkClasses(Service):
+    """Not a service either: the class-data archive of the stack's Spark drivers (deploy/local/spark_classes.py),
+    built in the background while the services boot, once per Java, pyspark and jar set."""
+
+    kind = "spark-classes"
+
+    @property
+    def archive(self) -> Path:
+        java_home = Path(os.path.realpath(java())).parent.parent
+        release = java_home / "release"
+        jars = [Path(j) for j in self.jars()]
+        identity = json.dumps([str(java_home), release.read_text() if release.exists() else "", SPARK_VERSION,
+                               [(j.name, j.stat().st_size) for j in jars]])
+        return self.dist / f"{hashlib.sha256(identity.encode()).hexdigest()[:16]}.jsa"
+
+    def jars(self) -> list[str]:
+        store = [] if self.s.secure else ObjectStore(self.s).jars()
+        return SparkJars(self.s).jars() + store
+
+    def launch(self) -> None:
+        if self.archive.exists():
+            return
+        for stale in self.dist.glob("*.jsa*"):  # another Java's or jar set's
+            stale.unlink()
+        log(f"building the Spark drivers' class archive {self.archive} (logs: {self.logs})")
+        spawn(self.kind, [sys.executable, "-m", "deploy.local.spark_classes", str(self.archive), *self.jars()],
+              self.dir, env={"PYTHONPATH": str(PROJECT)})
+
+    def ready(self) -> bool:
+        return self.archive.exists() and pid_alive(self.pid_file) is None
+
+    def wait(self) -> float:
+        # Its process ends when the archive is written: an ended process is no failure by itself.
+        wait_until(self.name, self.ready, self.s.start_timeout, None, self.logs)
+        if not self.archive.exists():
+            raise StackError(f"no Spark class archive was written; see {self.logs}")
+        return time.monotonic() - self.launched_at if self.launched_at else 0.0
+
+    def stop(self) -> None:
+        pass
+
+    def status(self) -> str:
+        return f"archive {self.archive}" if self.archive.exists() else "no archive yet"
+
+    def describe(self) -> dict:
+        return {"archive": str(self.archive), "java_options": spark_classes.options(self.archive)}
+
+
 class SparkMaster(Service):
     """A standalone Spark cluster's master (RINGTAIL_STACK_SPARK_WORKERS=N > 0), from the pyspark
     distribution ringtail runs with. Its workers' executors run Python in an interpreter of their own
@@ -1249,8 +1300,8 @@ def _log_text(service: Service) -> str:
         return file.read().decode(errors="replace")
 
 
-KINDS = (Cassandra, Kafka, Registry, RegistryGate, Postgres, MariaDB, ObjectStore, SparkJars, SparkMaster,
-         SparkWorker)
+KINDS = (Cassandra, Kafka, Registry, RegistryGate, Postgres, MariaDB, ObjectStore, SparkJars, SparkClasses,
+         SparkMaster, SparkWorker)
 
 
 def services(settings: Settings) -> list[Service]:

@@ -92,6 +92,8 @@ def spark_session(settings: StreamSettings) -> SparkSession:
         # A Kafka source's SASL configuration and PEM key are options: shown as *** in plans and the UI.
         # So is a snapshot's plan, which holds the Cassandra password (`spark.snapshot.source.SnapshotPlan`).
         "spark.sql.redaction.options.regex": r"(?i)url|jaas|password|keystore\.key|^plan$",
+        # Python workers without a re-read of every zip on their path before each task (spark.python_daemon).
+        "spark.python.daemon.module": "spark.python_daemon",
     }
     local = runs_on.startswith("local")
     if local:
