@@ -8,36 +8,26 @@ they fail with a message naming the command that starts the stack — they are n
 
 from __future__ import annotations
 
-import json
 import os
 import uuid
 from pathlib import Path
 
 import pytest
 
-from deploy.local.endpoints import Stack, StackUnavailable, connect_stack, stack_run_dir
+from deploy.local.endpoints import Stack, StackUnavailable, connect_stack, spark_class_options, stack_run_dir
 from tests.integration import side_stacks
 
 ROOT = Path(__file__).resolve().parent.parent
 INTEGRATION = ROOT / "tests" / "integration"
 
 
-def _spark_driver_options() -> str:
-    """The JVM options of the tests' Spark drivers (this session's, and the jobs and runners they start).
-    They live minutes and read batches of a few rows: the JIT's optimising tier and a parallel collector
-    cost them more CPU than they save on a machine of two cores (a sixth off the Spark tests' time,
-    measured); users' drivers keep the JVM's defaults. And they map the stack's class archive, as any
-    driver on the machine may (deploy/local/spark_classes.py)."""
-    options = ["-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC"]
-    description = stack_run_dir() / "stack.json"
-    if description.exists():
-        classes = json.loads(description.read_text()).get("spark-classes")
-        if classes:
-            options.append(classes["java_options"])
-    return " ".join(options)
-
-
-os.environ.setdefault("SPARK_SUBMIT_OPTS", _spark_driver_options())
+# The tests' Spark drivers (this session's, and the jobs and runners they start) live minutes and read
+# batches of a few rows: the JIT's optimising tier and a parallel collector cost them more CPU than they
+# save on a machine of two cores (a sixth off the Spark tests' time, measured); users' drivers keep the
+# JVM's defaults. On the local stack they also map its class archive (the `stack` fixture adds it).
+_DRIVER_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+_OWN_DRIVER_OPTIONS = "SPARK_SUBMIT_OPTS" not in os.environ
+os.environ.setdefault("SPARK_SUBMIT_OPTS", _DRIVER_OPTIONS)
 
 
 def _local_backend() -> bool:
@@ -83,7 +73,10 @@ def stack() -> Stack:
 
             yield from container_stack()
         else:
-            yield connect_stack()
+            described = connect_stack()
+            if _OWN_DRIVER_OPTIONS:  # a driver starts in about 10 s of CPU instead of 17
+                os.environ["SPARK_SUBMIT_OPTS"] = f"{_DRIVER_OPTIONS} {spark_class_options()}".strip()
+            yield described
     except StackUnavailable as exc:
         pytest.fail(str(exc), pytrace=False)
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import socket
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -110,3 +111,29 @@ def connect_stack() -> Stack:
         if not _answers(host, port):
             raise StackUnavailable(f"{name} does not answer on {host}:{port}: {START_HINT}")
     return stack
+
+
+def spark_class_options(timeout: float = 600) -> str:
+    """The JVM options that map the stack's Spark class archive (deploy/local/spark_classes.py), once its
+    build in the background has ended; "" for a stack without one."""
+    description = json.loads((stack_run_dir() / "stack.json").read_text())
+    classes = description.get("spark-classes")
+    if not classes:
+        return ""
+    deadline = time.monotonic() + timeout
+    while _builds(Path(classes["builder_pid_file"])) and time.monotonic() < deadline:
+        time.sleep(1)
+    if not Path(classes["archive"]).exists():
+        raise StackUnavailable(f"the stack's Spark class archive {classes['archive']} was not built within "
+                               f"{timeout:.0f} s; see {classes['logs']}")
+    return classes["java_options"]
+
+
+def _builds(pid_file: Path) -> bool:
+    try:
+        pid = int(pid_file.read_text())
+        os.kill(pid, 0)
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except (FileNotFoundError, ValueError, ProcessLookupError):
+        return False
+    return stat[stat.rfind(")") + 2] != "Z"  # ended, not yet reaped by its parent
