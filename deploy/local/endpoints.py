@@ -124,8 +124,8 @@ def spark_class_options(timeout: float = 600) -> str:
     while _builds(Path(classes["builder_pid_file"])) and time.monotonic() < deadline:
         time.sleep(1)
     if not Path(classes["archive"]).exists():
-        raise StackUnavailable(f"the stack's Spark class archive {classes['archive']} was not built within "
-                               f"{timeout:.0f} s; see {classes['logs']}")
+        raise StackUnavailable(f"the stack's Spark class archive {classes['archive']} was not built (its build "
+                               f"failed, or ran past {timeout:.0f} s); see {classes['logs']}")
     return classes["java_options"]
 
 

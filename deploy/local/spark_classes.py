@@ -5,8 +5,9 @@ local session with a first query: 17 s → 10 s of CPU on two cores), which the 
 
 `python -m deploy.local.spark_classes ARCHIVE JAR...` builds it: a driver with the stack's jars runs a
 small workload of each kind and writes the classes it loaded at exit (-XX:ArchiveClassesAtExit). A JVM
-given the archive (-XX:SharedArchiveFile) that does not match it (another JVM, other jars) says so and
-loads its classes as usual: a stale archive costs time, never correctness.
+given the archive (-XX:SharedArchiveFile) that does not match it (another JVM, other jars) loads its
+classes as usual, silently (the options turn the JVM's archive warnings off): a stale archive costs time,
+never correctness.
 """
 from __future__ import annotations
 
@@ -16,9 +17,12 @@ import tempfile
 from pathlib import Path
 
 
+_QUIET = "-Xlog:cds=off -Xlog:cds+dynamic=off"  # no warning per class it cannot take, in every driver's log
+
+
 def options(archive: Path) -> str:
     """The JVM options a driver uses the archive with (SPARK_SUBMIT_OPTS)."""
-    return f"-XX:SharedArchiveFile={archive} -Xlog:cds=off -Xlog:cds+dynamic=off"
+    return f"-XX:SharedArchiveFile={archive} {_QUIET}"
 
 
 def _workload(jars: list[str], scratch: Path) -> None:
@@ -74,7 +78,7 @@ def main(argv: list[str] | None = None) -> int:
     archive.parent.mkdir(parents=True, exist_ok=True)
     partial = archive.with_name(archive.name + ".partial")
     partial.unlink(missing_ok=True)
-    os.environ["SPARK_SUBMIT_OPTS"] = f"-XX:ArchiveClassesAtExit={partial} -Xlog:cds=off -Xlog:cds+dynamic=off"
+    os.environ["SPARK_SUBMIT_OPTS"] = f"-XX:ArchiveClassesAtExit={partial} {_QUIET}"
     with tempfile.TemporaryDirectory(prefix="ringtail-spark-classes-") as scratch:
         _workload(args[1:], Path(scratch))
     if not partial.exists():

@@ -27,6 +27,7 @@ class archive Spark drivers start faster with (deploy/local/spark_classes.py).
 from __future__ import annotations
 
 import argparse
+import functools
 import hashlib
 import ipaddress
 import json
@@ -1158,7 +1159,7 @@ class SparkClasses(Service):
 
     kind = "spark-classes"
 
-    @property
+    @functools.cached_property
     def archive(self) -> Path:
         java_home = Path(os.path.realpath(java())).parent.parent
         release = java_home / "release"
