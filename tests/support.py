@@ -8,15 +8,23 @@ import pytest
 
 
 def wait_for(probe, timeout: float = 15.0, what: str = "condition", interval: float = 0.1):
-    """The first truthy value of `probe()`, polled every `interval` until `timeout`; fails the test
-    otherwise."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    """The first truthy value of `probe()`, polled until `timeout`; fails the test otherwise.
+
+    Polled every `interval` at first, then less often the longer the wait (once a second after ten), and
+    never for more than a quarter of the time: many probes read a Delta table through Spark or parse a
+    runner's log, and probing without a pause took CPU from the processes under test."""
+    began = time.monotonic()
+    deadline = began + timeout
+    while True:
+        probed = time.monotonic()
         value = probe()
         if value:
             return value
-        time.sleep(interval)
-    pytest.fail(f"timed out after {timeout}s waiting for {what}")
+        now = time.monotonic()
+        if now >= deadline:
+            pytest.fail(f"timed out after {timeout}s waiting for {what}")
+        pause = max(interval, min(1.0, (now - began) / 10), 3 * (now - probed))
+        time.sleep(min(pause, deadline - now))
 
 
 def unused_port() -> int:

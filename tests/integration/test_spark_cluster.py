@@ -108,7 +108,7 @@ def test_the_job_submitted_to_the_cluster_ships_ringtail_and_a_worker_killed_mid
         bare = subprocess.run([cluster["python"], "-c", f"import {module}"], capture_output=True, text=True,
                               cwd=tmp_path, env={"PATH": os.environ["PATH"]})
         assert f"No module named '{module}'" in bare.stderr, bare
-    rows = 8_000
+    rows = 4_000  # four micro-batches: the worker is killed after the second is written
     connector, consumer = pipeline()
     connector.start_from_now()
     connector.start()
@@ -118,7 +118,7 @@ def test_the_job_submitted_to_the_cluster_ships_ringtail_and_a_worker_killed_mid
     consumer.until(lambda events: len(events) >= rows, timeout=120)
 
     # Into Delta on the object store, whose files the executors write, or into PostgreSQL, whose rows they
-    # write; the checkpoint in the store, its keys from their file; micro-batches small enough to be many.
+    # write; the checkpoint in the store, its keys from their file; micro-batches small enough to be several.
     delta, checkpoint = in_bucket(stack, keyspace, "delta"), in_bucket(stack, keyspace, "checkpoint")
     target = ({"delta_path": str(delta)} if sink == "delta" else
               {"postgres_dsn": stack.postgres_dsn, "postgres_schema": f"{keyspace}_log"})

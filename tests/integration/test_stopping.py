@@ -97,7 +97,9 @@ def receiver():
 
     def slowly(request: dict):
         request["at"] = time.time()
-        return 200, b"{}", 0.15  # a chunk of 50 rows takes 0.15 s: a batch of 300 rows, a second or more
+        # A chunk of 100 rows takes 0.4 s: a batch of 600 rows, 2.4 s or more. Few slow batches rather than
+        # many quick ones keep a backlog lasting as long for less of the runners' CPU (each batch costs some).
+        return 200, b"{}", 0.4
 
     receiver.answer_with = slowly
     yield receiver
@@ -127,9 +129,9 @@ def test_pause_hand_back_cancel_and_sigterm_stop_after_the_running_batch(cql, ke
     insert(cql, keyspace, range(rows))
     for name in ("s1", "s2"):
         control.create(name, Change(table=table, sink="http", start="earliest",
-                                    sink_config={"url": receiver.url, "batch_size": "50"}))
+                                    sink_config={"url": receiver.url, "batch_size": "100"}))
     checkpoint = {name: Path(base["checkpoint_dir"]) / name / "epoch-1" for name in ("s1", "s2")}
-    settings = dict(max_offsets_per_trigger=300, log_format="json")
+    settings = dict(max_offsets_per_trigger=600, log_format="json")
     logs = {r: tmp_path / f"runner-{r}.log" for r in ("a", "b")}
     runners = {"a": runner_process(stack, base, tmp_path, "a", **settings)}
     leases = Leases(cql, registry.keyspace, "probe", 5)

@@ -1,0 +1,57 @@
+"""The whole suite in two lanes at once: `python -m tests.lanes [pytest options]` (what deploy/local/test runs).
+
+The modules with stacks of their own (the ring's and the secured stack's, `side_stacks.SIDE_STACKS`) share
+nothing with the others but the main stack's registry, PostgreSQL and jars, so they run in a lane of their
+own beside the rest of the suite, which keeps the main stack's Cassandra and Kafka to itself (its
+connectors share one `cdc_raw`; one of its tests stops the main broker). Much of the suite waits on
+services rather than computing, and the two lanes fill each other's waits.
+
+Arguments that select tests (paths, `-k`, `-m`, `--lf`, `--deselect`) run pytest once, as given. The side
+lane's output goes to `<run dir>/lanes/side.log`, printed after the main lane's; the exit status is the first
+lane's that failed."""
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from deploy.local.endpoints import ROOT, stack_run_dir
+from tests.integration.side_stacks import SIDE_STACKS
+
+_SELECTING = ("-k", "-m", "--lf", "--last-failed", "--deselect", "--sw", "--stepwise")
+
+
+def selects_tests(args: list[str]) -> bool:
+    """Whether `args` choose which tests run (then the choice is pytest's, in one lane)."""
+    return any(arg.startswith(_SELECTING) or (not arg.startswith("-") and (ROOT / arg.split("::")[0]).exists())
+               for arg in args)
+
+
+def lanes(args: list[str]) -> dict[str, list[str]]:
+    """Each lane's pytest arguments: the side stacks' modules, and everything else."""
+    side = [str(Path("tests") / "integration" / s.module) for s in SIDE_STACKS]
+    return {"side": [*args, *side], "main": [*args, *(f"--ignore={m}" for m in side), "tests"]}
+
+
+def run(args: list[str]) -> int:
+    if selects_tests(args):
+        return subprocess.call([sys.executable, "-m", "pytest", *args], cwd=ROOT)
+    commands = lanes(args)
+    log = stack_run_dir() / "lanes" / "side.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    print(f"[lanes] {' '.join(commands['side'][len(args):])} beside the rest; output: {log}", flush=True)
+    with open(log, "w") as out:
+        side = subprocess.Popen([sys.executable, "-m", "pytest", *commands["side"]], cwd=ROOT, stdout=out,
+                                stderr=subprocess.STDOUT)
+    try:
+        main = subprocess.call([sys.executable, "-m", "pytest", *commands["main"]], cwd=ROOT)
+        side.wait()
+    finally:
+        if side.poll() is None:  # interrupted: the side lane ends with this one
+            side.terminate()
+            side.wait(60)
+    print(f"\n[lanes] the side lane ({side.returncode}):\n{log.read_text(errors='replace')}", flush=True)
+    return main or side.returncode
+
+if __name__ == "__main__":
+    sys.exit(run(sys.argv[1:]))
