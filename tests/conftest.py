@@ -9,13 +9,13 @@ they fail with a message naming the command that starts the stack — they are n
 from __future__ import annotations
 
 import os
-import uuid
 from pathlib import Path
 
 import pytest
 
 from deploy.local.endpoints import Stack, StackUnavailable, connect_stack, spark_class_options, stack_run_dir
 from tests.integration import side_stacks
+from tests.support import new_keyspace
 
 ROOT = Path(__file__).resolve().parent.parent
 INTEGRATION = ROOT / "tests" / "integration"
@@ -25,9 +25,9 @@ INTEGRATION = ROOT / "tests" / "integration"
 # batches of a few rows: the JIT's optimising tier and a parallel collector cost them more CPU than they
 # save on a machine of two cores (a sixth off the Spark tests' time, measured); users' drivers keep the
 # JVM's defaults. On the local stack they also map its class archive (the `stack` fixture adds it).
-_DRIVER_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+DRIVER_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 _OWN_DRIVER_OPTIONS = "SPARK_SUBMIT_OPTS" not in os.environ
-os.environ.setdefault("SPARK_SUBMIT_OPTS", _DRIVER_OPTIONS)
+os.environ.setdefault("SPARK_SUBMIT_OPTS", DRIVER_OPTIONS)
 
 
 def _local_backend() -> bool:
@@ -52,13 +52,12 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
-    """Begin the side stacks the selected tests need, while the tests before them run."""
+    """Begin the side stacks the selected tests need, each while the tests before its module run."""
     if not _local_backend() or session.config.option.collectonly or not (stack_run_dir() / "stack.json").exists():
         return
-    modules = {Path(item.fspath).name for item in session.items}
-    for side in side_stacks.SIDE_STACKS:
-        if side.module in modules:
-            side_stacks.begin(side, stack_run_dir())
+    modules = list(dict.fromkeys(Path(item.fspath).name for item in session.items))  # in the order they run
+    sides = sorted((s for s in side_stacks.SIDE_STACKS if s.module in modules), key=lambda s: modules.index(s.module))
+    side_stacks.begin_in_turn(sides, stack_run_dir())
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
@@ -75,7 +74,7 @@ def stack() -> Stack:
         else:
             described = connect_stack()
             if _OWN_DRIVER_OPTIONS:  # a driver starts in about 10 s of CPU instead of 17
-                os.environ["SPARK_SUBMIT_OPTS"] = f"{_DRIVER_OPTIONS} {spark_class_options()}".strip()
+                os.environ["SPARK_SUBMIT_OPTS"] = f"{DRIVER_OPTIONS} {spark_class_options()}".strip()
             yield described
     except StackUnavailable as exc:
         pytest.fail(str(exc), pytrace=False)
@@ -93,12 +92,8 @@ def cql(stack: Stack):
 @pytest.fixture
 def keyspace(cql) -> str:
     """A fresh keyspace for one test, dropped afterwards."""
-    name = f"t_{uuid.uuid4().hex[:12]}"
-    cql.execute(
-        f"CREATE KEYSPACE {name} WITH replication = {{'class': 'SimpleStrategy', 'replication_factor': 1}}"
-    )
-    yield name
-    cql.execute(f"DROP KEYSPACE IF EXISTS {name}")
+    with new_keyspace(cql) as name:
+        yield name
 
 
 @pytest.fixture(scope="session")

@@ -1,14 +1,15 @@
 """The whole suite in two lanes at once: `python -m tests.lanes [pytest options]` (what deploy/local/test runs).
 
-The modules with stacks of their own (the ring's and the secured stack's, `side_stacks.SIDE_STACKS`) share
-nothing with the others but the main stack's registry, PostgreSQL and jars, so they run in a lane of their
-own beside the rest of the suite, which keeps the main stack's Cassandra and Kafka to itself (its
-connectors share one `cdc_raw`; one of its tests stops the main broker). Much of the suite waits on
-services rather than computing, and the two lanes fill each other's waits.
+The modules with stacks of their own (the ring's, the secured stack's and the Spark cluster's,
+`side_stacks.SIDE_STACKS`) share nothing with the others but the main stack's registry, PostgreSQL, object
+store and jars, so they run in a lane of their own beside the rest of the suite, which keeps the main
+stack's Cassandra and Kafka to itself (its connectors share one `cdc_raw`; one of its tests stops the main
+broker). Much of the suite waits on services rather than computing, and the two lanes fill each other's
+waits.
 
 Arguments that select tests (paths, `-k`, `-m`, `--lf`, `--deselect`) run pytest once, as given. The side
-lane's output goes to `<run dir>/lanes/side.log`, printed after the main lane's; the exit status is the first
-lane's that failed."""
+lane's output goes to `<run dir>/lanes/side.log`, printed after the main lane's; the exit status is the
+first lane's that failed."""
 from __future__ import annotations
 
 import subprocess

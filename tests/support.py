@@ -1,8 +1,10 @@
-"""Small helpers shared by tests: waiting for a condition, a port nothing listens on."""
+"""Small helpers shared by tests: waiting for a condition, a fresh keyspace, a port nothing listens on."""
 from __future__ import annotations
 
 import socket
 import time
+import uuid
+from contextlib import contextmanager
 
 import pytest
 
@@ -25,6 +27,15 @@ def wait_for(probe, timeout: float = 15.0, what: str = "condition", interval: fl
             pytest.fail(f"timed out after {timeout}s waiting for {what}")
         pause = max(interval, min(1.0, (now - began) / 10), 3 * (now - probed))
         time.sleep(min(pause, deadline - now))
+
+
+@contextmanager
+def new_keyspace(cql, prefix: str = "t", replication: str = "'class': 'SimpleStrategy', 'replication_factor': 1"):
+    """A keyspace of a fresh name (`prefix_…`) for one test, dropped afterwards."""
+    name = f"{prefix}_{uuid.uuid4().hex[:12]}"
+    cql.execute(f"CREATE KEYSPACE {name} WITH replication = {{{replication}}}")
+    yield name
+    cql.execute(f"DROP KEYSPACE IF EXISTS {name}")
 
 
 def unused_port() -> int:

@@ -3,9 +3,11 @@ from __future__ import annotations
 
 import threading
 import uuid
+from contextlib import contextmanager
 
 import pytest
 
+from deploy.local.endpoints import Stack
 from deploy.local.processes import ConnectorProcess
 from spark.server.config import ServerSettings
 from spark.server.runner import Runner
@@ -33,14 +35,14 @@ def pytest_runtest_makereport(item, call):
 @pytest.fixture
 def pipeline(stack, tmp_path):
     """Make connectors (not started) with a topic prefix of their own, each with a consumer of its
-    topics: `pipeline(name="state", **settings)`, `settings` as for ConnectorProcess. Every one made is
-    stopped at the end."""
+    topics: `pipeline(name="state", on=None, **settings)`, `settings` as for ConnectorProcess, `on` a
+    stack other than the main one. Every one made is stopped at the end."""
     made = []
 
-    def make(name: str = "state", **settings):
+    def make(name: str = "state", on: Stack | None = None, **settings):
         prefix = f"rt{uuid.uuid4().hex[:8]}"
-        connector = ConnectorProcess(stack, tmp_path / name, prefix, **settings)
-        consumer = EventConsumer(stack, prefix)
+        connector = ConnectorProcess(on or stack, tmp_path / name, prefix, **settings)
+        consumer = EventConsumer(on or stack, prefix)
         made.append((connector, consumer))
         return connector, consumer
 
@@ -50,11 +52,9 @@ def pipeline(stack, tmp_path):
         consumer.close()
 
 
-@pytest.fixture
-def served(stack, cql, keyspace, tmp_path, pipeline, spark):
-    """A running connector, a table `orders` to subscribe to, the registry and its control, and
-    `run_runner(**settings)`: a runner in this process (stopped at the end)."""
-    connector, _ = pipeline()
+@contextmanager
+def serving(stack: Stack, cql, keyspace: str, tmp_path, connector: ConnectorProcess, spark):
+    """What `served` gives, on `stack` (its session `cql`), with `connector` (made, not started)."""
     connector.start_from_now()
     connector.start()
     cql.execute(f"CREATE TABLE {keyspace}.orders (id int PRIMARY KEY, qty int, note text) WITH cdc = true")
@@ -82,3 +82,12 @@ def served(stack, cql, keyspace, tmp_path, pipeline, spark):
         stop.set()
         thread.join(120)
     cql.execute(f"DROP KEYSPACE IF EXISTS {base['generations_keyspace']}")
+
+
+@pytest.fixture
+def served(stack, cql, keyspace, tmp_path, pipeline, spark):
+    """A running connector, a table `orders` to subscribe to, the registry and its control, and
+    `run_runner(**settings)`: a runner in this process (stopped at the end)."""
+    connector, _ = pipeline()
+    with serving(stack, cql, keyspace, tmp_path, connector, spark) as served:
+        yield served

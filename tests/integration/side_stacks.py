@@ -1,13 +1,18 @@
-"""Stacks of their own for the topology modules — the ring (`test_ring`) and the secured stack
-(`test_secured`): each started by the stack's own script, in a run directory and on addresses of its own,
-with the main stack's fetched services, and thrown away at its module's end.
+"""Stacks of their own for the topology modules — the ring (`test_ring`), the secured stack (`test_secured`)
+and a Spark cluster beside a Cassandra node and a broker of its own (`test_spark_cluster`): each started by
+the stack's own script, in a run directory and on addresses of its own, with the main stack's fetched
+services, and thrown away at its module's end. What a side stack lacks (the ring's and the cluster's
+registry, PostgreSQL, object store) is the main stack's.
 
-Starting one takes a minute or two of the machine. The session begins each in the background once the
-tests are collected (`begin`, from tests/conftest.py, which runs the unit tests first and these modules
-next), and a module's fixture waits for its stack (`started`); a stack begun whose module never ran is
-stopped when the session ends (`end_unused`)."""
+Starting one takes a minute or two of the machine, and one started idles until its module runs. Once
+the tests are collected the session begins the first in the background (`begin_in_turn`, from
+tests/conftest.py, which runs the unit tests first and these modules next), and each next one when a
+module is done with its stack (`forget`); a module's fixture waits for its stack (`started`). A stack begun
+whose module never ran is stopped when the session ends (`end_unused`)."""
 from __future__ import annotations
 
+import dataclasses
+import json
 import os
 import shutil
 import subprocess
@@ -16,7 +21,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from deploy.local.endpoints import ROOT
+from deploy.local.endpoints import ROOT, Stack, nodes_of
 
 STACK = ROOT / "deploy" / "local" / "stack.py"
 NODES = BROKERS = 3  # the ring's
@@ -47,6 +52,18 @@ class SideStack:
             f"stack.py {verb} {' '.join(services or self.services)}:\n{result.stdout}{result.stderr}"
         return result
 
+    def describe(self, main: Stack) -> Stack:
+        """`main` with the services this stack starts in place of its own (this stack's `stack.json`, which
+        describes every service, started or not)."""
+        run_dir = self.run_dir(main.run_dir)
+        described = json.loads((run_dir / "stack.json").read_text())
+        nodes = nodes_of(described)
+        more = {field: described[service][key] for field, service, key in (
+            ("registry_url", "registry", "url"), ("postgres_dsn", "postgres", "dsn"), ("mysql_dsn", "mariadb", "dsn"))
+            if service in self.services}
+        return dataclasses.replace(main, cassandra_host=nodes[0].host, cdc_raw=nodes[0].cdc_raw, nodes=nodes,
+                                   kafka_bootstrap=described["kafka"]["bootstrap_servers"], run_dir=run_dir, **more)
+
 
 RING = SideStack("ring", "test_ring.py", ("cassandra", "kafka"), (
     ("RINGTAIL_STACK_HOST", os.environ.get("RINGTAIL_TEST_RING_HOST", "127.0.0.11")),
@@ -60,10 +77,29 @@ SECURED = SideStack("secured", "test_secured.py", ("cassandra", "kafka", "regist
     ("RINGTAIL_STACK_CASSANDRA_HEAP", "768M"), ("RINGTAIL_STACK_KAFKA_HEAP", "384M"),
     ("RINGTAIL_STACK_REGISTRY_HEAP", "256M"),
     ("RINGTAIL_STACK_CASSANDRA_JMX_PORT", os.environ.get("RINGTAIL_TEST_SECURED_JMX_PORT", "7399"))))
-SIDE_STACKS = (RING, SECURED)
+CLUSTER = SideStack("cluster", "test_spark_cluster.py", ("cassandra", "kafka", "spark-master", "spark-worker"), (
+    ("RINGTAIL_STACK_HOST", os.environ.get("RINGTAIL_TEST_CLUSTER_HOST", "127.0.0.41")),
+    ("RINGTAIL_STACK_SPARK_WORKERS", "2"),
+    ("RINGTAIL_STACK_CASSANDRA_HEAP", "768M"), ("RINGTAIL_STACK_KAFKA_HEAP", "384M"),
+    ("RINGTAIL_STACK_CASSANDRA_JMX_PORT", os.environ.get("RINGTAIL_TEST_CLUSTER_JMX_PORT", "7499"))))
+SIDE_STACKS = (RING, SECURED, CLUSTER)
 
 # Begun in the background: the start's process, its output file, when it began.
 _begun: dict[str, tuple[subprocess.Popen, Path, float]] = {}
+# To begin, in the order their modules run, each once the module before it is done; with the run directory.
+_turns: list[tuple[SideStack, Path | None]] = []
+
+
+def begin_in_turn(sides: list[SideStack], main_run_dir: Path | None) -> None:
+    """Begin the first of `sides` (in the order their modules run) now, and each next one in its turn."""
+    _turns[:] = [(side, main_run_dir) for side in sides]
+    _next_turn()
+
+
+def _next_turn() -> None:
+    if _turns:
+        side, main_run_dir = _turns.pop(0)
+        begin(side, main_run_dir)
 
 
 def begin(side: SideStack, main_run_dir: Path | None) -> None:
@@ -81,6 +117,7 @@ def begin(side: SideStack, main_run_dir: Path | None) -> None:
 def started(side: SideStack, main_run_dir: Path | None) -> Path:
     """`side` up (begun in the background, or started now); its run directory."""
     if side.name not in _begun:
+        _turns[:] = [turn for turn in _turns if turn[0] != side]
         begin(side, main_run_dir)
     process, output, began = _begun[side.name]
     code = process.wait(600)
@@ -90,8 +127,9 @@ def started(side: SideStack, main_run_dir: Path | None) -> Path:
 
 
 def forget(side: SideStack) -> None:
-    """Its module is done with `side` (and has stopped it)."""
+    """Its module is done with `side` (and has stopped it): the next stack's turn."""
     _begun.pop(side.name, None)
+    _next_turn()
 
 
 def end_unused(main_run_dir: Path | None) -> None:

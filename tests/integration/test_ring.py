@@ -23,7 +23,7 @@ from cassandra.query import SimpleStatement
 from confluent_kafka.admin import AdminClient, ConfigResource
 
 from connector.access import CassandraCluster
-from deploy.local.endpoints import Stack, nodes_of
+from deploy.local.endpoints import Stack
 from deploy.local.processes import ConnectorProcess
 from spark.job import rows as R
 from spark.job.config import JobSettings
@@ -38,6 +38,7 @@ from tests.integration.pipeline import EventConsumer
 from tests.integration.side_stacks import BROKERS, NODES, RING, forget, started
 from tests.integration.test_job import log_rows, run_available
 from tests.integration.test_sink_ledgers import kafka_messages
+from tests.support import new_keyspace
 
 
 class Ring:
@@ -51,12 +52,6 @@ class Ring:
         """`stack.py command services` on the ring (of `nodes` nodes: more to add one)."""
         RING.command(self.main_run_dir, command, *services, check=check, RINGTAIL_STACK_CASSANDRA_NODES=str(nodes))
 
-    def describe(self, main: Stack) -> Stack:
-        ring = json.loads((self.run_dir / "stack.json").read_text())
-        nodes = nodes_of(ring)
-        return dataclasses.replace(main, cassandra_host=nodes[0].host, cdc_raw=nodes[0].cdc_raw, nodes=nodes,
-                                   kafka_bootstrap=ring["kafka"]["bootstrap_servers"], run_dir=self.run_dir)
-
 
 @pytest.fixture(scope="module")
 def ring(stack):
@@ -64,7 +59,7 @@ def ring(stack):
     ring = Ring(stack)
     try:
         started(RING, stack.run_dir)
-        yield ring, ring.describe(stack)
+        yield ring, RING.describe(stack)
     finally:  # its data is thrown away: no need to stop it gently (a node a test added included)
         for service in [f"cassandra@{i}" for i in range(1, NODES + 2)] + [f"kafka@{i}" for i in range(1, BROKERS + 1)]:
             ring.stack("kill", service, check=False, nodes=NODES + 1)
@@ -84,11 +79,8 @@ def ring_cql(ring):
 
 @pytest.fixture
 def ring_keyspace(ring_cql):
-    name = f"r_{uuid.uuid4().hex[:10]}"
-    ring_cql.execute(f"CREATE KEYSPACE {name} WITH replication = "
-                     f"{{'class': 'NetworkTopologyStrategy', 'datacenter1': {NODES}}}")
-    yield name
-    ring_cql.execute(f"DROP KEYSPACE IF EXISTS {name}")
+    with new_keyspace(ring_cql, "r", f"'class': 'NetworkTopologyStrategy', 'datacenter1': {NODES}") as name:
+        yield name
 
 
 @pytest.fixture

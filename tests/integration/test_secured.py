@@ -25,7 +25,7 @@ import pytest
 
 from connector.access import CassandraSecurity, KafkaSecurity
 from connector.schema.session import connect
-from deploy.local.endpoints import ROOT, Stack, nodes_of
+from deploy.local.endpoints import ROOT, Stack
 from deploy.local.processes import ConnectorProcess
 from deploy.local.receiver import Receiver
 from deploy.local.secure import Secured as SecuredFiles
@@ -69,15 +69,9 @@ def secured(stack):
     run_dir = SECURED.run_dir(stack.run_dir)
     try:
         started(SECURED, stack.run_dir)
-        described = json.loads((run_dir / "stack.json").read_text())
-        nodes = nodes_of(described)
-        secured_stack = dataclasses.replace(stack, cassandra_host=nodes[0].host, cdc_raw=nodes[0].cdc_raw, nodes=nodes,
-                                            kafka_bootstrap=described["kafka"]["bootstrap_servers"],
-                                            registry_url=described["registry"]["url"],
-                                            postgres_dsn=described["postgres"]["dsn"],
-                                            mysql_dsn=described["mariadb"]["dsn"], run_dir=run_dir)
+        security = json.loads((run_dir / "stack.json").read_text())["security"]
         secrets = {p.stem: p.read_text() for p in (run_dir / "secure").glob("*.password")}
-        yield Secured(secured_stack, described["security"], secrets)
+        yield Secured(SECURED.describe(stack), security, secrets)
     finally:  # its data is thrown away: no need to stop it gently
         SECURED.command(stack.run_dir, "stop", check=False)
         forget(SECURED)

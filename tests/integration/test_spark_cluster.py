@@ -1,14 +1,15 @@
-"""ringtail on a standalone Spark cluster with object storage: the local stack's master and two workers
-(RINGTAIL_STACK_SPARK_WORKERS=2), started in the main stack's run directory for this module and stopped
-after it, and the stack's S3-compatible store, where the job and the runner keep their checkpoints and the
-job its Delta table (`s3a://`). The executors run an empty Python (stack.json's `spark-master.python`):
-whatever of ringtail they run — the event decoder, stream ids, the sinks' writes — the driver shipped them
-(spark.ship)."""
+"""ringtail on a standalone Spark cluster with object storage: a master and two workers of the local stack,
+started with a Cassandra node and a Kafka broker of their own for this module (`side_stacks.CLUSTER`, on
+127.0.0.41; its registry, PostgreSQL and S3-compatible store are the main stack's) and thrown away after
+it. The job and the runner keep their checkpoints in the store, and the job its Delta table (`s3a://`).
+The executors run an empty Python (stack.json's `spark-master.python`): whatever of ringtail they run —
+the event decoder, stream ids, the sinks' writes — the driver shipped them (spark.ship)."""
 from __future__ import annotations
 
 import configparser
 import json
 import os
+import shutil
 import subprocess
 import sys
 from collections import Counter
@@ -18,45 +19,57 @@ import psycopg
 import pytest
 from cassandra.concurrent import execute_concurrent_with_args
 
+from connector.schema.session import connect
 from deploy.local.endpoints import ROOT
 from spark.location import Location
 from spark.subscriptions.model import Change
+from tests.conftest import DRIVER_OPTIONS
+from tests.integration.conftest import serving
 from tests.integration.mirrors import layout_of, postgres_rows, source_rows
 from tests.integration.serving import runner_process
-from tests.support import wait_for
-
-STACK = ROOT / "deploy" / "local" / "stack.py"
-SPARK = ("spark-master", "spark-worker")
-
-
-def stack_command(stack, verb: str, *services: str) -> subprocess.CompletedProcess:
-    """`stack.py VERB SERVICES` on the main stack's run directory, with its Spark cluster's two workers."""
-    env = {**os.environ, "RINGTAIL_STACK_SPARK_WORKERS": "2", "RINGTAIL_STACK_RUN_DIR": str(stack.run_dir)}
-    return subprocess.run([sys.executable, str(STACK), verb, *services], env=env, cwd=ROOT, capture_output=True,
-                          text=True, timeout=300)
+from tests.integration.side_stacks import CLUSTER, forget, started
+from tests.support import new_keyspace, wait_for
 
 
 @pytest.fixture(scope="module")
 def cluster(stack):
-    started = stack_command(stack, "start", *SPARK)
+    """The cluster's stack (a Stack whose Cassandra and Kafka are its own) and its master's description."""
     try:
-        assert started.returncode == 0, started.stdout + started.stderr
-        yield json.loads((stack.run_dir / "stack.json").read_text())["spark-master"]
-    finally:
-        stack_command(stack, "stop", *SPARK)
+        started(CLUSTER, stack.run_dir)
+        described = CLUSTER.describe(stack)
+        yield described, json.loads((described.run_dir / "stack.json").read_text())["spark-master"]
+    finally:  # its data is thrown away: no need to stop it gently
+        CLUSTER.command(stack.run_dir, "kill", check=False)
+        forget(CLUSTER)
+        shutil.rmtree(CLUSTER.run_dir(stack.run_dir), ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def cluster_cql(cluster):
+    described, _ = cluster
+    session_cluster, session = connect([described.cassandra_host], described.cassandra_port)
+    yield session
+    session_cluster.shutdown()
+
+
+@pytest.fixture
+def cluster_keyspace(cluster_cql):
+    with new_keyspace(cluster_cql) as name:
+        yield name
 
 
 def on_cluster(cluster: dict) -> dict:
-    """What a process submitting to the cluster sets: the executors' Python, their size."""
+    """What a process submitting to the cluster sets: the executors' Python, their size, and the JVM
+    options of the tests' drivers (tests/conftest.py) for executors that live a minute."""
     return {"spark_master": cluster["master"], "spark_conf": {
         "spark.pyspark.python": cluster["python"], "spark.executor.memory": "640m", "spark.executor.cores": "1",
         "spark.cores.max": str(cluster["workers"] * cluster["worker_cores"]), "spark.ui.enabled": "false",
-        "spark.sql.shuffle.partitions": "2"}}
+        "spark.sql.shuffle.partitions": "2", "spark.executor.extraJavaOptions": DRIVER_OPTIONS}}
 
 
-def unpacked(stack) -> list[Path]:
+def unpacked(described) -> list[Path]:
     """The native cores the workers' executors unpacked from the shipped archive."""
-    return sorted(stack.run_dir.glob("spark-worker@*/apps/app-*/*/ringtail/connector/_native*.so"))
+    return sorted(described.run_dir.glob("spark-worker@*/apps/app-*/*/ringtail/connector/_native*.so"))
 
 
 def in_bucket(stack, *parts: str) -> Location:
@@ -101,15 +114,17 @@ def logged_keys(spark, stack, sink: str, keyspace: str, delta: Location) -> Coun
 
 @pytest.mark.parametrize("sink", ["delta", "postgres"])
 def test_the_job_submitted_to_the_cluster_ships_ringtail_and_a_worker_killed_mid_job_costs_no_change(
-        sink, cluster, stack, cql, keyspace, pipeline, spark, tmp_path, monkeypatch):
-    for name, value in stack.object_store.environment().items():  # this process reads the bucket too
+        sink, stack, cluster, cluster_cql, cluster_keyspace, pipeline, spark, tmp_path, monkeypatch):
+    on, master = cluster
+    cql, keyspace = cluster_cql, cluster_keyspace
+    for name, value in on.object_store.environment().items():  # this process reads the bucket too
         monkeypatch.setenv(name, value)
     for module in ("connector", "pydantic", "pyarrow"):  # nothing of ringtail's on the executors
-        bare = subprocess.run([cluster["python"], "-c", f"import {module}"], capture_output=True, text=True,
+        bare = subprocess.run([master["python"], "-c", f"import {module}"], capture_output=True, text=True,
                               cwd=tmp_path, env={"PATH": os.environ["PATH"]})
         assert f"No module named '{module}'" in bare.stderr, bare
     rows = 4_000  # four micro-batches: the worker is killed after the second is written
-    connector, consumer = pipeline()
+    connector, consumer = pipeline(on=on)
     connector.start_from_now()
     connector.start()
     cql.execute(f"CREATE TABLE {keyspace}.kv (k int PRIMARY KEY, v text) WITH cdc = true")
@@ -119,70 +134,72 @@ def test_the_job_submitted_to_the_cluster_ships_ringtail_and_a_worker_killed_mid
 
     # Into Delta on the object store, whose files the executors write, or into PostgreSQL, whose rows they
     # write; the checkpoint in the store, its keys from their file; micro-batches small enough to be several.
-    delta, checkpoint = in_bucket(stack, keyspace, "delta"), in_bucket(stack, keyspace, "checkpoint")
+    delta, checkpoint = in_bucket(on, keyspace, "delta"), in_bucket(on, keyspace, "checkpoint")
     target = ({"delta_path": str(delta)} if sink == "delta" else
-              {"postgres_dsn": stack.postgres_dsn, "postgres_schema": f"{keyspace}_log"})
-    config = job_config(stack, cluster, connector.prefix, keyspace, tmp_path, sink=sink, **target,
+              {"postgres_dsn": on.postgres_dsn, "postgres_schema": f"{keyspace}_log"})
+    config = job_config(on, master, connector.prefix, keyspace, tmp_path, sink=sink, **target,
                         checkpoint_dir=str(checkpoint), max_offsets_per_trigger=1000)
     output = tmp_path / "job.out"
     with open(output, "w") as out:
-        job = subprocess.Popen(submit(config, cluster), cwd=ROOT, stdout=out, stderr=subprocess.STDOUT,
-                               env={**os.environ, **stack.object_store.environment()})
+        job = subprocess.Popen(submit(config, master), cwd=ROOT, stdout=out, stderr=subprocess.STDOUT,
+                               env={**os.environ, **on.object_store.environment()})
     try:
         wait_for(lambda: "batch 1 written" in output.read_text(), 300, "the job's second micro-batch")
-        workers = {path.relative_to(stack.run_dir).parts[0] for path in unpacked(stack)}
-        assert workers == {"spark-worker@1", "spark-worker@2"}, unpacked(stack)  # both ran ringtail's code
-        killed = stack_command(stack, "kill", "spark-worker@2")
-        assert killed.returncode == 0, killed.stdout + killed.stderr
+        workers = {path.relative_to(on.run_dir).parts[0] for path in unpacked(on)}
+        assert workers == {"spark-worker@1", "spark-worker@2"}, unpacked(on)  # both ran ringtail's code
+        CLUSTER.command(stack.run_dir, "kill", "spark-worker@2")
         assert job.wait(600) == 0, output.read_text()[-5000:]
     finally:
         if job.poll() is None:
             job.kill()
-        restarted = stack_command(stack, "start", "spark-worker@2")  # for the test after this one
+        restarted = CLUSTER.command(stack.run_dir, "start", "spark-worker@2", check=False)  # for the next test
     text = output.read_text()
     assert "ringtail shipped to the executors" in text
-    assert secret_of(stack) not in text
+    assert secret_of(on) not in text
     assert {"offsets", "commits"} <= set(checkpoint.names()), checkpoint.names()
     assert "Lost executor" in text or "ExecutorLostFailure" in text, text[-5000:]  # Spark saw it go
     assert restarted.returncode == 0, restarted.stdout + restarted.stderr
 
-    assert logged_keys(spark, stack, sink, keyspace, delta) == Counter(range(rows)), "a change lost or logged twice"
+    assert logged_keys(spark, on, sink, keyspace, delta) == Counter(range(rows)), "a change lost or logged twice"
 
 
-def test_a_runner_on_the_cluster_keeps_a_mirror_equal_to_select_star(cluster, stack, cql, keyspace, served,
-                                                                    tmp_path, monkeypatch):
-    for name, value in stack.object_store.environment().items():  # this process reads the bucket too
+def test_a_runner_on_the_cluster_keeps_a_mirror_equal_to_select_star(cluster, cluster_cql, cluster_keyspace,
+                                                                    pipeline, spark, tmp_path, monkeypatch):
+    on, master = cluster
+    cql, keyspace = cluster_cql, cluster_keyspace
+    for name, value in on.object_store.environment().items():  # this process reads the bucket too
         monkeypatch.setenv(name, value)
-    control, _, _, base = served
-    table = f"{keyspace}.orders"
-    control.create("pg", Change(table=table, sink="postgres", start="earliest", sink_config={
-        "dsn": stack.postgres_dsn, "schema": f"{keyspace}_sub", "layout": "mirror"}))
-    for k in range(300):
-        cql.execute(f"INSERT INTO {table} (id, qty, note) VALUES (%s, %s, %s)", (k, k, f"n{k}"))
-    cql.execute(f"UPDATE {table} SET note = 'changed' WHERE id = 3")
-    cql.execute(f"DELETE FROM {table} WHERE id = 7")
-    layout = layout_of(cql, keyspace, "orders")
-    source = source_rows(cql.cluster, layout)
-    # The runner's checkpoints on the object store, its keys from the environment.
-    checkpoints = in_bucket(stack, keyspace, "runner")
-    keys = {"AWS_ENDPOINT_URL": stack.object_store.endpoint, "AWS_ACCESS_KEY_ID": "ringtail",
-            "AWS_SECRET_ACCESS_KEY": secret_of(stack)}
-    runner = runner_process(stack, base, tmp_path, "a", env=keys, checkpoint_dir=str(checkpoints),
-                            spark_jars=[*stack.spark_jars, *stack.object_store.jars], **on_cluster(cluster))
-    try:
-        def mirrored() -> list[dict]:
-            with psycopg.connect(stack.postgres_dsn) as conn:
-                try:
-                    return postgres_rows(conn, layout)
-                except psycopg.errors.UndefinedTable:
-                    return []
+    connector, _ = pipeline(on=on)
+    with serving(on, cql, keyspace, tmp_path, connector, spark) as (control, _, _, base):
+        table = f"{keyspace}.orders"
+        control.create("pg", Change(table=table, sink="postgres", start="earliest", sink_config={
+            "dsn": on.postgres_dsn, "schema": f"{keyspace}_sub", "layout": "mirror"}))
+        for k in range(300):
+            cql.execute(f"INSERT INTO {table} (id, qty, note) VALUES (%s, %s, %s)", (k, k, f"n{k}"))
+        cql.execute(f"UPDATE {table} SET note = 'changed' WHERE id = 3")
+        cql.execute(f"DELETE FROM {table} WHERE id = 7")
+        layout = layout_of(cql, keyspace, "orders")
+        source = source_rows(cql.cluster, layout)
+        # The runner's checkpoints on the object store, its keys from the environment.
+        checkpoints = in_bucket(on, keyspace, "runner")
+        keys = {"AWS_ENDPOINT_URL": on.object_store.endpoint, "AWS_ACCESS_KEY_ID": "ringtail",
+                "AWS_SECRET_ACCESS_KEY": secret_of(on)}
+        runner = runner_process(on, base, tmp_path, "a", env=keys, checkpoint_dir=str(checkpoints),
+                                spark_jars=[*on.spark_jars, *on.object_store.jars], **on_cluster(master))
+        try:
+            def mirrored() -> list[dict]:
+                with psycopg.connect(on.postgres_dsn) as conn:
+                    try:
+                        return postgres_rows(conn, layout)
+                    except psycopg.errors.UndefinedTable:
+                        return []
 
-        wait_for(lambda: mirrored() == source, 300, "the mirror equal to SELECT *")
-    finally:
-        runner.terminate()
-        runner.wait(120)
+            wait_for(lambda: mirrored() == source, 300, "the mirror equal to SELECT *")
+        finally:
+            runner.terminate()
+            runner.wait(120)
     assert len(source) == 299
     log = (tmp_path / "runner-a.log").read_text()
     assert "ringtail shipped to the executors" in log, log[-3000:]
-    assert secret_of(stack) not in log
+    assert secret_of(on) not in log
     assert "pg" in checkpoints.names(), checkpoints.names()  # the subscription's checkpoint, in the bucket
