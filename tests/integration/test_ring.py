@@ -487,7 +487,7 @@ def test_a_read_repair_is_a_copy_of_the_write_it_repairs_or_the_row_as_read(
 
 
 def test_a_fourth_node_joining_starts_a_generation_whose_streams_cover_its_tokens(
-        spark, ring, ring_cql, ring_keyspace, connectors, tmp_path):
+        spark, stack, ring, ring_cql, ring_keyspace, connectors, tmp_path):
     """Node 4 joins the ring (with a connector beside it): the job sees the ring change and publishes a new
     generation starting `generation_delay` later, whose token ranges end at every token of the four nodes;
     changes written before it keep the first generation's streams, changes after get the new one's. Last
@@ -502,7 +502,7 @@ def test_a_fourth_node_joining_starts_a_generation_whose_streams_cover_its_token
     handle.stack("start", "cassandra@4", nodes=NODES + 1)
     fourth = None
     try:
-        node = handle.describe(described).nodes[NODES]
+        node = RING.describe(stack).nodes[NODES]
         fourth = ConnectorProcess(described, tmp_path / node.name, made[0].prefix, cdc_raw=node.cdc_raw,
                                   cassandra_hosts=node.host, node_name=node.name)
         fourth.start()
