@@ -9,12 +9,13 @@ from contextlib import contextmanager
 import pytest
 
 
-def wait_for(probe, timeout: float = 15.0, what: str = "condition", interval: float = 0.1):
+def wait_for(probe, timeout: float = 15.0, what: str = "condition", interval: float = 0.1, paced: bool = True):
     """The first truthy value of `probe()`, polled until `timeout`; fails the test otherwise.
 
     Polled every `interval` at first, then less often the longer the wait (once a second after ten), and
     never for more than a quarter of the time: many probes read a Delta table through Spark or parse a
-    runner's log, and probing without a pause took CPU from the processes under test."""
+    runner's log, and probing without a pause took CPU from the processes under test. A probe that does
+    the work it waits for (writes until a segment fills) is called every `interval` (`paced=False`)."""
     began = time.monotonic()
     deadline = began + timeout
     while True:
@@ -25,7 +26,7 @@ def wait_for(probe, timeout: float = 15.0, what: str = "condition", interval: fl
         now = time.monotonic()
         if now >= deadline:
             pytest.fail(f"timed out after {timeout}s waiting for {what}")
-        pause = max(interval, min(1.0, (now - began) / 10), 3 * (now - probed))
+        pause = max(interval, min(1.0, (now - began) / 10), 3 * (now - probed)) if paced else interval
         time.sleep(min(pause, deadline - now))
 
 

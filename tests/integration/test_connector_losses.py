@@ -246,7 +246,7 @@ def remove_unread_segment(connector: ConnectorProcess, aside: Path, write_more) 
         return next((s for s in list_segments(connector.cdc_raw) if s.segment_id > reached and
                      (index := read_cdc_index(s.index_path)) is not None and index.completed), None)
 
-    segment = wait_for(candidate, timeout=120, what="a completed segment the connector has not reached")
+    segment = wait_for(candidate, timeout=120, what="a completed segment the connector has not reached", paced=False)
     time.sleep(2)  # the connector's monitor lists cdc_raw every `measure_interval` (0.5 s)
     aside.mkdir(exist_ok=True)
     shutil.move(segment.index_path, aside / segment.index_path.name)
@@ -332,7 +332,8 @@ def test_a_segment_lost_while_read_blocks_reading_visibly_and_returns_without_re
             index = read_cdc_index(segment.index_path) if segment else None
             return figures.get("ringtail_producer_in_flight") == 200 and index and index.completed and segment
 
-        segment = wait_for(held_in_a_completed_segment, timeout=120, what="reading held inside a completed segment")
+        segment = wait_for(held_in_a_completed_segment, timeout=120, what="reading held inside a completed segment",
+                           paced=False)
         leftover = connector.cdc_raw / segment.path.name.replace(str(segment.segment_id), str(segment.segment_id - 1))
         assert not leftover.exists()
         leftover.write_bytes(bytes(1024))
@@ -389,7 +390,7 @@ def test_an_empty_index_is_reported_then_quarantined_and_leftovers_are_removed(s
                 (index := read_cdc_index(s.index_path)) is not None and index.completed]
         return done[:2] if len(done) >= 2 else None
 
-    empty, later = wait_for(two_completed, timeout=120, what="two completed segments of the test's rows")
+    empty, later = wait_for(two_completed, timeout=120, what="two completed segments of the test's rows", paced=False)
     private = tmp_path / "cdc_raw"
     private.mkdir()
     shutil.copy(empty.path, private)
@@ -457,7 +458,7 @@ def test_during_a_kafka_outage_space_and_stall_are_measured_and_sigterm_exits_wi
             written.extend(write_rows(cql, table, range(len(written), len(written) + 500), "o" * 250))
             return next((w for w in ready(connector)[1]["warnings"] if "cdc_raw holds" in w), None)
 
-        wait_for(warned, timeout=120, what="the cdc_raw space warning")
+        wait_for(warned, timeout=120, what="the cdc_raw space warning", paced=False)
         metrics = connector.metrics()
         assert metrics["ringtail_producer_in_flight"] == 100, "the main loop was not held by backpressure"
         assert metrics["ringtail_cdc_raw_usage_ratio"] >= 0.7 and metrics["ringtail_bytes_behind"] > 1 << 20

@@ -188,7 +188,7 @@ def test_a_segment_without_cdc_data_does_not_hold_back_later_ones(stack, cql, ke
         return next((s for s in list_segments(stack.cdc_raw)
                      if s.segment_id > bare.segment_id and read_cdc_index(s.index_path)), None)
 
-    later = wait_for(later_indexed, timeout=60, what="a later segment with an index")
+    later = wait_for(later_indexed, timeout=60, what="a later segment with an index", paced=False)
     index = later.index_path.read_bytes()  # before the copy: the copy holds at least what it says
     shutil.copy(later.path, private)
     (private / later.index_path.name).write_bytes(index)
