@@ -54,5 +54,6 @@ def run(args: list[str]) -> int:
     print(f"\n[lanes] the side lane ({side.returncode}):\n{log.read_text(errors='replace')}", flush=True)
     return main or side.returncode
 
+
 if __name__ == "__main__":
     sys.exit(run(sys.argv[1:]))
