@@ -1,10 +1,9 @@
-"""A TCP relay in front of a real service, so one client's view of it can go down, turn slow and come
+"""A TCP relay in front of a real service, so one client's view of it can go down, stall and come
 back while everyone else keeps using the service."""
 from __future__ import annotations
 
 import socket
 import threading
-import time
 
 from tests.support import unused_port
 
@@ -16,13 +15,22 @@ class Relay:
         self._listener: socket.socket | None = None
         self._open: list[socket.socket] = []
         self._lock = threading.Lock()
-        self.delay = 0.0  # seconds each chunk waits before it is passed on, both ways
+        self._flowing = threading.Event()  # cleared while held: bytes wait, both ways
+        self._flowing.set()
 
     def up(self) -> Relay:
         listener = socket.create_server(("127.0.0.1", self.port))
         self._listener = listener
         threading.Thread(target=self._accept, args=(listener,), daemon=True).start()
         return self
+
+    def hold(self) -> None:
+        """Pass nothing on until `release`: the service looks stalled (a slow sink at its slowest),
+        for as long as the test needs, however loaded the machine."""
+        self._flowing.clear()
+
+    def release(self) -> None:
+        self._flowing.set()
 
     def down(self) -> None:
         """Refuse new connections and cut the open ones, as a stopped server would."""
@@ -41,6 +49,7 @@ class Relay:
                     pass
                 s.close()
             self._open.clear()
+        self._flowing.set()  # the pipes held lose their sockets and end
 
     def _accept(self, listener: socket.socket) -> None:
         while True:
@@ -61,8 +70,7 @@ class Relay:
     def _pipe(self, source: socket.socket, target: socket.socket) -> None:
         try:
             while data := source.recv(65536):
-                if self.delay:
-                    time.sleep(self.delay)
+                self._flowing.wait()
                 target.sendall(data)
         except OSError:
             pass
