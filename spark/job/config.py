@@ -36,7 +36,8 @@ class StreamSettings(FileSettings):
     # The connector's topics are <topic_prefix>.<keyspace>.<table>; new tables are picked up.
     topic_prefix: str = "ringtail"
     starting_offsets: Literal["earliest", "latest"] = "earliest"
-    # Bounds a micro-batch (and so memory) while a backlog is read.
+    # Bounds a micro-batch (and so memory) while a backlog is read. It counts Kafka records: on a ring at
+    # replication factor N, N times this gives a batch as many changes (copies are skipped before decoding).
     max_offsets_per_trigger: int | None = Field(200_000, ge=1)
     trigger_interval: str = "1 second"
 

@@ -21,7 +21,7 @@ from connector.avro.wire import schema_id_of, unframe
 
 from . import rows as R
 from .assign import StreamAssigner
-from .native_events import native_events
+from .native_events import ReplicaCopies, native_events
 from .rows import DECODED, arrow_schema
 
 _OPS = {"insert": R.ROW_INSERT, "update": R.ROW_UPDATE, "row_delete": R.ROW_DELETE,
@@ -223,14 +223,21 @@ _DECODED_ARROW = arrow_schema(DECODED)
 
 
 def decode_partition(registry_url: str, cells: bool = False, assigner: StreamAssigner | None = None,
-                     decoder: str = "native", registry_security: RegistrySecurity = RegistrySecurity()
-                     ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+                     decoder: str = "native", registry_security: RegistrySecurity = RegistrySecurity(),
+                     skip_copies: bool = False) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """The `mapInArrow` function decoding Kafka records with schemas from `registry_url` (reached as
     `registry_security` says), with the native core (`spark.job.native_events`) or this module (`decoder`
-    "python"), and with an `assigner` giving each row its stream id in the same pass."""
+    "python"), and with an `assigner` giving each row its stream id in the same pass. With `skip_copies`
+    (for a job that removes replica copies) the native core skips the copies of a change that its task
+    has already decoded, before decoding them; the rest are left to the job's state, as every copy is
+    with this module."""
     def decode(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         if decoder == "native":
-            rows = native_events(registry_url, cells, registry_security).decode
+            copies = ReplicaCopies() if skip_copies else None
+            native = native_events(registry_url, cells, registry_security)
+
+            def rows(batch: pa.RecordBatch) -> pa.RecordBatch:
+                return native.decode(batch, copies)
         else:
             readers = event_readers(registry_url, registry_security)
 

@@ -16,9 +16,9 @@ from connector.avro.reader import EventReaders, event_readers
 from .rows import DECODED, SOURCE, arrow_schema
 
 try:
-    from connector._native import EventDecoder
+    from connector._native import EventDecoder, ReplicaCopies
 except ImportError:  # the job says so at start and decodes in Python
-    EventDecoder = None
+    EventDecoder = ReplicaCopies = None
 
 _DECODED_ARROW = arrow_schema(DECODED)
 _SOURCE_ARROW = arrow_schema(SOURCE)
@@ -99,7 +99,9 @@ class NativeEvents:
         self.readers = readers
         self._decoder = EventDecoder(cells)
 
-    def decode(self, records: pa.RecordBatch) -> pa.RecordBatch:
+    def decode(self, records: pa.RecordBatch, copies: ReplicaCopies | None = None) -> pa.RecordBatch:
+        """`records` decoded; with `copies` (one per task), without the records whose change the task
+        has already decoded: the other replicas' copies of it (`events::copies` in the Rust crate)."""
         columns = tuple(records.column(name).cast(kind) for name, kind in _KAFKA_TYPES.items())
         addresses = tuple(_address(c) for c in columns)
         unknown = {}
@@ -110,7 +112,7 @@ class NativeEvents:
                 unknown[schema_id] = f"{type(exc).__name__}: {exc}"
                 continue
             self._decoder.add_schema(schema_id, json.dumps(schema))
-        buffers = self._decoder.decode(addresses, unknown)
+        buffers = self._decoder.decode(addresses, unknown, copies)
         length = buffers["rows"]
         return pa.RecordBatch.from_arrays([_column(f.name, f.type, buffers, length) for f in _DECODED_ARROW],
                                           schema=_DECODED_ARROW)

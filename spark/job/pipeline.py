@@ -153,7 +153,7 @@ def read_changes(spark: SparkSession, settings: StreamSettings, source: Source |
         reader = reader.option("maxOffsetsPerTrigger", settings.max_offsets_per_trigger)
     decoded = (reader.load().select("topic", "partition", "offset", "timestamp", "key", "value")
                .mapInArrow(decode_partition(settings.registry_url, cells, assigner, decoder(settings),
-                                            settings.registry_security), R.DECODED))
+                                            settings.registry_security, skip_copies=settings.dedup), R.DECODED))
     return remove_replica_copies(decoded, settings.dedup_watermark, settings.leeway) if settings.dedup else decoded
 
 
@@ -185,7 +185,10 @@ def remove_replica_copies(decoded: DataFrame, window: str, leeway: float) -> Dat
     rows older than its watermark (a Kafka partition read late after an outage), so the event time
     it sees is the Kafka time held within [now - window, now]; the watermark trails the newest event
     time by `window` and so never passes a row. "Now" is the micro-batch's time, recorded in the
-    checkpoint, so a replayed batch decides the same way."""
+    checkpoint, so a replayed batch decides the same way.
+
+    Most copies do not reach this step: a task skips those of a change it has already decoded, before
+    decoding them (`decode_partition`'s `skip_copies`); the state removes the ones met across tasks."""
     now = F.current_timestamp()
     window_ago = now - F.expr(f"INTERVAL {window}")
     event_time = F.least(F.greatest(F.col("kafka_time"), window_ago), now)

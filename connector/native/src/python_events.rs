@@ -10,6 +10,7 @@ use pyo3::types::{PyBytes, PyDict};
 
 use crate::events::batch::{Decoded, Decoder, FixedIn, Flags, Records, VarIn};
 use crate::events::columns::{Bits, Fixed, Items, Pairs, Var};
+use crate::events::copies::Copies;
 
 /// (validity address or 0, offsets address, data address, data size, offset, length) of a text or
 /// binary column; (validity address or 0, 0, values address, values size, offset, length) of a
@@ -62,12 +63,15 @@ impl EventDecoder {
         self.inner.missing(&column, values.5).map_err(PyValueError::new_err)
     }
 
-    /// The buffers of the `DECODED` columns, by name.
+    /// The buffers of the `DECODED` columns, by name; with `copies`, without the records whose change
+    /// the task has already decoded.
+    #[pyo3(signature = (columns, unknown, copies=None))]
     fn decode<'py>(
         &self,
         py: Python<'py>,
         columns: (ColumnAddress, ColumnAddress, ColumnAddress, ColumnAddress, ColumnAddress, ColumnAddress),
         unknown: HashMap<i32, String>,
+        mut copies: Option<PyRefMut<'py, ReplicaCopies>>,
     ) -> PyResult<Bound<'py, PyDict>> {
         let (topic, partition, offset, timestamp, key, value) = columns;
         let records = unsafe {
@@ -81,8 +85,30 @@ impl EventDecoder {
                 value: var(value),
             }
         };
-        let decoded = py.detach(|| self.inner.decode(&records, &unknown)).map_err(PyValueError::new_err)?;
+        let seen = copies.as_deref_mut().map(|c| &mut c.inner);
+        let decoded = py.detach(|| self.inner.decode(&records, &unknown, seen)).map_err(PyValueError::new_err)?;
         buffers(py, decoded)
+    }
+}
+
+/// The changes one task has decoded, so that it skips the other replicas' copies of them
+/// (`events::copies`). One per task: a task's result must not depend on the tasks before it.
+#[pyclass(module = "connector._native")]
+struct ReplicaCopies {
+    inner: Copies,
+}
+
+#[pymethods]
+impl ReplicaCopies {
+    #[new]
+    fn new() -> Self {
+        ReplicaCopies { inner: Copies::default() }
+    }
+
+    /// Records skipped as copies so far.
+    #[getter]
+    fn skipped(&self) -> usize {
+        self.inner.skipped
     }
 }
 
@@ -169,5 +195,6 @@ fn buffers(py: Python<'_>, d: Decoded) -> PyResult<Bound<'_, PyDict>> {
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_class::<EventDecoder>()
+    m.add_class::<EventDecoder>()?;
+    m.add_class::<ReplicaCopies>()
 }

@@ -29,13 +29,15 @@ def preloaded_cache(schemas: dict[int, dict]) -> EventReaders:
     return readers
 
 
-def framed_events(source: SourceInfo = SOURCE):
+def framed_events(source: SourceInfo = SOURCE, processed_ms: int = PROCESSED_MS):
+    """(value schemas by id, framed values) of the real segment's changes, as the connector reading
+    them on `source`'s node at `processed_ms` frames them."""
     encoder = ChangeEncoder(source, SCHEMA)
     schemas, payloads = {}, []
     for change in changes():
         if change.table.keyspace != "ringtail_decoder_check":
             continue
-        _, value = encoder.encode(change, str(SEGMENT), PROCESSED_MS)
+        _, value = encoder.encode(change, str(SEGMENT), processed_ms)
         table = encoder.table(change.table)
         schema_id = 1 if table.table.name == "everything" else 2
         schemas[schema_id] = table.value_schema

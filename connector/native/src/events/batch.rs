@@ -5,6 +5,7 @@
 use std::collections::HashMap;
 
 use super::columns::{Bits, Fixed, Items, Pairs, Var};
+use super::copies::{digest, Copies};
 use super::datum::Input;
 use super::layout::EventLayout;
 use super::rows::{change, Change};
@@ -231,8 +232,14 @@ impl Decoder {
         Ok(out)
     }
 
-    /// The `DECODED` columns of `records`; `unknown` says why an id without a schema has none.
-    pub fn decode(&self, records: &Records<'_>, unknown: &HashMap<i32, String>) -> Result<Decoded, String> {
+    /// The `DECODED` columns of `records`; `unknown` says why an id without a schema has none. With
+    /// `copies`, the records whose change the task has already decoded are skipped (`copies`).
+    pub fn decode(
+        &self,
+        records: &Records<'_>,
+        unknown: &HashMap<i32, String>,
+        mut copies: Option<&mut Copies>,
+    ) -> Result<Decoded, String> {
         let mut out = Decoded::default();
         for i in 0..records.len {
             let origin = Origin {
@@ -243,12 +250,33 @@ impl Decoder {
             };
             let key = records.key.get(i)?;
             let value = records.value.get(i)?;
+            // A record that cannot be digested is decoded, and made a dead letter if it cannot be read.
+            let digest = copies.as_ref().and_then(|_| self.digest(key, value));
+            if let (Some(copies), Some(d)) = (copies.as_deref_mut(), &digest) {
+                if copies.seen(d) {
+                    copies.skipped += 1;
+                    continue;
+                }
+            }
             match self.record(value, unknown) {
-                Ok((c, id)) => out.log_row(&c, &origin, id),
+                Ok((c, id)) => {
+                    out.log_row(&c, &origin, id);
+                    if let (Some(copies), Some(d)) = (copies.as_deref_mut(), digest) {
+                        copies.decoded(d);
+                    }
+                }
                 Err(detail) => out.dead_letter(&origin, &detail, key, value),
             }
         }
         Ok(out)
+    }
+
+    fn digest(&self, key: Option<&[u8]>, value: Option<&[u8]>) -> Option<[u8; 16]> {
+        let value = value?;
+        let Some(Ok(layout)) = self.layouts.get(&schema_id(value).ok()?) else {
+            return None;
+        };
+        digest(layout, key, value).ok()
     }
 
     fn record<'a>(&self, value: Option<&'a [u8]>, unknown: &HashMap<i32, String>) -> Result<(Change<'a>, i32), String> {

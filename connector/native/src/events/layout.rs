@@ -17,6 +17,9 @@ pub struct EventLayout {
     pub range: Option<usize>,
     pub src: SourceFields,
     pub columns: Vec<Column>,
+    /// The envelope's fields that differ between replicas' copies of a change: where and when each
+    /// connector read it.
+    pub replica_specific: Vec<usize>,
 }
 
 pub struct SourceFields {
@@ -162,6 +165,7 @@ impl EventLayout {
             range,
             src,
             columns,
+            replica_specific: ["source", "ts_ms"].iter().filter_map(|name| envelope.index(name)).collect(),
             schema,
         })
     }

@@ -4,10 +4,12 @@
 //!
 //! One module per step: `schema` (a writer schema), `datum` (Avro binary), `json` (Python's JSON
 //! text), `values` (a datum as JSON), `layout` (a schema version compiled for reading events),
-//! `rows` (an event's log rows), `columns` (the Arrow buffers), `batch` (a Kafka batch).
+//! `rows` (an event's log rows), `columns` (the Arrow buffers), `copies` (replica copies met in a task),
+//! `batch` (a Kafka batch).
 
 pub mod batch;
 pub mod columns;
+pub mod copies;
 pub mod datum;
 pub mod json;
 pub mod layout;
