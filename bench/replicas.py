@@ -4,11 +4,12 @@ and three times (replication factor 3, one copy per replica's connector), in one
     python bench/replicas.py [--rows N] [--repeat R] [--max-offsets M]
 
 Input: real connector events. A cdc=true table gets N rows through the connector, as in `bench/job.py`;
-its topic is then copied into two topics of their own: RF=1 holds each event once, RF=3 three times,
-the copies of one write next to each other as three connectors running side by side send them: the
-second and third as the other replicas' connectors write them, with their node's name and a later
-processing time (`source.node`, `ts_ms`), which the change id leaves out. The job (`start(..., available_now=True)`, local[2], Delta sink) reads each R times, taking
-turns after one warm-up run, each run with a fresh checkpoint and Delta path:
+its topic is then copied into two topics of their own: RF=1 holds each event once, RF=3 three times, the
+copies of one write next to each other as three connectors running side by side send them: the second and
+third as the other replicas' connectors write them, with their node's name and a later processing time
+(`source.node`, `ts_ms`), which the change id leaves out. The job (`start(..., available_now=True)`,
+local[2], Delta sink) reads each R times, taking turns after one warm-up run, each run with a fresh
+checkpoint and Delta path:
 
 - RF=1, copies kept: `dedup=False` — the floor: the job with no replica-copy step;
 - RF=1: the job as users run it, on one copy of each change;

@@ -1,8 +1,8 @@
-"""Whether Cassandra, Kafka and the schema registry take ringtail's credentials and certificates, asked
-once at a process's start: a refusal is not worth retrying, so it stops the process with one line naming
-the service, its address and the cause (`AccessDenied`), where an unreachable service is retried as
-before. Nothing here prints a secret: the causes are the servers' and the clients' own messages, which
-name users and certificates, never passwords.
+"""Whether Cassandra, Kafka and the schema registry take ringtail's credentials and certificates, and whether
+Cassandra is of a series ringtail reads, asked once at a process's start: a refusal is not worth retrying,
+so it stops the process with one line naming the service, its address and the cause (`AccessDenied`),
+where an unreachable service is retried as before. Nothing here prints a secret: the causes are the
+servers' and the clients' own messages, which name users and certificates, never passwords.
 """
 from __future__ import annotations
 
@@ -21,10 +21,15 @@ class Refusal(enum.Enum):
     CERTIFICATE = "TLS certificate not trusted"
     TLS = "TLS handshake failed"
     CLOSED = "TLS connection closed in the handshake"
+    VERSION = "a version ringtail does not read"
+
+
+# The Cassandra series whose commit logs and schema tables ringtail reads (README, Cassandra versions).
+CASSANDRA_SERIES = ("4.0", "4.1", "5.0")
 
 
 class AccessDenied(RuntimeError):
-    """A service refused ringtail's credentials or certificates."""
+    """A service refused ringtail's credentials or certificates, or is one ringtail cannot use."""
 
     def __init__(self, service: str, address: str, refusal: Refusal, detail: str) -> None:
         super().__init__(f"{service} at {address}: {refusal.value}: {detail}")
@@ -33,7 +38,8 @@ class AccessDenied(RuntimeError):
 
 def check_cassandra(hosts: Sequence[str], port: int, security: CassandraSecurity | None) -> None:
     """Connect as `security` says; AccessDenied when every host refused the credentials or the TLS
-    handshake (a host that does not answer is not a refusal: the caller retries)."""
+    handshake, or the node that answered runs a series not in `CASSANDRA_SERIES` (a host that does not
+    answer is not a refusal: the caller retries)."""
     from cassandra.cluster import NoHostAvailable
 
     from connector.schema.session import STATEMENTS_ONLY, connect
@@ -44,7 +50,7 @@ def check_cassandra(hosts: Sequence[str], port: int, security: CassandraSecurity
     try:
         for attempt in range(3):
             try:
-                cluster, _ = connect(list(hosts), port, security, connect_timeout=10, **STATEMENTS_ONLY)
+                cluster, session = connect(list(hosts), port, security, connect_timeout=10, **STATEMENTS_ONLY)
             except NoHostAvailable as exc:
                 refused = _cassandra_refusal(exc.errors)
                 if refused is None:
@@ -54,10 +60,22 @@ def check_cassandra(hosts: Sequence[str], port: int, security: CassandraSecurity
                 if refused.refusal is Refusal.CLOSED and attempt < 2:
                     continue
                 raise refused from None
-            cluster.shutdown()
+            try:
+                answer = session.execute("SELECT release_version FROM system.local")
+                release = answer.one().release_version
+            finally:
+                cluster.shutdown()
+            check_release(str(answer.response_future.coordinator_host), release)
             return
     finally:
         driver_log.setLevel(level)
+
+
+def check_release(address: str, release: str) -> None:
+    """AccessDenied naming `release` when it is not of a series ringtail reads."""
+    if not release.startswith(tuple(f"{series}." for series in CASSANDRA_SERIES)):
+        raise AccessDenied("Cassandra", address, Refusal.VERSION, f"it runs {release}; ringtail reads Cassandra "
+                           f"{', '.join(CASSANDRA_SERIES)}")
 
 
 def _cassandra_refusal(errors: dict) -> AccessDenied | None:

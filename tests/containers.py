@@ -29,7 +29,8 @@ def _cassandra_yaml(target: Path) -> None:
             token_replication=1, concurrent_writes=8, data_dir="/var/lib/cassandra",
             cdc_total_space="512MiB", commitlog_segment_size="1MiB",
             commitlog_sync="commitlog_sync: periodic\ncommitlog_sync_period: 1000ms",
-            storage_compatibility_mode="CASSANDRA_4",
+            storage_compatibility="storage_compatibility_mode: CASSANDRA_4", authenticator="AllowAllAuthenticator",
+            client_encryption="",
         ).replace("rpc_address: 0.0.0.0", "rpc_address: 0.0.0.0\nbroadcast_rpc_address: 127.0.0.1")
         .replace("listen_address: 0.0.0.0", "listen_address: 127.0.0.1")
     )

@@ -30,7 +30,7 @@ def selects_tests(args: list[str]) -> bool:
 
 def lanes(args: list[str]) -> dict[str, list[str]]:
     """Each lane's pytest arguments: the side stacks' modules, and everything else."""
-    side = [str(Path("tests") / "integration" / s.module) for s in SIDE_STACKS]
+    side = list(dict.fromkeys(str(Path("tests") / "integration" / s.module) for s in SIDE_STACKS))
     return {"side": [*args, *side], "main": [*args, *(f"--ignore={m}" for m in side), "tests"]}
 
 

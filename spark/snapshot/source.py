@@ -41,6 +41,13 @@ log = logging.getLogger(__name__)
 NAME = "ringtail-snapshot"
 
 
+def reads_element_times(session: Any) -> bool:
+    """Whether the cluster `session` reaches reads a multi-cell column's write times and TTLs
+    (`MAXWRITETIME`, `WRITETIME` of each element): Cassandra 5.0 does, 4.x does not."""
+    release = session.execute("SELECT release_version FROM system.local").one().release_version
+    return int(release.split(".")[0]) >= 5
+
+
 class SnapshotError(RuntimeError):
     """A range could not be read: says which range, from which token, and why."""
 
@@ -65,6 +72,7 @@ class SnapshotPlan:
     attempts: int = 5  # per page, before the micro-batch fails (and is retried whole)
     tasks: int = 2  # per micro-batch: the cores Spark reads with
     cells: bool = False  # each row with its cells' write times and TTLs, for a mirror (`TableRows`)
+    element_times: bool = True  # Cassandra reads a multi-cell column's write times (5.0, not 4.x: `TableRows`)
 
     def option(self) -> str:
         """The plan as its option's text: with the Cassandra password, if any (the option's name is among
@@ -182,7 +190,8 @@ class SnapshotReader(DataSourceStreamReader):
         return [RangeSteps(tuple(steps[i::tasks]), table, user_types, generation) for i in range(tasks)]
 
     def read(self, partition: RangeSteps) -> Iterator[pa.RecordBatch]:
-        table_rows = TableRows(partition.table, partition.user_types, cells=self.plan.cells)
+        table_rows = TableRows(partition.table, partition.user_types, cells=self.plan.cells,
+                               element_times=self.plan.element_times)
         for after, end in partition.steps:
             yield from read_step(self.plan, table_rows, partition.generation, after, end)
 

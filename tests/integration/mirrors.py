@@ -104,6 +104,17 @@ def postgres_rows(conn: Any, layout: MirrorLayout) -> list[dict]:
     return postgres_values(conn, f'"{layout.keyspace}"."{layout.table}"', _types(layout))
 
 
+def postgres_mirror(dsn: str, layout: MirrorLayout) -> list[dict]:
+    """The PostgreSQL mirror's rows at `dsn`, none before its table exists."""
+    import psycopg
+
+    with psycopg.connect(dsn) as conn:
+        try:
+            return postgres_rows(conn, layout)
+        except psycopg.errors.UndefinedTable:
+            return []
+
+
 def _from_arrow(cql: CqlType) -> Callable[[Any], Any]:
     """A Delta mirror column's value (Arrow's Python form of its Spark type, `typed_log`) → the event's."""
     from connector.cql import MapType, TupleType, UserType

@@ -99,3 +99,51 @@ def assert_each_once(events: list[dict], table: str, written: list[int], repeats
     assert not missing, f"{len(missing)} of {len(written)} rows never arrived, e.g. {missing[:10]}"
     assert all(len(p) == 1 for p in positions.values()), "a repeated event with another position"
     assert repeats or len(got) == len(positions), f"{len(got) - len(positions)} events repeated"
+
+
+def changes_of_every_kind_arrive(cql, keyspace: str, connector, consumer: EventConsumer) -> None:
+    """Inserts, updates (a TTL, a static column, collection elements added and removed), cell, row, range
+    and partition deletions of a CDC table, written through `cql`, arrive from the started `connector` as
+    their events, in order, and a table without CDC sends none."""
+    ks = keyspace
+    cql.execute(f"CREATE TABLE {ks}.orders (shop text, id int, note text static, item text, qty int,"
+                f" tags set<text>, attrs map<text, int>, PRIMARY KEY (shop, id)) WITH cdc = true")
+    cql.execute(f"CREATE TABLE {ks}.plain (id int PRIMARY KEY, v text)")
+    statements = [
+        f"INSERT INTO {ks}.orders (shop, id, item, qty, tags) VALUES ('s1', 1, 'apple', 3, {{'red'}})",
+        f"UPDATE {ks}.orders SET qty = 4, attrs['w'] = 7 WHERE shop = 's1' AND id = 1",
+        f"UPDATE {ks}.orders SET tags = tags - {{'red'}} WHERE shop = 's1' AND id = 1",
+        f"INSERT INTO {ks}.orders (shop, id, item) VALUES ('s1', 2, 'pear') USING TTL 3600",
+        f"UPDATE {ks}.orders SET note = 'open' WHERE shop = 's1'",
+        f"DELETE item FROM {ks}.orders WHERE shop = 's1' AND id = 2",
+        f"DELETE FROM {ks}.orders WHERE shop = 's1' AND id = 2",
+        f"DELETE FROM {ks}.orders WHERE shop = 's1' AND id > 5 AND id <= 9",
+        f"DELETE FROM {ks}.orders WHERE shop = 's2'",
+        f"INSERT INTO {ks}.plain (id, v) VALUES (1, 'not captured')",
+    ]
+    for statement in statements:
+        cql.execute(statement)
+    marker = write_marker(cql, ks)
+    events = [e for e in consumer.until(has_marker(marker)) if e["source"]["table"] != "marker"]
+    # One Cassandra partition's events share a Kafka partition, in order; across partitions the
+    # commit-log position orders them.
+    events.sort(key=lambda e: tuple(e["source"]["position"].values()))
+    kinds = [(e["op"], e["kind"]) for e in events]
+    assert kinds == [("c", "insert"), ("u", "update"), ("u", "update"), ("c", "insert"), ("u", "update"),
+                     ("u", "update"), ("d", "row_delete"), ("d", "range_delete"), ("d", "partition_delete")]
+    assert {e["_topic"] for e in events} == {f"{connector.prefix}.{ks}.orders"}
+    insert, update, removal, ttl_insert, static, cell_delete, row_delete, range_delete, partition_delete = events
+    assert insert["_key"] == {"shop": "s1"}
+    assert insert["after"]["item"]["value"] == "apple" and insert["after"]["qty"]["value"] == 3
+    assert [a["key"] for a in insert["after"]["tags"]["added"]] == ["red"]
+    assert update["after"]["qty"]["value"] == 4 and update["after"]["item"] is None  # not touched
+    assert [(a["key"], a["value"]) for a in update["after"]["attrs"]["added"]] == [("w", 7)]
+    assert [r["key"] for r in removal["after"]["tags"]["removed"]] == ["red"]
+    assert ttl_insert["after"]["item"]["ttl"] == 3600
+    assert static["static"] is True and static["after"]["note"]["value"] == "open"
+    assert cell_delete["after"]["item"]["tombstone"] is True
+    assert row_delete["after"]["id"] == 2 and row_delete["deletion"]["timestamp"] > 0
+    assert range_delete["deletion"]["timestamp"] > 0
+    assert partition_delete["_key"] == {"shop": "s2"}
+    s1 = [tuple(e["source"]["position"].values()) for e in consumer.events if e["_key"] == {"shop": "s1"}]
+    assert s1 == sorted(s1) and len(s1) == 8

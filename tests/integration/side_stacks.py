@@ -1,8 +1,8 @@
-"""Stacks of their own for the topology modules — the ring (`test_ring`), the secured stack (`test_secured`)
-and a Spark cluster beside a Cassandra node and a broker of its own (`test_spark_cluster`): each started by
-the stack's own script, in a run directory and on addresses of its own, with the main stack's fetched
-services, and thrown away at its module's end. What a side stack lacks (the ring's and the cluster's
-registry, PostgreSQL, object store) is the main stack's.
+"""Stacks of their own for the topology modules — the ring (`test_ring`), the secured stack (`test_secured`),
+a Spark cluster beside a Cassandra node and a broker of its own (`test_spark_cluster`), a Cassandra 4.0 and
+a 4.1 node (`test_cassandra_versions`): each started by the stack's own script, in a run directory and on
+addresses of its own, with the main stack's fetched services, and thrown away at its module's end. What a
+side stack lacks (the ring's and the cluster's registry, PostgreSQL, object store) is the main stack's.
 
 Starting one takes a minute or two of the machine, and one started idles until its module runs. Once
 the tests are collected the session begins the first in the background (`begin_in_turn`, from
@@ -18,8 +18,11 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from deploy.local.endpoints import ROOT, Stack, nodes_of
 
@@ -61,8 +64,10 @@ class SideStack:
         more = {field: described[service][key] for field, service, key in (
             ("registry_url", "registry", "url"), ("postgres_dsn", "postgres", "dsn"), ("mysql_dsn", "mariadb", "dsn"))
             if service in self.services}
+        if "kafka" in self.services:
+            more["kafka_bootstrap"] = described["kafka"]["bootstrap_servers"]
         return dataclasses.replace(main, cassandra_host=nodes[0].host, cdc_raw=nodes[0].cdc_raw, nodes=nodes,
-                                   kafka_bootstrap=described["kafka"]["bootstrap_servers"], run_dir=run_dir, **more)
+                                   run_dir=run_dir, **more)
 
 
 RING = SideStack("ring", "test_ring.py", ("cassandra", "kafka"), (
@@ -82,7 +87,15 @@ CLUSTER = SideStack("cluster", "test_spark_cluster.py", ("cassandra", "kafka", "
     ("RINGTAIL_STACK_SPARK_WORKERS", "2"),
     ("RINGTAIL_STACK_CASSANDRA_HEAP", "768M"), ("RINGTAIL_STACK_KAFKA_HEAP", "384M"),
     ("RINGTAIL_STACK_CASSANDRA_JMX_PORT", os.environ.get("RINGTAIL_TEST_CLUSTER_JMX_PORT", "7499"))))
-SIDE_STACKS = (RING, SECURED, CLUSTER)
+# A node of each older Cassandra series users run (test_cassandra_versions); the broker is the main stack's.
+CASSANDRA_40, CASSANDRA_41 = (
+    SideStack(f"cassandra-{version}", "test_cassandra_versions.py", ("cassandra",), (
+        ("RINGTAIL_STACK_CASSANDRA_VERSION", version),
+        ("RINGTAIL_STACK_HOST", os.environ.get(f"RINGTAIL_TEST_CASSANDRA_{series}_HOST", host)),
+        ("RINGTAIL_STACK_CASSANDRA_HEAP", "768M"),
+        ("RINGTAIL_STACK_CASSANDRA_JMX_PORT", os.environ.get(f"RINGTAIL_TEST_CASSANDRA_{series}_JMX_PORT", jmx))))
+    for series, version, host, jmx in (("40", "4.0.19", "127.0.0.51", "7599"), ("41", "4.1.10", "127.0.0.52", "7699")))
+SIDE_STACKS = (RING, SECURED, CLUSTER, CASSANDRA_40, CASSANDRA_41)
 
 # Begun in the background: the start's process, its output file, when it began.
 _begun: dict[str, tuple[subprocess.Popen, Path, float]] = {}
@@ -124,6 +137,31 @@ def started(side: SideStack, main_run_dir: Path | None) -> Path:
     assert code == 0, f"stack.py start {' '.join(side.services)}:\n{output.read_text(errors='replace')}"
     print(f"{side.name} stack up {time.monotonic() - began:.0f} s after its start began")
     return side.run_dir(main_run_dir)
+
+
+@contextmanager
+def running(side: SideStack, main: Stack) -> Iterator[Stack]:
+    """`side` up (`started`) and described (`SideStack.describe`); killed and thrown away after: its data
+    is not kept, so there is no need to stop it gently."""
+    try:
+        started(side, main.run_dir)
+        yield side.describe(main)
+    finally:
+        side.command(main.run_dir, "kill", check=False)
+        forget(side)
+        shutil.rmtree(side.run_dir(main.run_dir), ignore_errors=True)
+
+
+@contextmanager
+def session_on(stack: Stack) -> Iterator[Any]:
+    """A driver session on `stack`'s first Cassandra node."""
+    from connector.schema.session import connect
+
+    cluster, session = connect([stack.cassandra_host], stack.cassandra_port)
+    try:
+        yield session
+    finally:
+        cluster.shutdown()
 
 
 def forget(side: SideStack) -> None:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import configparser
 import json
 import os
-import shutil
 import subprocess
 import sys
 from collections import Counter
@@ -19,37 +18,28 @@ import psycopg
 import pytest
 from cassandra.concurrent import execute_concurrent_with_args
 
-from connector.schema.session import connect
 from deploy.local.endpoints import ROOT
 from spark.location import Location
 from spark.subscriptions.model import Change
 from tests.conftest import DRIVER_OPTIONS
 from tests.integration.conftest import serving
-from tests.integration.mirrors import layout_of, postgres_rows, source_rows
+from tests.integration.mirrors import layout_of, postgres_mirror, source_rows
 from tests.integration.serving import runner_process
-from tests.integration.side_stacks import CLUSTER, forget, started
+from tests.integration.side_stacks import CLUSTER, running, session_on
 from tests.support import new_keyspace, wait_for
 
 
 @pytest.fixture(scope="module")
 def cluster(stack):
     """The cluster's stack (a Stack whose Cassandra and Kafka are its own) and its master's description."""
-    try:
-        started(CLUSTER, stack.run_dir)
-        described = CLUSTER.describe(stack)
+    with running(CLUSTER, stack) as described:
         yield described, json.loads((described.run_dir / "stack.json").read_text())["spark-master"]
-    finally:  # its data is thrown away: no need to stop it gently
-        CLUSTER.command(stack.run_dir, "kill", check=False)
-        forget(CLUSTER)
-        shutil.rmtree(CLUSTER.run_dir(stack.run_dir), ignore_errors=True)
 
 
 @pytest.fixture(scope="module")
 def cluster_cql(cluster):
-    described, _ = cluster
-    session_cluster, session = connect([described.cassandra_host], described.cassandra_port)
-    yield session
-    session_cluster.shutdown()
+    with session_on(cluster[0]) as session:
+        yield session
 
 
 @pytest.fixture
@@ -187,14 +177,7 @@ def test_a_runner_on_the_cluster_keeps_a_mirror_equal_to_select_star(cluster, cl
         runner = runner_process(on, base, tmp_path, "a", env=keys, checkpoint_dir=str(checkpoints),
                                 spark_jars=[*on.spark_jars, *on.object_store.jars], **on_cluster(master))
         try:
-            def mirrored() -> list[dict]:
-                with psycopg.connect(on.postgres_dsn) as conn:
-                    try:
-                        return postgres_rows(conn, layout)
-                    except psycopg.errors.UndefinedTable:
-                        return []
-
-            wait_for(lambda: mirrored() == source, 300, "the mirror equal to SELECT *")
+            wait_for(lambda: postgres_mirror(on.postgres_dsn, layout) == source, 300, "the mirror equal to SELECT *")
         finally:
             runner.terminate()
             runner.wait(120)

@@ -10,7 +10,7 @@ from confluent_kafka import KafkaError
 
 from connector.access import CassandraSecurity, KafkaSecurity, RegistrySecurity
 from connector.reach import AccessDenied, Refusal, RefusalWatch, check_cassandra, check_kafka, check_registry, \
-    kafka_refusal
+    check_release, kafka_refusal
 from deploy.local.secure import Secured
 
 WRONG_PASSWORD = KafkaError(KafkaError._AUTHENTICATION, (
@@ -98,3 +98,13 @@ def test_an_expired_server_certificate_is_refused_by_every_client_naming_the_add
     with pytest.raises(AccessDenied) as kafka:  # librdkafka does not say why it could not verify
         check_kafka(f"127.0.0.1:{port}", KafkaSecurity(protocol="SSL", tls_ca=ca), timeout=5)
     assert kafka.value.refusal is Refusal.CERTIFICATE and kafka.value.address == f"127.0.0.1:{port}"
+
+
+def test_a_cassandra_of_a_series_ringtail_does_not_read_is_refused_naming_its_release():
+    for release in ("4.0.19", "4.1.10", "5.0.8"):
+        check_release("10.0.0.1:9042", release)
+    for release in ("3.11.17", "5.1.0", "4.10.1"):
+        with pytest.raises(AccessDenied) as refused:
+            check_release("10.0.0.1:9042", release)
+        assert str(refused.value) == (f"Cassandra at 10.0.0.1:9042: a version ringtail does not read: it runs "
+                                      f"{release}; ringtail reads Cassandra 4.0, 4.1, 5.0")

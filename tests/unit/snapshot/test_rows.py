@@ -124,3 +124,28 @@ def test_for_a_mirror_each_row_carries_its_cells_with_their_write_times_and_ttls
     assert keys[0].time < keys[1].time and all(k.version == 1 for k in keys)
     assert json.loads(static_only["cells"]) == {"k": None, "s": True, "l": None, "d": None,
                                                 "c": {"owner": [9, 0, None, 0, "bo"]}}
+
+
+def test_on_cassandra_4_single_cells_carry_their_write_time_and_elements_the_versions_start():
+    """Cassandra 4.x has no MAXWRITETIME and no write time of a collection's elements: single-cell columns
+    select WRITETIME, multi-cell ones nothing but their value; for a mirror, each element (a UDT field
+    with a value) takes the snapshot version's start, without a TTL."""
+    t = table(Column("id", "int", P, 0), Column("note", "text", R_), Column("tags", "set<text>", R_),
+              Column("qty", "map<text, int>", R_))
+    rows = TableRows(t, {}, cells=True, element_times=False)
+    assert rows.select == ("SELECT token(id), id, note, writetime(note), ttl(note), tags, qty FROM shop.orders"
+                           " WHERE token(id) > ? AND token(id) <= ?")
+    assert TableRows(t, {}, element_times=False).select == rows.select
+    key = enc("int", 7)
+    token = big(int(tokens_of_keys([key])[0]))
+    with_note, collections_only = rows.log_rows([
+        (token, key, enc("text", "n"), big(20), (600).to_bytes(4, "big"), enc("set<text>", ["a"]),
+         enc("map<text, int>", {"x": 1})),
+        (token, key, None, None, None, enc("set<text>", ["b"]), None),
+    ], GENERATION, VERSION_US)
+    assert with_note["write_time_us"] == 20  # the newest cell whose write time Cassandra reads
+    assert collections_only["write_time_us"] == VERSION_US
+    cells = json.loads(with_note["cells"])
+    assert cells["c"]["tags"] == [None, [["a", VERSION_US, 0, None, 0, None]]]
+    assert cells["c"]["qty"] == [None, [["x", VERSION_US, 0, None, 0, 1]]]
+    assert cells["l"][0] == 20  # the row marker: its oldest cell's write time
