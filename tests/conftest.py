@@ -55,8 +55,10 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     """Begin the side stacks the selected tests need, each while the tests before its module run."""
     if not _local_backend() or session.config.option.collectonly or not (stack_run_dir() / "stack.json").exists():
         return
-    modules = list(dict.fromkeys(Path(item.fspath).name for item in session.items))  # in the order they run
-    sides = sorted((s for s in side_stacks.SIDE_STACKS if s.module in modules), key=lambda s: modules.index(s.module))
+    # In the order they run; by path, as a module of another directory may share a side stack module's name.
+    modules = list(dict.fromkeys(Path(item.fspath).resolve() for item in session.items))
+    sides = sorted((s for s in side_stacks.SIDE_STACKS if INTEGRATION / s.module in modules),
+                   key=lambda s: modules.index(INTEGRATION / s.module))
     side_stacks.begin_in_turn(sides, stack_run_dir())
 
 

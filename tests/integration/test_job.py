@@ -341,7 +341,10 @@ def test_generation_switch_mid_stream(spark, cql, keyspace, job):
     generations = GenerationStore(cql, settings.generations_keyspace).load()
     assert len(generations.generations) == 2
     switch = generations.generations[1].timestamp
-    while time.time() * MICROS_PER_SECOND < switch + 1_000_000:  # write on both sides of T
+    # Writes on both sides of T, and for two seconds at least: on a loaded machine the job's run above may
+    # end after T, and writes must still land after it.
+    until = max(switch + 1_000_000, time.time() * MICROS_PER_SECOND + 2_000_000)
+    while time.time() * MICROS_PER_SECOND < until:
         cql.execute(insert, (int(time.time() * 10) % 20, 1))
         time.sleep(0.2)
     consumer.until(has_marker(write_marker(cql, keyspace)))
