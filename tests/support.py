@@ -57,3 +57,10 @@ def micros(value: int):
     import datetime
 
     return datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc) + datetime.timedelta(microseconds=value)
+
+
+def release_series(cql) -> tuple[int, int]:
+    """The (major, minor) Cassandra release of the node `cql` is connected to."""
+    release = cql.execute("SELECT release_version FROM system.local").one().release_version
+    major, minor = release.split(".")[:2]
+    return int(major), int(minor)

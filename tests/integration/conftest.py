@@ -32,6 +32,13 @@ def pytest_runtest_makereport(item, call):
     return report
 
 
+@pytest.fixture(scope="session")
+def node(stack) -> Stack:
+    """The stack whose Cassandra node a test writes to and reads the commit log of: the main one here;
+    test_cassandra_versions runs tests written against it on an older node by overriding it (and `cql`)."""
+    return stack
+
+
 @pytest.fixture
 def pipeline(stack, tmp_path):
     """Make connectors (not started) with a topic prefix of their own, each with a consumer of its

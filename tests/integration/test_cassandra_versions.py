@@ -1,58 +1,76 @@
 """ringtail on the Cassandra series users run besides 5.0: a 4.0 and a 4.1 node of the local stack
 (`RINGTAIL_STACK_CASSANDRA_VERSION`, on Java 11 from PyPI), each on an address of its own for this module
-(`side_stacks.CASSANDRA_40`, `CASSANDRA_41`; the broker, registry and PostgreSQL are the main stack's),
+(`side_stacks.CASSANDRA_40`, `CASSANDRA_41`; the broker, registry, PostgreSQL and MariaDB are the main stack's),
 one after the other, thrown away after their tests. The connector reads each node's own commit log
-(segment format 7, as 5.0's in its default compatibility mode) and learns its schema from that node."""
+(segment format 7, as 5.0's in its default compatibility mode) and learns its schema from that node.
+
+Besides this module's own tests, tests written against the main (5.0) node run here again on each older
+node: the golden workload decoded from the node's segments, the generation built from its ring, and the
+job into Delta and into every sink with every column type (but `vector`, 5.0's). For them this module's
+`node` and `cql` are the older node and a session on it (and `keyspace` is made there)."""
 from __future__ import annotations
+
+import random
+import shutil
 
 import psycopg
 import pytest
+
+from connector.commitlog import CommitLogError, SegmentReader, skip_unknown_tables
+from connector.native_changes import native_changes
+from connector.schema.loader import read_snapshot
 
 from spark.subscriptions.model import Change
 from tests.integration.conftest import serving
 from tests.integration.mirrors import layout_of, postgres_mirror, source_rows
 from tests.integration.pipeline import changes_of_every_kind_arrive, has_marker, write_marker
 from tests.integration.side_stacks import CASSANDRA_40, CASSANDRA_41, running, session_on
-from tests.support import new_keyspace, wait_for
+from tests.support import release_series, wait_for
+from tests.unit.commitlog.test_fuzz import entry_spans, with_fixed_crcs
+# The same tests on this module's node (pytest collects what a module holds, imported or not).
+from tests.integration.test_commitlog_golden import (  # noqa: F401
+    flush_commitlog, test_native_core_writes_the_reference_events, test_workload_decodes_to_what_was_written,
+    workload)
+from tests.integration.test_job import (  # noqa: F401
+    job, test_cql_writes_become_cdc_log_rows_with_the_library_streams,
+    test_every_column_type_reaches_every_sink_as_cql_returns_it)
+from tests.integration.test_streams_ring import (  # noqa: F401
+    test_an_unchanged_live_ring_makes_no_new_generation, test_generation_from_the_live_ring_covers_the_whole_ring,
+    test_keys_written_to_the_node_land_on_streams_of_their_vnode, test_ring_has_every_vnode_token_of_the_node)
 
 
 @pytest.fixture(scope="module", params=[CASSANDRA_40, CASSANDRA_41], ids=lambda side: side.name)
-def versioned(request, stack):
+def node(request, stack):
     """The stack with the node of one older version in place of the main one's (started in turn)."""
     with running(request.param, stack) as described:
         yield described
 
 
 @pytest.fixture(scope="module")
-def versioned_cql(versioned):
-    with session_on(versioned) as session:
+def cql(node):
+    with session_on(node) as session:
         yield session
 
 
-@pytest.fixture
-def versioned_keyspace(versioned_cql):
-    with new_keyspace(versioned_cql) as name:
-        yield name
-
-
-def test_the_node_runs_the_version_asked_for(versioned, versioned_cql):
-    series = versioned.run_dir.name.removeprefix("cassandra-")
-    release = versioned_cql.execute("SELECT release_version FROM system.local").one().release_version
+def test_the_node_runs_the_version_asked_for(node, cql):
+    series = node.run_dir.name.removeprefix("cassandra-")
+    release = cql.execute("SELECT release_version FROM system.local").one().release_version
     assert release == series, f"asked for {series}, the node runs {release}"
-    assert any(p.name.startswith("CommitLog-7-") for p in versioned.cdc_raw.parent.joinpath("commitlog").iterdir())
+    assert release_series(cql) < (5, 0)
+    assert any(p.name.startswith("CommitLog-7-") for p in node.cdc_raw.parent.joinpath("commitlog").iterdir())
 
 
-def test_changes_of_every_kind_arrive_as_events(versioned, versioned_cql, versioned_keyspace, pipeline):
-    connector, consumer = pipeline(on=versioned)
+def test_changes_of_every_kind_arrive_as_events(node, cql, keyspace, pipeline):
+    connector, consumer = pipeline(on=node)
     connector.start_from_now()
     connector.start()
-    changes_of_every_kind_arrive(versioned_cql, versioned_keyspace, connector, consumer)
+    changes_of_every_kind_arrive(cql, keyspace, connector, consumer)
 
 
-def test_tables_created_and_altered_after_start_are_captured(versioned, versioned_cql, versioned_keyspace, pipeline):
+def test_tables_created_and_altered_after_start_are_captured(node, cql, keyspace, pipeline):
     """DBZ-3417 and its family: the connector learns each table and column from the node as it goes."""
-    cql, ks = versioned_cql, versioned_keyspace
-    connector, consumer = pipeline(on=versioned)
+    ks = keyspace
+    connector, consumer = pipeline(on=node)
     connector.start_from_now()
     connector.start()
     cql.execute(f"CREATE TABLE {ks}.late (id int PRIMARY KEY, old map<text, int>, v int) WITH cdc = true")
@@ -74,13 +92,13 @@ def test_tables_created_and_altered_after_start_are_captured(versioned, versione
     assert [e["_key"]["id"] for e in events if e["source"]["table"] == "plain"] == [2]
 
 
-def test_a_snapshot_then_the_log_keep_a_mirror_equal_to_select_star(versioned, versioned_cql, versioned_keyspace,
-                                                                      pipeline, spark, tmp_path):
+def test_a_snapshot_then_the_log_keep_a_mirror_equal_to_select_star(node, cql, keyspace, pipeline, spark,
+                                                                      tmp_path):
     """The rows written before the subscription come from a snapshot — on 4.x without the write times of a
     collection's elements, which take the snapshot version's start — and the changes after it from the log."""
-    cql, ks = versioned_cql, versioned_keyspace
-    connector, _ = pipeline(on=versioned)
-    with serving(versioned, cql, ks, tmp_path, connector, spark) as (control, _, run_runner, _):
+    ks = keyspace
+    connector, _ = pipeline(on=node)
+    with serving(node, cql, ks, tmp_path, connector, spark) as (control, _, run_runner, _):
         cql.execute(f"CREATE TABLE {ks}.tagged (id int PRIMARY KEY, qty int, tags set<text>, attrs map<text, int>)"
                     " WITH cdc = true")
         insert = cql.prepare(f"INSERT INTO {ks}.tagged (id, qty, tags, attrs) VALUES (?, ?, ?, ?)")
@@ -89,7 +107,7 @@ def test_a_snapshot_then_the_log_keep_a_mirror_equal_to_select_star(versioned, v
         run_runner(runner_id="only")
         schema = f"{ks}_mirror"
         control.create("pg", Change(table=f"{ks}.tagged", sink="postgres", start="snapshot", sink_config={
-            "dsn": versioned.postgres_dsn, "schema": schema, "layout": "mirror"}))
+            "dsn": node.postgres_dsn, "schema": schema, "layout": "mirror"}))
         for k in range(60, 90):
             cql.execute(insert, (k, k, {f"t{k}"}, None))
         cql.execute(f"UPDATE {ks}.tagged SET tags = tags + {{'x'}}, attrs['b'] = 2 WHERE id = 3")
@@ -101,10 +119,65 @@ def test_a_snapshot_then_the_log_keep_a_mirror_equal_to_select_star(versioned, v
         source = source_rows(cql.cluster, layout)
         try:
             # Rows 0-59 can only come from the snapshot: the log is read from after them (its version's offsets).
-            wait_for(lambda: postgres_mirror(versioned.postgres_dsn, layout) == source, 180,
+            wait_for(lambda: postgres_mirror(node.postgres_dsn, layout) == source, 180,
                      "the mirror equal to SELECT *")
             wait_for(lambda: control.show("pg")["snapshot"]["finished"], 60, "the snapshot recorded as finished")
         finally:
-            with psycopg.connect(versioned.postgres_dsn, autocommit=True) as conn:
+            with psycopg.connect(node.postgres_dsn, autocommit=True) as conn:
                 conn.execute(f'DROP SCHEMA IF EXISTS {schema}, "{ks}" CASCADE')
     assert len(source) == 89
+
+
+def _read_to_damage(read, path, schema, limit):
+    """The changes read before the first error, and that error's class and position (None if none)."""
+    changes = []
+    try:
+        for change in read(path, schema, limit, skip_unknown_tables):
+            changes.append(change)
+    except CommitLogError as error:
+        return changes, (type(error).__name__, error.position)
+    return changes, None
+
+
+def _reference(path, schema, limit, on_schema_miss):
+    with SegmentReader(path, schema, limit=limit, on_schema_miss=on_schema_miss) as reader:
+        yield from reader.changes()
+
+
+def test_damaged_copies_of_the_nodes_segment_read_alike_and_lose_nothing_before_the_damage(node, cql, workload,
+                                                                                           tmp_path):
+    """Seeded damage to copies of the segment the node wrote the golden workload into — bytes of an entry
+    changed with its CRC left (framing damage) or fixed (damage the decoder meets): both decoders give the
+    same changes and the same typed error at the same position, and every change of the entries before
+    the damaged one is read."""
+    segments = flush_commitlog(cql, workload, node.cdc_raw)
+    segment, limit = max(segments.items(), key=lambda item: int(item[0].stem.rsplit("-", 1)[1]))
+    original = tmp_path / segment.name
+    shutil.copyfile(segment, original)
+    _, schema = read_snapshot(cql)
+    undamaged, error = _read_to_damage(native_changes, original, schema, limit)
+    assert error is None and undamaged == list(_reference(original, schema, limit, skip_unknown_tables))
+    spans = entry_spans(original, schema, limit)
+    rng = random.Random(38)
+    errors = set()
+    for case in range(40):
+        offset, size = rng.choice(spans)
+        data = bytearray(original.read_bytes())
+        for _ in range(rng.randint(1, 3)):
+            position = offset + 8 + rng.randrange(size)
+            data[position] = (data[position] + rng.randrange(1, 256)) % 256  # never the byte it was
+        fixed = case % 2 == 1
+        if fixed:
+            with_fixed_crcs(data, offset, size)
+        damaged = tmp_path / "damaged" / segment.name
+        damaged.parent.mkdir(exist_ok=True)
+        damaged.write_bytes(data)
+        native = _read_to_damage(native_changes, damaged, schema, limit)
+        assert native == _read_to_damage(_reference, damaged, schema, limit), f"case {case}: entry {offset}"
+        changes, error = native
+        before = [c for c in undamaged if c.position.entry_offset < offset]
+        assert changes[:len(before)] == before, f"case {case}: changes before the damaged entry {offset} lost"
+        if not fixed:
+            assert error is not None and error[1] == offset, f"case {case}: framing damage at {offset} not reported"
+        errors.add(error and error[0])
+    assert len(errors - {None}) >= 2, errors

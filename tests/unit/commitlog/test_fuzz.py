@@ -19,13 +19,13 @@ ORIGINAL = SEGMENT_40.read_bytes()[:DATA_END]
 FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
-def entry_spans() -> list[tuple[int, int]]:
-    """(offset, mutation size) of every entry of the segment."""
-    with SegmentReader(SEGMENT_40, SCHEMA_40, on_schema_miss=skip_unknown) as reader:
+def entry_spans(segment: Path = SEGMENT_40, schema=SCHEMA_40, limit: int | None = None) -> list[tuple[int, int]]:
+    """(offset, mutation size) of every entry of the segment (up to `limit`)."""
+    with SegmentReader(segment, schema, on_schema_miss=skip_unknown) as reader:
         from connector.commitlog.entry import entries
         from connector.commitlog.sync import sections
 
-        return [(offset, len(m)) for s in sections(reader._buf, reader.descriptor, "x")
+        return [(offset, len(m)) for s in sections(reader._buf, reader.descriptor, "x", limit)
                 for offset, m in entries(s, "x")]
 
 
