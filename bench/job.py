@@ -424,8 +424,8 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=3,
                         help="job runs per variant, alternating, after one warm-up run (default 3)")
     parser.add_argument("--batch", type=int, default=10_000, help="records per Arrow batch in process")
-    parser.add_argument("--max-offsets", type=int, default=JobSettings().max_offsets_per_trigger,
-                        help="records per micro-batch at most (default: the job's, %(default)s)")
+    parser.add_argument("--max-offsets", type=int, default=JobSettings().max_changes_per_trigger,
+                        help="records per micro-batch at most (default: the job's on one node, %(default)s)")
     args = parser.parse_args()
     if min(args.rows, args.repeat, args.batch, args.max_offsets) < 1:
         parser.error("--rows, --repeat, --batch and --max-offsets must be at least 1")

@@ -1,7 +1,7 @@
 """What replica handling costs the Spark job: the same unique changes read once (replication factor 1)
 and three times (replication factor 3, one copy per replica's connector), in one run.
 
-    python bench/replicas.py [--rows N] [--repeat R] [--max-offsets M]
+    python bench/replicas.py [--rows N] [--repeat R] [--max-changes M]
 
 Input: real connector events. A cdc=true table gets N rows through the connector, as in `bench/job.py`;
 its topic is then copied into two topics of their own: RF=1 holds each event once, RF=3 three times, the
@@ -12,14 +12,16 @@ local[2], Delta sink) reads each R times, taking turns after one warm-up run, ea
 checkpoint and Delta path:
 
 - RF=1, copies kept: `dedup=False` — the floor: the job with no replica-copy step;
-- RF=1: the job as users run it, on one copy of each change;
-- RF=3: the job as users run it, on three copies of each change;
-- RF=3, 3x a batch: the same, with three times the records a micro-batch (`max_offsets_per_trigger`
-  counts records, copies included): as many changes a micro-batch as RF=1.
+- RF=1: the job as users run it, on one copy of each change (M records a micro-batch);
+- RF=3: the job as users run it on a ring at replication factor 3, on three copies of each change: 3M
+  records a micro-batch, as the job derives from the replication it reads at start
+  (`max_changes_per_trigger` times `spark.streams.ring.copies_per_change`; this single node has 1);
+- RF=3, M records a batch: the same with M records a micro-batch, as before the job counted copies:
+  a third of the changes a micro-batch, so three times the micro-batches.
 
 The cost of replica handling is RF=3's time per unique change over RF=1's (the goal: at most 1.3x).
 A micro-batch has a fixed cost (the sink's and the state's commits, planning) that a backlog read in
-three times the micro-batches pays three times; the second ratio leaves that out.
+three times the micro-batches pays three times: the last variant shows it.
 The state is what the replica-copy step holds at the end of an RF=3 run (its state operator's
 `numRowsTotal`, and RocksDB's memory plus its SST files): bounded by the keys of the last
 `dedup_watermark` of reading, here every change of the run. Medians of R runs with their spread.
@@ -48,7 +50,7 @@ from job import (TABLE, Run, base_settings, capture, cleanup, close_clients, del
                  driver_jvm, end_offsets, local_stack, open_clients, prefix_topics, run_in_turns)
 from spark.job.config import JobSettings  # noqa: E402
 
-FLOOR, ONE, THREE, WIDE = "RF=1, copies kept", "RF=1", "RF=3", "RF=3, 3x a batch"
+FLOOR, ONE, THREE, NARROW = "RF=1, copies kept", "RF=1", "RF=3", "RF=3, M records a batch"
 
 
 class Replicas:
@@ -109,11 +111,11 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rows", type=int, default=50_000, help="unique changes (default 50,000)")
     parser.add_argument("--repeat", type=int, default=3, help="job runs per variant after one warm-up (default 3)")
-    parser.add_argument("--max-offsets", type=int, default=JobSettings().max_offsets_per_trigger,
-                        help="records per micro-batch at most (default: the job's, %(default)s)")
+    parser.add_argument("--max-changes", type=int, default=JobSettings().max_changes_per_trigger,
+                        help="changes per micro-batch at most, M (default: the job's, %(default)s)")
     args = parser.parse_args()
-    if min(args.rows, args.repeat, args.max_offsets) < 1:
-        parser.error("--rows, --repeat and --max-offsets must be at least 1")
+    if min(args.rows, args.repeat, args.max_changes) < 1:
+        parser.error("--rows, --repeat and --max-changes must be at least 1")
     stack = local_stack()
 
     name = uuid.uuid4().hex[:8]
@@ -138,12 +140,12 @@ def main() -> int:
 
             from spark.job.pipeline import spark_session
 
-            base = base_settings(stack, prefixes[1], f"{keyspace}_gen", args.max_offsets)
+            base = base_settings(stack, prefixes[1], f"{keyspace}_gen", args.max_changes)
             spark = spark_session(base)
             spark.sparkContext.setLogLevel("ERROR")
             variants = {FLOOR: {"topic_prefix": prefixes[1], "dedup": False}, ONE: {"topic_prefix": prefixes[1]},
-                        THREE: {"topic_prefix": prefixes[3]},
-                        WIDE: {"topic_prefix": prefixes[3], "max_offsets_per_trigger": 3 * args.max_offsets}}
+                        THREE: {"topic_prefix": prefixes[3], "max_offsets_per_trigger": 3 * args.max_changes},
+                        NARROW: {"topic_prefix": prefixes[3]}}
 
             def report(number: int, run: Run) -> None:
                 state = f"  state {run.state_keys:,} keys, {run.state_bytes / (1 << 20):.1f} MiB" if run.state_keys else ""
@@ -159,19 +161,19 @@ def main() -> int:
             cleanup(lambda: delete_topics(admin, [t for p in (prefix, *prefixes.values())
                                                   for t in prefix_topics(admin, p)]))
 
-    seconds = {v: [r.seconds for r in runs if r.variant == v] for v in (FLOOR, ONE, THREE, WIDE)}
+    seconds = {v: [r.seconds for r in runs if r.variant == v] for v in (FLOOR, ONE, THREE, NARROW)}
     wrong = sorted({r.rows for r in runs} - {args.rows})
     print(f"\nreplica handling in the Spark job, local[2], Delta sink: {args.rows:,} unique changes, micro-batches of"
-          f" at most {args.max_offsets:,} records; medians of {args.repeat} runs (min–max)")
+          f" at most {args.max_changes:,} changes (M); medians of {args.repeat} runs (min–max)")
     for variant, values in seconds.items():
         per_change = statistics.median(values) * 1e6 / args.rows
         print(f"  {variant:<18} {spread(values):>22}  {per_change:7.1f} µs per unique change")
-    three = [r for r in runs if r.variant in (THREE, WIDE)]
+    three = [r for r in runs if r.variant in (THREE, NARROW)]
     keys = statistics.median(r.state_keys for r in three)
     held = statistics.median(r.state_bytes for r in three)
     one = statistics.median(seconds[ONE])
     print(f"  RF=3 / RF=1: {statistics.median(seconds[THREE]) / one:.2f}x the time per unique change (goal: at most"
-          f" 1.3x); {statistics.median(seconds[WIDE]) / one:.2f}x with as many changes a micro-batch;"
+          f" 1.3x); {statistics.median(seconds[NARROW]) / one:.2f}x with M records a micro-batch;"
           f" RF=1 / floor: {one / statistics.median(seconds[FLOOR]):.2f}x")
     print(f"  state at the end of an RF=3 run: {keys:,.0f} keys, {held / (1 << 20):.1f} MiB,"
           f" {held / keys if keys else float('nan'):.0f} bytes per change")

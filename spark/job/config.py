@@ -36,9 +36,12 @@ class StreamSettings(FileSettings):
     # The connector's topics are <topic_prefix>.<keyspace>.<table>; new tables are picked up.
     topic_prefix: str = "ringtail"
     starting_offsets: Literal["earliest", "latest"] = "earliest"
-    # Bounds a micro-batch (and so memory) while a backlog is read. It counts Kafka records: on a ring at
-    # replication factor N, N times this gives a batch as many changes (copies are skipped before decoding).
-    max_offsets_per_trigger: int | None = Field(200_000, ge=1)
+    # Bounds a micro-batch (and so memory) while a backlog is read, in changes: a batch reads this many
+    # Kafka records times the copies each change comes in (`spark.streams.ring.copies_per_change`: the
+    # replication of the cluster's CDC keyspaces, read at start), copies being skipped before they are rows.
+    max_changes_per_trigger: int = Field(200_000, ge=1)
+    # The bound in Kafka records, copies included, when set (instead of the one above).
+    max_offsets_per_trigger: int | None = Field(None, ge=1)
     trigger_interval: str = "1 second"
 
     # The cluster whose ring the generations describe; generations are stored in it.

@@ -22,8 +22,10 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
 
+from connector.schema.session import STATEMENTS_ONLY, connect
 from spark.location import Location, S3Access
 from spark.streams.generations import MICROS_PER_SECOND
+from spark.streams.ring import copies_per_change
 
 from . import rows as R
 from .assign import StreamAssigner
@@ -130,10 +132,12 @@ def shipped(settings: StreamSettings, conf: dict[str, str]) -> dict[str, str]:
 
 
 def read_changes(spark: SparkSession, settings: StreamSettings, source: Source | None = None,
-                 cells: bool = False, assigner: StreamAssigner | None = None) -> DataFrame:
+                 cells: bool = False, assigner: StreamAssigner | None = None,
+                 records_per_batch: int | None = None) -> DataFrame:
     """The connector's events as `DECODED` rows, replica copies removed when configured; from every
     table's topic (the job) or from `source`'s; with `cells`, each change's cells (for a mirror); with an
-    `assigner`, each row's stream id, given in the decoding pass."""
+    `assigner`, each row's stream id, given in the decoding pass; at most `records_per_batch` Kafka
+    records a micro-batch (unset: `max_offsets_per_trigger`, else `max_changes_per_trigger`)."""
     source = source or Source(settings.topic_pattern, {"startingOffsets": settings.starting_offsets})
     kafka = {f"kafka.{name}": value
              for name, value in settings.kafka_security.java(settings.kafka_bootstrap_servers).items()}
@@ -149,8 +153,8 @@ def read_changes(spark: SparkSession, settings: StreamSettings, source: Source |
               # broker would hold it for fetch.max.wait.ms (500 ms by default) waiting for more: per task
               # and micro-batch, 1 s of a 100,000-record batch on two cores.
               .option("kafka.fetch.max.wait.ms", "10"))
-    if settings.max_offsets_per_trigger:
-        reader = reader.option("maxOffsetsPerTrigger", settings.max_offsets_per_trigger)
+    reader = reader.option("maxOffsetsPerTrigger", records_per_batch or settings.max_offsets_per_trigger
+                           or settings.max_changes_per_trigger)
     decoded = (reader.load().select("topic", "partition", "offset", "timestamp", "key", "value")
                .mapInArrow(decode_partition(settings.registry_url, cells, assigner, decoder(settings),
                                             settings.registry_security, skip_copies=settings.dedup), R.DECODED))
@@ -389,6 +393,26 @@ class Job:
             self.keeper.close()
 
 
+def records_per_batch(settings: StreamSettings, keeper: GenerationKeeper | None) -> int:
+    """The Kafka records a micro-batch reads: `max_offsets_per_trigger` when set, else
+    `max_changes_per_trigger` times the copies of each change the cluster's replication sends (asked of
+    the keeper's session, or of one of its own)."""
+    if settings.max_offsets_per_trigger:
+        return settings.max_offsets_per_trigger
+    if keeper is not None:
+        copies = copies_per_change(keeper.session)
+    else:
+        cluster, session = connect(*settings.cluster, **STATEMENTS_ONLY)
+        try:
+            copies = copies_per_change(session)
+        finally:
+            cluster.shutdown()
+    records = settings.max_changes_per_trigger * copies
+    log.info("micro-batches of at most %d records: %d changes, each in up to %d copies (one per replica)",
+             records, settings.max_changes_per_trigger, copies)
+    return records
+
+
 def start(spark: SparkSession, settings: StreamSettings, sink: Sink, *, available_now: bool = False,
           source: Source | None = None, changes: DataFrame | None = None, writer: BatchWriter | None = None,
           name: str | None = None) -> Job:
@@ -416,7 +440,8 @@ def start(spark: SparkSession, settings: StreamSettings, sink: Sink, *, availabl
                 reject_rows=not sink.merges_cells,
                 # Workers learn a new generation well before it starts (the job publishes it that much ahead).
                 refresh=min(10.0, settings.generation_delay / 4))
-        changes = read_changes(spark, settings, source, cells=sink.merges_cells, assigner=assigner)
+        changes = read_changes(spark, settings, source, cells=sink.merges_cells, assigner=assigner,
+                               records_per_batch=records_per_batch(settings, writer.keeper))
     stream = (changes.writeStream
               .queryName(name or settings.app_id)
               .foreachBatch(writer)

@@ -41,6 +41,31 @@ def read_ring(session: Any) -> dict[str, tuple[int, ...]]:
     return ring
 
 
+def replicas_of(replication: Mapping[str, str]) -> int:
+    """How many nodes write each change of a keyspace of `replication` (its `system_schema` map) to their
+    commit log: a SimpleStrategy's factor, a NetworkTopologyStrategy's copies in every data centre together;
+    a transient factor (`3/1`) counts its transient replicas too. Another strategy counts 1."""
+    strategy = str(replication.get("class", "")).rsplit(".", 1)[-1]
+    if strategy == "SimpleStrategy":
+        factors = [replication.get("replication_factor", "1")]
+    elif strategy == "NetworkTopologyStrategy":
+        factors = [value for name, value in replication.items() if name != "class"]
+    else:
+        return 1
+    return max(1, sum(int(str(factor).split("/")[0]) for factor in factors))
+
+
+def copies_per_change(session: Any) -> int:
+    """How many copies of a change reach Kafka at most, one from each replica's connector: the replicas of
+    the keyspace with CDC tables that has most, no more than the ring has nodes; 1 with no CDC table."""
+    captured = {row.keyspace_name for row in session.execute("SELECT keyspace_name, cdc FROM system_schema.tables")
+                if row.cdc}
+    replicas = [replicas_of(row.replication) for row in
+                session.execute("SELECT keyspace_name, replication FROM system_schema.keyspaces")
+                if row.keyspace_name in captured]
+    return min(max(replicas, default=1), len(read_ring(session)))
+
+
 def cluster_topology(
     session: Any,
     *,

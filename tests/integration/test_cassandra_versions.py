@@ -35,7 +35,8 @@ from tests.integration.test_job import (  # noqa: F401
     job, test_cql_writes_become_cdc_log_rows_with_the_library_streams,
     test_every_column_type_reaches_every_sink_as_cql_returns_it)
 from tests.integration.test_streams_ring import (  # noqa: F401
-    test_an_unchanged_live_ring_makes_no_new_generation, test_generation_from_the_live_ring_covers_the_whole_ring,
+    test_a_single_node_sends_one_copy_of_each_change, test_an_unchanged_live_ring_makes_no_new_generation,
+    test_generation_from_the_live_ring_covers_the_whole_ring,
     test_keys_written_to_the_node_land_on_streams_of_their_vnode, test_ring_has_every_vnode_token_of_the_node)
 
 

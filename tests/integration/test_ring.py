@@ -27,11 +27,13 @@ from deploy.local.endpoints import Stack
 from deploy.local.processes import ConnectorProcess
 from spark.job import rows as R
 from spark.job.config import JobSettings
+from spark.job.pipeline import records_per_batch
 from spark.job.sinks import open_sink
 from spark.job.sinks.delta.sink import DeltaSink
 from spark.job.sinks.postgres.log import PostgresSink
 from spark.job.sinks.postgres.mirror import PostgresMirrorSink
 from spark.streams import read_ring
+from spark.streams.ring import copies_per_change
 from spark.streams.storage import GenerationStore
 from tests.integration.mirrors import diff, layout_of, postgres_rows, source_rows
 from tests.integration.pipeline import EventConsumer
@@ -308,6 +310,10 @@ def test_each_write_reaches_the_log_once_though_every_replica_sends_it(spark, ri
     replication = ring_cql.execute("SELECT replication FROM system_schema.keyspaces WHERE keyspace_name = %s",
                                    (f"{ring_keyspace}_gen",)).one().replication
     assert replication == {"class": "org.apache.cassandra.locator.NetworkTopologyStrategy", "datacenter1": "3"}
+    # A micro-batch reads three records for each change it holds: the copies are skipped before decoding.
+    assert copies_per_change(ring_cql) == NODES
+    assert records_per_batch(job_settings(described, made[0].prefix, ring_keyspace, tmp_path, "x"), None) == \
+        NODES * JobSettings().max_changes_per_trigger
 
 
 def test_a_node_killed_under_load_gets_its_hints_and_each_write_is_logged_once(spark, ring, ring_cql, ring_keyspace,

@@ -7,6 +7,7 @@ import random
 import numpy as np
 
 from spark.streams import Generations, cluster_topology, read_ring, tokens_of
+from spark.streams.ring import copies_per_change
 from spark.streams.tokens import MAX_TOKEN, MIN_TOKEN
 
 NUM_TOKENS = 16  # the stack's cassandra.yaml
@@ -68,3 +69,8 @@ def test_an_unchanged_live_ring_makes_no_new_generation(cql) -> None:
     first = generations.add_for_ring(read_ring(cql), 1_700_000_000_000_000, rand=1)
     assert len(first.description) == NUM_TOKENS
     assert generations.add_for_ring(read_ring(cql), 1_700_000_100_000_000, rand=2) is None
+
+
+def test_a_single_node_sends_one_copy_of_each_change(cql, keyspace: str) -> None:
+    cql.execute(f"CREATE TABLE {keyspace}.t (k int PRIMARY KEY) WITH cdc = true")
+    assert copies_per_change(cql) == 1
