@@ -9,7 +9,6 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-import pyarrow as pa
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
@@ -28,35 +27,14 @@ log = logging.getLogger(__name__)
 RawChange = tuple[bytes, str, str]
 
 
-CHANGE_COLUMNS = ("keyspace", "table", "partition_key", "key", "cells")
-
-
-def change_rows(rows: DataFrame) -> DataFrame:
-    """The micro-batch's rows the merge takes, their `CHANGE_COLUMNS`: a range deletion's second row (its
-    end bound) carries no cells, the first has both bounds."""
-    return rows.where(F.col("cells").isNotNull()).select(*CHANGE_COLUMNS)
-
-
 def batch_changes(rows: DataFrame) -> dict[tuple[str, str], list[RawChange]]:
-    """The micro-batch's changes, per (keyspace, table), brought to the driver."""
+    """The micro-batch's changes, per (keyspace, table), brought to the driver: a range deletion's second
+    row (its end bound) carries no cells, the first has both bounds."""
     out: dict[tuple[str, str], list[RawChange]] = defaultdict(list)
-    for row in change_rows(rows).toLocalIterator():
+    chosen = rows.where(F.col("cells").isNotNull()).select("keyspace", "table", "partition_key", "key", "cells")
+    for row in chosen.toLocalIterator():
         out[(row.keyspace, row.table)].append((bytes(row.partition_key), row.key, row.cells))
     return out
-
-
-def arrow_changes(batches: Iterable[pa.RecordBatch]) -> dict[tuple[str, str], list[RawChange]]:
-    """The changes of `change_rows`' Arrow batches (a partition of them, on an executor), per table."""
-    out: dict[tuple[str, str], list[RawChange]] = defaultdict(list)
-    for batch in batches:
-        keyspaces, tables, partitions, keys, cells = (batch.column(name).to_pylist() for name in CHANGE_COLUMNS)
-        for keyspace, table, partition, key, cell in zip(keyspaces, tables, partitions, keys, cells):
-            out[(keyspace, table)].append((partition, key, cell))
-    return out
-
-
-def counts_of(batch: Mapping[tuple[str, str], list[RawChange]]) -> dict[tuple[str, str], int]:
-    return {name: len(changes) for name, changes in batch.items()}
 
 
 def changes_of(layout: MirrorLayout, raw: Iterable[RawChange]) -> Iterable[Change]:
@@ -92,17 +70,18 @@ class Layouts:
 
 
 def prepare_tables(layouts: Layouts, names: Iterable[tuple[str, str]], store_of: Callable[[MirrorLayout], MirrorStore],
-                   counts: Mapping[tuple[str, str], int] | None = None) -> list[tuple[MirrorLayout, MirrorStore]]:
-    """Each table named (keyspace, table) to merge into, in name order, with the store `store_of` prepares
-    for it (its tables created or brought to the base table's columns). A table that no longer exists keeps
-    its mirror as it was; its changes in the batch (`counts` of them) are not merged."""
+                   batch: Mapping[tuple[str, str], list[RawChange]] | None = None
+                   ) -> list[tuple[MirrorLayout, MirrorStore]]:
+    """Each table named (keyspace, table) to merge into, with the store `store_of` prepares for it (its
+    tables created or brought to the base table's columns). A table that no longer exists keeps its
+    mirror as it was; its changes in `batch` are not merged."""
     out = []
     for keyspace, table in sorted(set(names)):
         layout = layouts.get(keyspace, table)
         if layout is None:
-            if counts and counts.get((keyspace, table)):
+            if batch and batch.get((keyspace, table)):
                 log.warning("%s.%s no longer exists: %d of its changes not merged into its mirror, which stays as"
-                            " it was", keyspace, table, counts[(keyspace, table)])
+                            " it was", keyspace, table, len(batch[(keyspace, table)]))
             continue
         out.append((layout, store_of(layout)))
     return out

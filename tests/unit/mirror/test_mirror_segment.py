@@ -6,12 +6,32 @@ import random
 
 import pytest
 
+from spark.job.events import decode_records
+from spark.mirror.engine import Change
 from spark.mirror.layout import MirrorError, MirrorLayout
 from tests.unit.commitlog.test_cassandra50_segment import SCHEMA
+from tests.unit.job.decoding import framed_events, preloaded_cache, records
 from tests.unit.mirror.memory import mirrored, ordered
 
 BEFORE_EXPIRY = 1795323700  # s: both TTLs (100 s and 600 s, written at 1795323688) still running
 AFTER_EXPIRY = 1795324300
+
+
+@pytest.fixture(scope="module")
+def layout() -> MirrorLayout:
+    table = SCHEMA.table_by_name("ringtail_decoder_check", "everything")
+    return MirrorLayout.of_table(table, SCHEMA.types_of("ringtail_decoder_check"))
+
+
+@pytest.fixture(scope="module")
+def changes() -> list[Change]:
+    schemas, payloads = framed_events()
+    out = []
+    for row in decode_records(records(payloads), preloaded_cache(schemas), cells=True).to_pylist():
+        if row["table"] == "everything" and row["cells"] is not None:
+            key = json.loads(row["key"])
+            out.append(Change(row["partition_key"], [key["p1"], key["p2"]], json.loads(row["cells"])))
+    return out
 
 
 FIRST_ROW = {

@@ -44,7 +44,7 @@ from connector.schema.loader import read_table
 from connector.schema.session import connect
 from spark.streams.generations import Generations
 from spark.mirror.layout import MirrorLayout
-from spark.mirror.tables import Layouts, batch_changes, counts_of, merge_batch, prepare_tables
+from spark.mirror.tables import Layouts, batch_changes, merge_batch, prepare_tables
 
 from ... import rows as R
 from .. import MicroBatch, Sink, generation_rows, of_tables
@@ -197,7 +197,7 @@ class DeltaSink(Sink):
                 self._prepared[layout.qualified] = layout
             return store
 
-        merge_batch(prepare_tables(self._mirrors, names, store_of, counts_of(batch)), batch, self.mirror_chunk, purge)
+        merge_batch(prepare_tables(self._mirrors, names, store_of, batch), batch, self.mirror_chunk, purge)
 
     def _unheld(self, fresh: DataFrame, late: DataFrame, name: str, key: Sequence[str], span: Span) -> DataFrame:
         """`fresh` rows and those `late` rows the table `name` does not hold (by `key`), to append."""

@@ -23,7 +23,7 @@ from connector.access import CassandraCluster
 from spark.mirror.engine import MirrorRow, StateKey, StoredState
 from spark.mirror.layout import MirrorLayout
 from spark.mirror.state import canonical
-from spark.mirror.tables import Layouts, batch_changes, counts_of, merge_batch, prepare_tables
+from spark.mirror.tables import Layouts, batch_changes, merge_batch, prepare_tables
 from spark.mirror.values import row_values
 
 from .. import MicroBatch, chunks
@@ -146,7 +146,7 @@ class MySqlMirrorSink(MySqlSink):
 
     def _before_batch(self, conn: Any, rows: DataFrame) -> Any:
         batch = batch_changes(rows)
-        return batch, self._tables(conn, batch, counts_of(batch))
+        return batch, self._tables(conn, batch, batch)
 
     def purge(self) -> None:
         """Remove what has expired from every mirror of this sink."""
@@ -160,7 +160,7 @@ class MySqlMirrorSink(MySqlSink):
         finally:
             conn.close()
 
-    def _tables(self, conn: Any, names: Iterable[tuple[str, str]], counts: dict | None = None) -> list:
+    def _tables(self, conn: Any, names: Iterable[tuple[str, str]], batch: dict | None = None) -> list:
         """Each table to merge into, its tables created or altered (DDL: before the transaction)."""
         def store_of(layout: MirrorLayout) -> MySqlMirrorStore:
             store = MySqlMirrorStore(conn, layout)
@@ -170,7 +170,7 @@ class MySqlMirrorSink(MySqlSink):
             conn.commit()
             return store
 
-        return prepare_tables(self.layouts, names, store_of, counts)
+        return prepare_tables(self.layouts, names, store_of, batch)
 
     def _write_rows(self, cursor: Any, rows: DataFrame, prepared: Any) -> int:
         batch, tables = prepared

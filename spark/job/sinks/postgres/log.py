@@ -41,7 +41,7 @@ from pyspark.sql import functions as F
 from spark.streams.generations import Generations
 
 from .. import MicroBatch, Sink, generation_rows
-from ..parts import held_to_write, part_digest, write_each_part
+from ..parts import DRIVER_PART, held_to_write, part_digest, write_each_part
 
 log = logging.getLogger(__name__)
 
@@ -398,6 +398,15 @@ class PostgresSink(Sink):
                                self._insert_dead_letters, (self.app_id, batch.id))
             written = self.ledger.finish(conn, batch.id, letters)
         log.info("batch %d: %d log rows and %d dead letters inserted", batch.id, written, letters)
+
+    def _write_on_driver(self, batch: MicroBatch) -> None:
+        """Step 2 for a layout written from the driver (`_write_rows`): one part, in one transaction."""
+        self.ledger.write_part(self.dsn, batch.id, DRIVER_PART, lambda conn: self._write_rows(conn, batch.rows))
+
+    def _write_rows(self, conn: Any, rows: DataFrame) -> int:
+        """Write `rows` from the driver in the open transaction (a layout written there); how many were new."""
+        chunks = (chunk.csv for chunk in staged(rows, LOG_COLUMNS).toLocalIterator())
+        return load(conn, chunks, LOG_COLUMNS, self.LOG_STAGING, self._insert_rows, ())
 
     def publish_generations(self, generations: Generations) -> None:
         timestamps, streams = generation_rows(generations)

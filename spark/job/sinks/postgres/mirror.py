@@ -3,12 +3,8 @@
 `"ks"."t$state"`, the cells with their timestamps that decide it (a row per partition and per row:
 `partition`, `row`, `state` as JSON text, `expires`).
 
-A micro-batch is merged on the executors (`MirrorParts`), split by Cassandra partition: each task merges
-the changes of its partitions with their states and writes the states and mirror rows in one transaction,
-a part in the ledger (`parts`: a part committed is skipped on replay); the driver creates or alters the
-tables before, and writes the dead letters after. Parts of one mirror run side by side (a shared lock
-per table, an exclusive one per slot of partitions); creating or altering its tables and purging what
-expired take the table's lock alone.
+A micro-batch's states and mirror rows are merged on the driver and written in one transaction, the
+batch's one part in the ledger (`parts`: a replay is skipped); the dead letters after it. Concurrent writers of one mirror take turns (an advisory lock per table).
 
 Columns in their PostgreSQL types (`types`). A mirror table gains the columns its base table
 gains and loses those it drops. A value PostgreSQL cannot hold fails the micro-batch with a
@@ -16,27 +12,23 @@ gains and loses those it drops. A value PostgreSQL cannot hold fails the micro-b
 """
 from __future__ import annotations
 
-import zlib
-from collections.abc import Collection, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Collection, Iterable, Sequence
 from typing import Any
 
-import pyarrow as pa
+from pyspark.sql import DataFrame
 
 from connector.access import CassandraCluster
 from spark.mirror.engine import MirrorRow, StateKey, StoredState
 from spark.mirror.layout import MirrorLayout
-from spark.mirror.tables import Layouts, RawChange, arrow_changes, change_rows, merge_batch, prepare_tables
+from spark.mirror.tables import Layouts, batch_changes, merge_batch, prepare_tables
 from spark.mirror.values import StoreColumn, row_values
 
 from .. import MicroBatch
-from ..parts import part_digest, write_each_part
-from .log import Ledger, PostgresSink, ident, schema_statements
+from .log import PostgresSink, ident, schema_statements
 from .types import copy_staged, pg_column
 
 
 STATE_SUFFIX = "$state"
-LOCK_SLOTS = 1024  # a table's partitions share this many locks
 
 
 def _columns(layout: MirrorLayout) -> list[StoreColumn]:
@@ -55,14 +47,10 @@ class PostgresMirrorStore:
         self.columns = _columns(layout)
         self._staging = ident(f"ringtail$rows${layout.keyspace}.{layout.table}"[:63])
 
-    @property
-    def _lock(self) -> str:
-        return f"ringtail.mirror.{self.layout.qualified}"
-
     def prepare(self) -> None:
-        """Create the tables, or bring the mirror's columns to the base table's; the table's lock alone."""
+        """Create the tables, or bring the mirror's columns to the base table's; take this table's turn."""
         conn, layout = self.conn, self.layout
-        conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (self._lock,))
+        conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"ringtail.mirror.{layout.qualified}",))
         conn.execute(f"CREATE SCHEMA IF NOT EXISTS {ident(layout.keyspace)}")
         body = ", ".join(f"{ident(c.name)} {c.type}" for c in self.columns)
         conn.execute(f"CREATE TABLE IF NOT EXISTS {self.table} ({body})")
@@ -80,14 +68,6 @@ class PostgresMirrorStore:
                 conn.execute(f"ALTER TABLE {self.table} ADD COLUMN {ident(column.name)} {column.type}")
         for name in have - {c.name for c in self.columns}:
             conn.execute(f"ALTER TABLE {self.table} DROP COLUMN {ident(name)}")
-
-    def lock(self, partitions: Collection[bytes]) -> None:
-        """Take the table's lock shared with other parts, and the slots of `partitions` alone, in order (so
-        two parts of one partition, from two writers, take turns and never wait on each other in a circle)."""
-        slots = sorted({zlib.crc32(partition) % LOCK_SLOTS for partition in partitions})
-        self.conn.execute("SELECT pg_advisory_xact_lock_shared(hashtext(%s))", (self._lock,))
-        self.conn.execute("SELECT count(pg_advisory_xact_lock(hashtext(%s), slot)) FROM unnest(%s::int[]) AS slot",
-                          (self._lock, slots))
 
     def load(self, keys: Collection[StateKey]) -> dict[StateKey, str]:
         if not keys:
@@ -146,51 +126,12 @@ class PostgresMirrorStore:
         return [*row_values(self.layout, self.columns, row, "PostgreSQL"), row.values is not None]
 
 
-@dataclass(frozen=True)
-class MirrorParts:
-    """Merges a micro-batch into the mirrors from the executors, a part per partition of the batch split
-    by Cassandra partition (step 2 of `parts`, run by `write_each_part`); picklable, so Spark ships it.
-
-    Every change of a Cassandra partition is in one part, so parts merge disjoint states. A merge is
-    idempotent (each cell by its timestamp; a counter table has no mirror): a replay cut in other parts
-    merges again, to the same state, what a committed part held."""
-
-    dsn: str = field(repr=False)
-    ledger: Ledger
-    batch_id: int
-    layouts: tuple[MirrorLayout, ...]  # in name order: parts take their tables' locks in one order
-    chunk: int
-
-    def __call__(self, batches: Iterator[pa.RecordBatch]) -> int | None:
-        changes = arrow_changes(batches)
-        if not changes:
-            return None
-
-        def merge(conn: Any) -> int:
-            tables = []
-            for layout in self.layouts:
-                raw = changes.get((layout.keyspace, layout.table))
-                if raw:
-                    store = PostgresMirrorStore(conn, layout)
-                    store.lock([partition for partition, _, _ in raw])
-                    tables.append((layout, store))
-            return merge_batch(tables, changes, self.chunk).changes
-
-        return self.ledger.write_part(self.dsn, self.batch_id, _part_name(changes), merge)
-
-
-def _part_name(changes: dict[tuple[str, str], list[RawChange]]) -> str:
-    """The part's digest over its changes in a fixed order (a shuffle hands a task its rows in any)."""
-    return part_digest(sorted(b"\0".join((keyspace.encode(), table.encode(), partition, key.encode(), cells.encode()))
-                              for (keyspace, table), raw in changes.items() for partition, key, cells in raw))
-
-
 class PostgresMirrorSink(PostgresSink):
     """The PostgreSQL sink in mirror layout: mirrors instead of the log (dead letters, the ledger and the
     generations as the log's sink keeps them, in `schema`)."""
 
-    # Its write is one action over the batch's partitions, on the executors (after the tables it counts).
-    reads_batch_whole = True
+    # Its rows are written from the driver, in one transaction, so the job reads the batch first.
+    reads_batch_whole = False
 
     merges_cells = True
 
@@ -206,19 +147,11 @@ class PostgresMirrorSink(PostgresSink):
             " PRIMARY KEY (keyspace, \"table\"))"]
 
     def write_parts(self, batch: MicroBatch) -> None:
-        """Step 2: the tables of the batch created or altered, in a transaction of their own; then its
-        changes merged from the executors, split by Cassandra partition."""
-        changes = change_rows(batch.rows)
-        counts = {(row.keyspace, row.table): row["count"]
-                  for row in changes.groupBy("keyspace", "table").count().collect()}
-        if not counts:
-            return
-        with self._connect() as conn, conn.transaction():
-            layouts = tuple(layout for layout, _ in self._tables(conn, counts, counts))
-        if layouts:
-            split = changes.repartition(changes.sparkSession.sparkContext.defaultParallelism,
-                                        "keyspace", "table", "partition_key")
-            write_each_part(split, MirrorParts(self.dsn, self.ledger, batch.id, layouts, self.chunk))
+        self._write_on_driver(batch)
+
+    def _write_rows(self, conn: Any, rows: DataFrame) -> int:
+        batch = batch_changes(rows)
+        return merge_batch(self._tables(conn, batch, batch), batch, self.chunk).changes
 
     def purge(self) -> None:
         """Remove what has expired from every mirror of this sink."""
@@ -226,7 +159,7 @@ class PostgresMirrorSink(PostgresSink):
             known = conn.execute(f"SELECT keyspace, \"table\" FROM {ident(self.schema)}.mirrors").fetchall()
             merge_batch(self._tables(conn, [tuple(k) for k in known]), {}, self.chunk, purge=True)
 
-    def _tables(self, conn: Any, names: Iterable[tuple[str, str]], counts: dict | None = None) -> list:
+    def _tables(self, conn: Any, names: Iterable[tuple[str, str]], batch: dict | None = None) -> list:
         def store_of(layout: MirrorLayout) -> PostgresMirrorStore:
             store = PostgresMirrorStore(conn, layout)
             store.prepare()
@@ -234,7 +167,7 @@ class PostgresMirrorSink(PostgresSink):
                          (layout.keyspace, layout.table))
             return store
 
-        return prepare_tables(self.layouts, names, store_of, counts)
+        return prepare_tables(self.layouts, names, store_of, batch)
 
     def close(self) -> None:
         self.layouts.close()
