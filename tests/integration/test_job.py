@@ -44,7 +44,7 @@ from spark.streams.storage import GenerationStore
 from tests.integration.pipeline import has_marker, write_marker
 from tests.integration.serving import CUT_BATCH
 from deploy.local.receiver import Receiver
-from tests.support import release_series, wait_for
+from tests.support import wait_for
 
 
 @pytest.fixture
@@ -599,23 +599,9 @@ def test_the_job_on_another_checkpoint_is_refused_by_the_sink_and_exits_1(spark,
     assert sorted(json.loads(r["key"])["k"] for r in log_rows(spark, settings, keyspace, "kv")) == list(range(20))
 
 
-def without_columns(create_table: str, names: tuple[str, ...]) -> str:
-    """`create_table` without the definitions of the columns `names` (each `name type,` on a line)."""
-    kept, depth, definition = [], 0, ""
-    for char in create_table:
-        definition += char
-        depth += {"<": 1, ">": -1, "(": 1, ")": -1}.get(char, 0)
-        if char == "," and depth == 1:  # the end of one definition inside the column list
-            if definition.split()[0] not in names:
-                kept.append(definition)
-            definition = ""
-    return "".join(kept) + definition
-
-
-def example_ddl(keyspace: str, vectors: bool = True) -> list[str]:
+def example_ddl(keyspace: str) -> list[str]:
     """schemas/example.cql's types and `everything` table in `keyspace` (no table id, no dropped
-    column, `place.opened` frozen, the vector columns only with `vectors`), plus columns whose names are
-    not Avro names."""
+    column, `place.opened` frozen), plus columns whose names are not Avro names."""
     text = (ROOT / "schemas" / "example.cql").read_text()
     text = "\n".join(line for line in text.splitlines() if not line.startswith("--"))
     statements = [s.strip() for s in text.split(";") if s.strip()]
@@ -625,8 +611,6 @@ def example_ddl(keyspace: str, vectors: bool = True) -> list[str]:
     # Cassandra 5.0 refuses a non-frozen UDT (`n_place`) holding a non-frozen collection.
     ddl = [s.replace("opened map<text, frozen<list<time>>>", "opened frozen<map<text, frozen<list<time>>>>")
            for s in ddl]
-    if not vectors:  # before 5.0
-        ddl = [without_columns(s, VECTOR_COLUMNS) for s in ddl]
     return [*ddl, f'CREATE TYPE {keyspace}."Odd Type" ("first-name" text, plain int)',
             f'ALTER TABLE {keyspace}.everything ADD ("Odd Name-1" text, "Odd UDT" frozen<"Odd Type">)']
 
@@ -653,10 +637,9 @@ EVERY_COLUMN = {
     "Odd Name-1": "odd", "Odd UDT": {"first-name": "Ann", "plain": 7},
 }
 KEY_COLUMNS = ("p1", "p2", "c1", "c2")
-VECTOR_COLUMNS = ("v_vector", "v_vtext", "n_vectors")
 
 
-def test_every_column_type_reaches_every_sink_as_cql_returns_it(spark, cql, keyspace, job, node, tmp_path):
+def test_every_column_type_reaches_every_sink_as_cql_returns_it(spark, cql, keyspace, job, stack, tmp_path):
     """One row of every type of schemas/example.cql (nested ones, quoted names) written with CQL: the
     Cassandra sink's log row holds what SELECT returns of the base row (a non-frozen list as the
     ScyllaDB log holds it, its elements by timeuuid), and Delta, PostgreSQL, MariaDB, the HTTP receiver
@@ -665,35 +648,33 @@ def test_every_column_type_reaches_every_sink_as_cql_returns_it(spark, cql, keys
     from spark.job.sinks.cassandra.sink import CassandraSink
 
     connector, consumer, settings = job
-    vectors = release_series(cql) >= (5, 0)
-    every_column = {c: v for c, v in EVERY_COLUMN.items() if vectors or c not in VECTOR_COLUMNS}
-    for statement in example_ddl(keyspace, vectors):
+    for statement in example_ddl(keyspace):
         cql.execute(statement)
     # INSERT … JSON wants case-sensitive names quoted inside the JSON keys.
-    document = {c if re.fullmatch(r"[a-z_][a-z0-9_]*", c) else f'"{c}"': v for c, v in every_column.items()}
+    document = {c if re.fullmatch(r"[a-z_][a-z0-9_]*", c) else f'"{c}"': v for c, v in EVERY_COLUMN.items()}
     cql.execute(f"INSERT INTO {keyspace}.everything JSON %s", (json.dumps(document),))
     consumer.until(has_marker(write_marker(cql, keyspace)))
     schema = f"rt_{uuid.uuid4().hex[:12]}"
     receiver = Receiver()
     sink_topic = f"{connector.prefix}-sink"
-    cluster = CassandraCluster((node.cassandra_host,), node.cassandra_port)
+    cluster = CassandraCluster((stack.cassandra_host,), stack.cassandra_port)
     sinks = {
         "http": HttpSink(receiver.url, app_id=settings.app_id),
-        "kafka": KafkaSink(node.kafka_bootstrap, sink_topic, app_id=settings.app_id),
-        "kafka-avro": KafkaSink(node.kafka_bootstrap, f"{sink_topic}-avro", app_id=settings.app_id, format="avro",
-                                registry_url=node.registry_url),
-        "kafka-plain": KafkaSink(node.kafka_bootstrap, f"{sink_topic}-plain", app_id=settings.app_id,
+        "kafka": KafkaSink(stack.kafka_bootstrap, sink_topic, app_id=settings.app_id),
+        "kafka-avro": KafkaSink(stack.kafka_bootstrap, f"{sink_topic}-avro", app_id=settings.app_id, format="avro",
+                                registry_url=stack.registry_url),
+        "kafka-plain": KafkaSink(stack.kafka_bootstrap, f"{sink_topic}-plain", app_id=settings.app_id,
                                  transactions=False),
-        "mysql": MySqlSink(mysql_database(node, f"{keyspace}_every"), app_id=settings.app_id),
+        "mysql": MySqlSink(mysql_database(stack, f"{keyspace}_every"), app_id=settings.app_id),
         "delta": DeltaSink(spark, settings.delta_path, settings.app_id),
         "delta-typed": DeltaSink(spark, tmp_path / "typed", settings.app_id, layout="typed",
-                                 cluster=CassandraCluster((node.cassandra_host,), node.cassandra_port)),
-        "postgres": PostgresSink(node.postgres_dsn, schema=schema, app_id=settings.app_id),
-        "postgres-typed": PostgresTypedSink(node.postgres_dsn, schema=f"{schema}_typed", app_id=settings.app_id,
+                                 cluster=CassandraCluster((stack.cassandra_host,), stack.cassandra_port)),
+        "postgres": PostgresSink(stack.postgres_dsn, schema=schema, app_id=settings.app_id),
+        "postgres-typed": PostgresTypedSink(stack.postgres_dsn, schema=f"{schema}_typed", app_id=settings.app_id,
                                             cluster=cluster),
-        "mysql-typed": MySqlTypedSink(mysql_database(node, f"{keyspace}_typed"), app_id=settings.app_id,
+        "mysql-typed": MySqlTypedSink(mysql_database(stack, f"{keyspace}_typed"), app_id=settings.app_id,
                                       cluster=cluster),
-        "cassandra": CassandraSink(hosts=[node.cassandra_host], port=node.cassandra_port,
+        "cassandra": CassandraSink(hosts=[stack.cassandra_host], port=stack.cassandra_port,
                                    keyspace=settings.generations_keyspace),
     }
     try:
@@ -704,7 +685,7 @@ def test_every_column_type_reaches_every_sink_as_cql_returns_it(spark, cql, keys
         receiver.close()
 
     # The INSERT is two changes, each a log row: the static row (`s`) and the clustered row.
-    columns = [c for c in every_column if c not in KEY_COLUMNS]
+    columns = [c for c in EVERY_COLUMN if c not in KEY_COLUMNS]
     quoted = ", ".join('"' + c.replace('"', '""') + '"' for c in columns)
     base = cql.execute(f"SELECT {quoted} FROM {keyspace}.everything").one()
     logged = merged([dict(zip(columns, row)) for row in
@@ -719,8 +700,8 @@ def test_every_column_type_reaches_every_sink_as_cql_returns_it(spark, cql, keys
     in_delta = merged([{name: json.loads(value) for name, value in row["columns"].items()}
                        for row in log_rows(spark, settings, keyspace, "everything")])
     # The job decoded with the native core; the reference decodes the same records alike.
-    assert assert_decoders_agree(node.registry_url, records_of(node, f"{connector.prefix}.{keyspace}.everything")) == 2
-    with psycopg.connect(node.postgres_dsn, autocommit=True) as conn:
+    assert assert_decoders_agree(stack.registry_url, records_of(stack, f"{connector.prefix}.{keyspace}.everything")) == 2
+    with psycopg.connect(stack.postgres_dsn, autocommit=True) as conn:
         in_postgres = merged([row for (row,) in conn.execute(
             f'SELECT columns FROM "{schema}".cdc_log WHERE "table" = %s', ("everything",))])
         conn.execute(f'DROP SCHEMA "{schema}" CASCADE')
@@ -729,16 +710,16 @@ def test_every_column_type_reaches_every_sink_as_cql_returns_it(spark, cql, keys
     assert set(in_delta) == set(columns)
     assert in_postgres == in_delta
     assert in_http == in_delta
-    as_json = [json.loads(r.value()) for r in records_of(node, sink_topic)]
+    as_json = [json.loads(r.value()) for r in records_of(stack, sink_topic)]
     in_kafka = merged([r["columns"] for r in as_json if r["table"] == "everything"])
     assert in_kafka == in_delta
     # Without transactions (for a cluster that has none): the same records, each with its change id.
-    plain = records_of(node, f"{sink_topic}-plain")
-    assert sorted(r.value() for r in plain) == sorted(r.value() for r in records_of(node, sink_topic))
+    plain = records_of(stack, f"{sink_topic}-plain")
+    assert sorted(r.value() for r in plain) == sorted(r.value() for r in records_of(stack, sink_topic))
     assert all(dict(r.headers())["ringtail-change-id"].decode() == json.loads(r.value())["change_id"] for r in plain)
     # Avro values, read as any Confluent consumer would: the writer schema by the id in the payload.
-    registry = SchemaRegistry(SchemaRegistryClient({"url": node.registry_url}))
-    as_avro = [registry.deserialize(r.value()) for r in records_of(node, f"{sink_topic}-avro")]
+    registry = SchemaRegistry(SchemaRegistryClient({"url": stack.registry_url}))
+    as_avro = [registry.deserialize(r.value()) for r in records_of(stack, f"{sink_topic}-avro")]
     assert merged([{name: json.loads(value) for name, value in r["columns"].items()} for r in as_avro
                    if r["table"] == "everything"]) == in_delta
     assert sorted((r["change_id"], r["cdc_batch_seq_no"], r["cdc_operation"], r["cdc_time"], json.loads(r["key"]),
@@ -750,7 +731,7 @@ def test_every_column_type_reaches_every_sink_as_cql_returns_it(spark, cql, keys
         cursor.execute("SELECT columns FROM cdc_log WHERE `table` = 'everything'")
         in_mysql = merged([json.loads(text) for (text,) in cursor.fetchall()])
     conn.close()
-    drop_mysql_database(node, sinks["mysql"].dsn)
+    drop_mysql_database(stack, sinks["mysql"].dsn)
     assert in_mysql == in_delta
     # The typed log, read as Arrow values, in the JSON log's forms (a non-frozen list by element timeuuid).
     typed = spark.read.format("delta").load(str(tmp_path / "typed" / "typed" / keyspace / "everything"))
@@ -765,14 +746,14 @@ def test_every_column_type_reaches_every_sink_as_cql_returns_it(spark, cql, keys
     layout = LogLayout.of_table(base, user_types, counters=True)
     types = {n: parse_type(t, {u.name: u for u in layout.user_types}, keyspace) for n, t in layout.columns().items()}
     log_table = f"{keyspace}.everything_scylla_cdc_log"
-    with psycopg.connect(node.postgres_dsn, autocommit=True) as conn:
+    with psycopg.connect(stack.postgres_dsn, autocommit=True) as conn:
         in_pg = postgres_values(conn, '"{}"."{}"'.format(*log_table.split(".")), types)
         conn.execute(f'DROP SCHEMA "{schema}_typed", "{keyspace}" CASCADE')
     conn = connect_dsn(sinks["mysql-typed"].dsn)
     in_my = mysql_values(conn, "`{}`.`{}`".format(*log_table.split(".")), types)
     conn.close()
-    drop_mysql_database(node, sinks["mysql-typed"].dsn)
-    drop_mysql_database(node, f"/{keyspace}")
+    drop_mysql_database(stack, sinks["mysql-typed"].dsn)
+    drop_mysql_database(stack, f"/{keyspace}")
     for name, rows in (("postgres", in_pg), ("mysql", in_my)):
         got = merged([{n: log_json(types[n], row[n]) for n in columns} for row in rows])
         for list_column in ("l", "n_udt_list"):  # by element timeuuid, as the JSON log has it
