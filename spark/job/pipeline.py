@@ -132,12 +132,11 @@ def shipped(settings: StreamSettings, conf: dict[str, str]) -> dict[str, str]:
 
 
 def read_changes(spark: SparkSession, settings: StreamSettings, source: Source | None = None,
-                 cells: bool = False, assigner: StreamAssigner | None = None,
-                 records_per_batch: int | None = None) -> DataFrame:
+                 cells: bool = False, assigner: StreamAssigner | None = None, *, records_per_batch: int) -> DataFrame:
     """The connector's events as `DECODED` rows, replica copies removed when configured; from every
     table's topic (the job) or from `source`'s; with `cells`, each change's cells (for a mirror); with an
     `assigner`, each row's stream id, given in the decoding pass; at most `records_per_batch` Kafka
-    records a micro-batch (unset: `max_offsets_per_trigger`, else `max_changes_per_trigger`)."""
+    records a micro-batch (`records_per_batch()` of the settings)."""
     source = source or Source(settings.topic_pattern, {"startingOffsets": settings.starting_offsets})
     kafka = {f"kafka.{name}": value
              for name, value in settings.kafka_security.java(settings.kafka_bootstrap_servers).items()}
@@ -153,8 +152,7 @@ def read_changes(spark: SparkSession, settings: StreamSettings, source: Source |
               # broker would hold it for fetch.max.wait.ms (500 ms by default) waiting for more: per task
               # and micro-batch, 1 s of a 100,000-record batch on two cores.
               .option("kafka.fetch.max.wait.ms", "10"))
-    reader = reader.option("maxOffsetsPerTrigger", records_per_batch or settings.max_offsets_per_trigger
-                           or settings.max_changes_per_trigger)
+    reader = reader.option("maxOffsetsPerTrigger", records_per_batch)
     decoded = (reader.load().select("topic", "partition", "offset", "timestamp", "key", "value")
                .mapInArrow(decode_partition(settings.registry_url, cells, assigner, decoder(settings),
                                             settings.registry_security, skip_copies=settings.dedup), R.DECODED))

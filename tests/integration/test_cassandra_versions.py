@@ -25,7 +25,7 @@ from tests.integration.conftest import serving
 from tests.integration.mirrors import layout_of, postgres_mirror, source_rows
 from tests.integration.pipeline import changes_of_every_kind_arrive, has_marker, write_marker
 from tests.integration.side_stacks import CASSANDRA_40, CASSANDRA_41, running, session_on
-from tests.support import release_series, wait_for
+from tests.support import wait_for
 from tests.unit.commitlog.test_fuzz import entry_spans, with_fixed_crcs
 # The same tests on this module's node (pytest collects what a module holds, imported or not).
 from tests.integration.test_commitlog_golden import (  # noqa: F401
@@ -55,8 +55,7 @@ def cql(node):
 def test_the_node_runs_the_version_asked_for(node, cql):
     series = node.run_dir.name.removeprefix("cassandra-")
     release = cql.execute("SELECT release_version FROM system.local").one().release_version
-    assert release == series, f"asked for {series}, the node runs {release}"
-    assert release_series(cql) < (5, 0)
+    assert release == series and series.startswith("4."), f"asked for {series}, the node runs {release}"
     assert any(p.name.startswith("CommitLog-7-") for p in node.cdc_raw.parent.joinpath("commitlog").iterdir())
 
 
@@ -158,19 +157,20 @@ def test_damaged_copies_of_the_nodes_segment_read_alike_and_lose_nothing_before_
     undamaged, error = _read_to_damage(native_changes, original, schema, limit)
     assert error is None and undamaged == list(_reference(original, schema, limit, skip_unknown_tables))
     spans = entry_spans(original, schema, limit)
+    pristine = original.read_bytes()
+    damaged = tmp_path / "damaged" / segment.name
+    damaged.parent.mkdir()
     rng = random.Random(38)
     errors = set()
     for case in range(40):
         offset, size = rng.choice(spans)
-        data = bytearray(original.read_bytes())
+        data = bytearray(pristine)
         for _ in range(rng.randint(1, 3)):
             position = offset + 8 + rng.randrange(size)
             data[position] = (data[position] + rng.randrange(1, 256)) % 256  # never the byte it was
         fixed = case % 2 == 1
         if fixed:
             with_fixed_crcs(data, offset, size)
-        damaged = tmp_path / "damaged" / segment.name
-        damaged.parent.mkdir(exist_ok=True)
         damaged.write_bytes(data)
         native = _read_to_damage(native_changes, damaged, schema, limit)
         assert native == _read_to_damage(_reference, damaged, schema, limit), f"case {case}: entry {offset}"
