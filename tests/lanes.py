@@ -1,11 +1,11 @@
 """The whole suite in two lanes at once: `python -m tests.lanes [pytest options]` (what deploy/local/test runs).
 
-The modules with stacks of their own (the ring's, the secured stack's and the Spark cluster's,
-`side_stacks.SIDE_STACKS`) share nothing with the others but the main stack's registry, PostgreSQL, object
-store and jars, so they run in a lane of their own beside the rest of the suite, which keeps the main
-stack's Cassandra and Kafka to itself (its connectors share one `cdc_raw`; one of its tests stops the main
-broker). Much of the suite waits on services rather than computing, and the two lanes fill each other's
-waits.
+The modules with stacks of their own (the ring's, the secured stack's, the Spark cluster's and the older
+Cassandra versions', `side_stacks.SIDE_STACKS`) share nothing with the others but the main stack's registry,
+PostgreSQL, object store and jars (and the unit tests nothing at all), so they run in a lane of their own
+beside the rest of the suite, which keeps the main stack's Cassandra and Kafka to itself (its connectors
+share one `cdc_raw`; one of its tests stops the main broker). Much of the suite waits on services rather
+than computing, and the two lanes fill each other's waits.
 
 Arguments that select tests (paths, `-k`, `-m`, `--lf`, `--deselect`) run pytest once, as given. The side
 lane's output goes to `<run dir>/lanes/side.log`, printed after the main lane's; the exit status is the
@@ -29,8 +29,9 @@ def selects_tests(args: list[str]) -> bool:
 
 
 def lanes(args: list[str]) -> dict[str, list[str]]:
-    """Each lane's pytest arguments: the side stacks' modules, and everything else."""
-    side = list(dict.fromkeys(str(Path("tests") / "integration" / s.module) for s in SIDE_STACKS))
+    """Each lane's pytest arguments: the unit tests and the side stacks' modules, and everything else. The
+    unit tests need no stack: they run while the first side stack starts, off the longer lane."""
+    side = ["tests/unit", *dict.fromkeys(str(Path("tests") / "integration" / s.module) for s in SIDE_STACKS)]
     return {"side": [*args, *side], "main": [*args, *(f"--ignore={m}" for m in side), "tests"]}
 
 

@@ -390,7 +390,7 @@ class CrashAfterWrite:
 
 def test_a_batch_replayed_after_a_crash_is_written_once(spark, cql, keyspace, job, stack):
     connector, consumer, settings = job
-    settings = settings.model_copy(update={"max_offsets_per_trigger": 25})  # several batches
+    settings = settings.model_copy(update={"max_offsets_per_trigger": 30})  # several batches
     cql.execute(f"CREATE TABLE {keyspace}.kv (k int PRIMARY KEY, v text) WITH cdc = true")
     for k in range(100):
         cql.execute(f"INSERT INTO {keyspace}.kv (k, v) VALUES (%s, 'v')", (k,))

@@ -14,12 +14,12 @@ from urllib.request import urlopen
 
 import psycopg
 import pytest
-from pyspark.errors import AnalysisException
 
 from spark.server.runner import Runner
 from spark.subscriptions.leases import Leases
 from spark.subscriptions.model import Change
 from spark.subscriptions.statements import Statement
+from tests.integration.lake import delta_log
 from tests.integration.proxy import Relay
 from tests.integration.serving import runner_process
 from tests.support import wait_for
@@ -32,13 +32,10 @@ def insert(cql, keyspace: str, ids, qty=lambda i: i * 100) -> None:
         cql.execute(f"INSERT INTO {keyspace}.orders (id, qty, note) VALUES (%s, %s, %s)", (i, qty(i), f"n{i}"))
 
 
-def delta_ids(spark, path: Path) -> Counter:
-    """How many times each `orders` id was delivered to the Delta sink at `path`."""
-    try:
-        rows = spark.read.format("delta").load(str(path / "cdc_log")).select("key").collect()
-    except AnalysisException:  # no batch written yet
-        return Counter()
-    return Counter(json.loads(r.key)["id"] for r in rows)
+def delta_ids(path: Path) -> Counter:
+    """How many times each `orders` id was delivered to the Delta sink at `path` (none before its first
+    batch)."""
+    return Counter(json.loads(key)["id"] for key in delta_log(path / "cdc_log", ["key"])["key"].to_pylist())
 
 
 def running(runner: Runner, name: str, revision: int | None = None) -> bool:
@@ -60,7 +57,8 @@ def test_create_pause_resume_alter_reset_cancel(spark, cql, keyspace, served, tm
 
     insert(cql, keyspace, [1, 2, 3])
     cql.execute(f"UPDATE {keyspace}.orders SET note = 'changed' WHERE id = 1")
-    wait_for(lambda: sum(delta_ids(spark, audit_path).values()) == 4, 90, "rows 1-3 and the update")
+    wait_for(lambda: sum(delta_ids(audit_path).values()) == 4 and sum(delta_ids(narrow_path).values()) == 3, 90,
+             "rows 1-3 and the update, and the inserts in the narrow subscription")
     narrow = spark.read.format("delta").load(str(narrow_path / "cdc_log")).collect()
     assert sorted(json.loads(r.key)["id"] for r in narrow) == [1, 2, 3]  # the update is not an insert
     assert all(set(r.columns) == {"qty"} for r in narrow)
@@ -73,28 +71,28 @@ def test_create_pause_resume_alter_reset_cancel(spark, cql, keyspace, served, tm
     before_pause = time.time()
     insert(cql, keyspace, [4, 5, 6])
     time.sleep(5)  # ten triggers: a query still running would have delivered by now
-    assert sorted(delta_ids(spark, audit_path)) == [1, 2, 3]
+    assert sorted(delta_ids(audit_path)) == [1, 2, 3]
 
     resumed_at = time.monotonic()
     control.run(Statement("resume", "audit"))
-    wait_for(lambda: 4 in delta_ids(spark, audit_path), 90, "the first row written while paused")
+    wait_for(lambda: 4 in delta_ids(audit_path), 90, "the first row written while paused")
     print(f"\nresume → first row: {time.monotonic() - resumed_at:.1f} s")
-    wait_for(lambda: set(delta_ids(spark, audit_path)) == set(range(1, 7)), 60, "rows written while paused")
-    assert delta_ids(spark, audit_path) == Counter({1: 2, 2: 1, 3: 1, 4: 1, 5: 1, 6: 1})
+    wait_for(lambda: set(delta_ids(audit_path)) == set(range(1, 7)), 60, "rows written while paused")
+    assert delta_ids(audit_path) == Counter({1: 2, 2: 1, 3: 1, 4: 1, 5: 1, 6: 1})
 
     altered = control.alter("audit", Change(filter="qty > 100"))
     wait_for(lambda: running(runner, "audit", altered.revision), 60, "the altered subscription restarted")
     insert(cql, keyspace, [7], qty=lambda i: 50)
     insert(cql, keyspace, [8])
-    wait_for(lambda: 8 in delta_ids(spark, audit_path), 60, "row 8")
-    assert 7 not in delta_ids(spark, audit_path)
+    wait_for(lambda: 8 in delta_ids(audit_path), 60, "row 8")
+    assert 7 not in delta_ids(audit_path)
 
     # Start over from just before the pause: 4, 5, 6 and 8 again (7 is still filtered out).
     reset = control.run(Statement("reset", "audit", Change(start=dt.datetime.fromtimestamp(
         before_pause, dt.timezone.utc).isoformat())))
     assert reset.epoch == 2
-    wait_for(lambda: sum(delta_ids(spark, audit_path).values()) == 12, 90, "the rows since the reset point")
-    assert delta_ids(spark, audit_path) == Counter({1: 2, 2: 1, 3: 1, 4: 2, 5: 2, 6: 2, 8: 2})
+    wait_for(lambda: sum(delta_ids(audit_path).values()) == 12, 90, "the rows since the reset point")
+    assert delta_ids(audit_path) == Counter({1: 2, 2: 1, 3: 1, 4: 2, 5: 2, 6: 2, 8: 2})
     wait_for(lambda: sum(p.rows_delivered for p in registry.progress("audit", 2)) == 4, 30, "progress of epoch 2")
     shown = control.show("audit")
     assert shown["rows_delivered"] == 4 and shown["ranges"] >= 1 and shown["runner"] == "only"
@@ -116,7 +114,7 @@ def pg_ids(dsn: str, schema: str) -> Counter:
     return Counter(r[0] for r in rows)
 
 
-def test_a_sink_slow_then_down_for_a_minute_delays_only_its_own_subscription(spark, cql, keyspace, served, stack,
+def test_a_sink_slow_then_down_for_a_minute_delays_only_its_own_subscription(cql, keyspace, served, stack,
                                                                               tmp_path):
     control, registry, run_runner, _ = served
     runner = run_runner(runner_id="only")
@@ -131,14 +129,14 @@ def test_a_sink_slow_then_down_for_a_minute_delays_only_its_own_subscription(spa
     wait_for(lambda: running(runner, "pg") and running(runner, "lake"), 90, "both subscriptions running")
     try:
         insert(cql, keyspace, [1, 2, 3])
-        wait_for(lambda: len(pg_ids(stack.postgres_dsn, schema)) == 3 and len(delta_ids(spark, lake)) == 3, 90,
+        wait_for(lambda: len(pg_ids(stack.postgres_dsn, schema)) == 3 and len(delta_ids(lake)) == 3, 90,
                  "rows 1-3 in both sinks")
 
         # Slow at its slowest: PostgreSQL answers nothing until released, however long the other
         # subscription takes on a loaded machine.
         relay.hold()
         insert(cql, keyspace, [4, 5, 6])
-        wait_for(lambda: set(delta_ids(spark, lake)) == set(range(1, 7)), 60, "the other subscription, at its pace")
+        wait_for(lambda: set(delta_ids(lake)) == set(range(1, 7)), 60, "the other subscription, at its pace")
         assert len(pg_ids(stack.postgres_dsn, schema)) == 3, "the stalled sink's batch went through"
         relay.release()
         wait_for(lambda: len(pg_ids(stack.postgres_dsn, schema)) == 6, 90, "the slow sink got there")
@@ -148,10 +146,10 @@ def test_a_sink_slow_then_down_for_a_minute_delays_only_its_own_subscription(spa
         insert(cql, keyspace, [7, 8, 9])
         wait_for(lambda: registry.get("pg").state == "failing", 60, "the subscription whose sink is down failing")
         assert registry.get("pg").last_error
-        wait_for(lambda: set(delta_ids(spark, lake)) == set(range(1, 10)), 60, "the other subscription flowing")
+        wait_for(lambda: set(delta_ids(lake)) == set(range(1, 10)), 60, "the other subscription flowing")
         time.sleep(max(0.0, 30 - (time.monotonic() - down_at)))
         insert(cql, keyspace, [10, 11, 12])
-        wait_for(lambda: set(delta_ids(spark, lake)) == set(range(1, 13)), 60, "the other subscription, later")
+        wait_for(lambda: set(delta_ids(lake)) == set(range(1, 13)), 60, "the other subscription, later")
         assert registry.get("pg").state == "failing" and len(pg_ids(stack.postgres_dsn, schema)) == 6
         time.sleep(max(0.0, 60 - (time.monotonic() - down_at)))
 
@@ -161,7 +159,7 @@ def test_a_sink_slow_then_down_for_a_minute_delays_only_its_own_subscription(spa
         print(f"\nsink back → caught up: {time.monotonic() - back_at:.1f} s")
         wait_for(lambda: registry.get("pg").state == "active", 30, "the subscription active again")
         assert pg_ids(stack.postgres_dsn, schema) == Counter(range(1, 13))
-        assert delta_ids(spark, lake) == Counter(range(1, 13))
+        assert delta_ids(lake) == Counter(range(1, 13))
         assert registry.status("pg").retries >= 1
         assert registry.get("pg").last_error is None
     finally:
@@ -170,7 +168,7 @@ def test_a_sink_slow_then_down_for_a_minute_delays_only_its_own_subscription(spa
             conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
 
 
-def test_two_runners_split_subscriptions_and_take_over_after_kill_9(spark, cql, keyspace, served, stack, tmp_path):
+def test_two_runners_split_subscriptions_and_take_over_after_kill_9(cql, keyspace, served, stack, tmp_path):
     control, registry, _, base = served
     table = f"{keyspace}.orders"
     paths = {name: tmp_path / name for name in ("s1", "s2")}
@@ -183,7 +181,7 @@ def test_two_runners_split_subscriptions_and_take_over_after_kill_9(spark, cql, 
                          "the two runners holding one subscription each")
         insert(cql, keyspace, [1, 2, 3])
         for path in paths.values():
-            wait_for(lambda: len(delta_ids(spark, path)) == 3, 120, "rows 1-3 in both sinks")
+            wait_for(lambda: len(delta_ids(path)) == 3, 120, "rows 1-3 in both sinks")
 
         victim = split["s1"]
         survivor = "b" if victim == "a" else "a"
@@ -193,12 +191,12 @@ def test_two_runners_split_subscriptions_and_take_over_after_kill_9(spark, cql, 
         insert(cql, keyspace, [4, 5, 6])
         wait_for(lambda: leases.holders().get("s1") == survivor, 60, "the survivor holding s1")
         claimed = time.monotonic() - killed_at
-        wait_for(lambda: 4 in delta_ids(spark, paths["s1"]), 120, "s1 delivering from the survivor")
+        wait_for(lambda: 4 in delta_ids(paths["s1"]), 120, "s1 delivering from the survivor")
         print(f"\nkill -9 → s1 claimed by the survivor: {claimed:.1f} s; → its first row: "
               f"{time.monotonic() - killed_at:.1f} s")
         for path in paths.values():
-            wait_for(lambda: len(delta_ids(spark, path)) == 6, 120, "rows 4-6 in both sinks")
-            assert delta_ids(spark, path) == Counter(range(1, 7))
+            wait_for(lambda: len(delta_ids(path)) == 6, 120, "rows 4-6 in both sinks")
+            assert delta_ids(path) == Counter(range(1, 7))
 
         port = int(re.search(r"metrics on port (\d+)", (tmp_path / f"runner-{survivor}.log").read_text()).group(1))
         metrics = urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()

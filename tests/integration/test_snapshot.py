@@ -19,6 +19,7 @@ import time
 import uuid
 from collections import Counter
 
+import pyarrow.compute as pc
 import pytest
 from cassandra.concurrent import execute_concurrent
 from cassandra.query import BatchStatement, BatchType
@@ -31,6 +32,7 @@ from spark.streams.ring import read_ring
 from spark.streams.storage import GenerationStore
 from spark.streams.topology import build_topology_description
 from spark.subscriptions.model import Change
+from tests.integration.lake import delta_log
 from tests.integration.serving import runner_process
 from tests.support import wait_for
 
@@ -210,17 +212,17 @@ def test_snapshot_then_log_equals_the_table_after_kill_9_mid_snapshot(spark, cql
         writer.join(30)
         expected = table_now(cql, keyspace)
 
-        def log():
-            return spark.read.format("delta").load(str(lake / "cdc_log"))
+        def logged(read: bool) -> int:
+            """Log rows of reads (or of changes), counted from the table's files while waiting."""
+            operations = delta_log(lake / "cdc_log", ["cdc$operation"])["cdc$operation"]
+            reads = pc.equal(operations, R.ROW_READ)
+            return pc.sum(reads if read else pc.invert(reads)).as_py() or 0
 
-        def read_rows() -> int:
-            return log().where(f"`cdc$operation` = {R.ROW_READ}").count()
-
-        # Every write made during the snapshot is one log row after it; counted in Spark while waiting,
-        # then the whole log compared once.
-        wait_for(lambda: log().where(f"`cdc$operation` != {R.ROW_READ}").count() >= sum(written.values()), 180,
+        # Every write made during the snapshot is one log row after it; the whole log then compared once,
+        # as Spark reads it.
+        wait_for(lambda: logged(read=False) >= sum(written.values()), 180,
                  "the log rows of the writes made during the snapshot")
-        rows = collected(log())
+        rows = collected(spark.read.format("delta").load(str(lake / "cdc_log")))
         state = {k: normal(v) for k, v in replayed(rows).items()}
         assert state == {k: normal(v) for k, v in expected.items()}, "the sink's replayed log differs from SELECT *"
         reads = Counter((json.loads(r["key"])["shop"], json.loads(r["key"])["id"]) for r in rows
@@ -249,7 +251,7 @@ def test_snapshot_then_log_equals_the_table_after_kill_9_mid_snapshot(spark, cql
                  "the snapshot of the reset finished")
         assert registry.snapshot_version("copy", 2).started > version.started
         assert all(p.snapshot_token == p.range_end for p in registry.progress("copy", 2))
-        wait_for(lambda: read_rows() - reads_before == len(expected), 120,
+        wait_for(lambda: logged(read=True) - reads_before == len(expected), 120,
                  "every row of the table read again after the reset")
     finally:
         stop_writes.set()
