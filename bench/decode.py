@@ -102,7 +102,7 @@ def timed(function, seconds: float) -> tuple[float, int, object]:
 def rich_segment(directory: Path, copies: int) -> tuple[Path, SchemaSnapshot]:
     """A segment of `copies` × the unit tests' hand-built mutations of every cell kind and CQL type."""
     from tests.unit.commitlog.segment_builder import segment
-    from tests.unit.commitlog.test_rows import SCHEMA, sample_mutations
+    from tests.unit.commitlog.mutations import SCHEMA, sample_mutations
 
     mutations = sample_mutations()
     sections = [mutations * 50 for _ in range(max(1, copies // 50))]

@@ -9,6 +9,7 @@ import pytest
 
 from deploy.local.endpoints import Stack
 from deploy.local.processes import ConnectorProcess
+from spark.job.config import JobSettings
 from spark.server.config import ServerSettings
 from spark.server.runner import Runner
 from spark.subscriptions.control import Control, spark_filter_check
@@ -57,6 +58,24 @@ def pipeline(stack, tmp_path):
     for connector, consumer in made:
         connector.stop()
         consumer.close()
+
+
+@pytest.fixture
+def job(node, cql, keyspace, tmp_path, pipeline):
+    """A running connector beside `node` with its own topic prefix, a consumer, and job settings reading its
+    topics."""
+    connector, consumer = pipeline(on=node)
+    connector.start_from_now()
+    connector.start()
+    settings = JobSettings(
+        kafka_bootstrap_servers=node.kafka_bootstrap, registry_url=node.registry_url,
+        topic_prefix=connector.prefix,
+        cassandra_hosts=(node.cassandra_host,), cassandra_port=node.cassandra_port,
+        generations_keyspace=f"{keyspace}_gen", delta_path=tmp_path / "delta",
+        checkpoint_dir=tmp_path / "checkpoint", trigger_interval="500 milliseconds",
+        generation_check_interval=0.5, generation_delay=8.0, log_format="text")
+    yield connector, consumer, settings
+    cql.execute(f"DROP KEYSPACE IF EXISTS {keyspace}_gen")
 
 
 @contextmanager

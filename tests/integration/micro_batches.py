@@ -1,10 +1,17 @@
 """A micro-batch as the job hands it to a sink, built from rows given in the test (the sink tests' input)."""
 from __future__ import annotations
 
+import json
+
 from pyspark.sql import functions as F
 
-from spark.job.rows import DEAD_LETTER, LATE, LOG_ROW
+from spark.job.rows import DEAD_LETTER, LATE, LOG_ROW, ROW_INSERT
 from spark.job.sinks import MicroBatch
+from tests.support import micros, timeuuid
+
+WRITE_US = 1_699_284_279_123_456
+STREAM_A = bytes.fromhex("7fffffffffffffff0000000000000011")
+
 
 
 def micro_batch(spark, batch_id: int, rows: list[tuple], letters: list[tuple] = (),
@@ -14,3 +21,23 @@ def micro_batch(spark, batch_id: int, rows: list[tuple], letters: list[tuple] = 
     logged = spark.createDataFrame(rows, LOG_ROW).withColumn(LATE, F.lit(late))
     return MicroBatch(batch_id, logged, spark.createDataFrame(list(letters), DEAD_LETTER),
                       lambda: len(letters), offsets or f"offsets-of-{batch_id}")
+
+
+def log_row(n: int, *, seq: int = 0, operation: int = ROW_INSERT, stream: bytes = STREAM_A, node: str = "n1",
+            columns: dict[str, str] | None = None, deleted: list[str] | None = None,
+            elements: dict[str, str] | None = None, ttl: int | None = None) -> tuple:
+    write_us = WRITE_US + n
+    row = {
+        "keyspace": "shop", "table": "orders", "cdc$stream_id": stream, "cdc$time": timeuuid(write_us, n),
+        "cdc$batch_seq_no": seq, "cdc$operation": operation, "cdc$ttl": ttl, "cdc$end_of_batch": True,
+        "key": json.dumps({"id": n, "region": "eu"}),
+        "columns": columns if columns is not None else {"name": json.dumps(f"order {n}")},
+        "deleted_columns": deleted or [], "deleted_elements": elements or {},
+        "write_time": micros(write_us), "write_time_us": write_us,
+        "partition_key": n.to_bytes(4, "big"), "token": -9_000_000_000_000_000_000 + n,
+        "generation": micros(1_699_000_000_000_000), "change_id": f"change-{n}",
+        "kafka_time": micros(write_us + 2_000), "source": {
+            "node": node, "segment_id": 1_699_000_000_001, "entry_offset": 4096 + n, "update_index": 0,
+            "row_index": seq, "topic": "ringtail.shop.orders", "partition": 0, "offset": 100 + n, "schema_id": 3},
+    }
+    return tuple(row[name] for name in LOG_ROW.fieldNames())

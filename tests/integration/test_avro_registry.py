@@ -13,7 +13,7 @@ from connector.avro import ChangeEncoder, ChangeSerializer, SchemaRegistry, Sche
 from connector.commitlog import Change
 from connector.schema import SchemaSnapshot, parse_ddl
 from deploy.local.endpoints import Stack
-from tests.unit.commitlog.test_cassandra50_segment import DDL, SCHEMA, SEGMENT, changes
+from tests.unit.commitlog.testdata import DDL_50 as DDL, SCHEMA_50 as SCHEMA, SEGMENT_50 as SEGMENT, changes_50 as changes
 
 PROCESSED_MS = 1795323700000
 

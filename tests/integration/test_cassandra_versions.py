@@ -4,10 +4,10 @@
 one after the other, thrown away after their tests. The connector reads each node's own commit log
 (segment format 7, as 5.0's in its default compatibility mode) and learns its schema from that node.
 
-Besides this module's own tests, tests written against the main (5.0) node run here again on each older
-node: the golden workload (every CQL type but `vector`, 5.0's) decoded from the node's segments, the
-generation built from its ring, and the job into Delta. For them this module's `node` and `cql` are the
-older node and a session on it (and `keyspace` is made there)."""
+Besides this module's own tests, the suites the main (5.0) node runs (`tests/integration/suites`) run here
+on each older node: the golden workload (every CQL type but `vector`, 5.0's) decoded from the node's
+segments, the generation built from its ring, and the job into Delta. This module's `node` and `cql` are
+the older node and a session on it (and `keyspace` is made there)."""
 from __future__ import annotations
 
 import random
@@ -16,7 +16,7 @@ import shutil
 import psycopg
 import pytest
 
-from connector.commitlog import CommitLogError, SegmentReader, skip_unknown_tables
+from connector.commitlog import CommitLogError, skip_unknown_tables
 from connector.native_changes import native_changes
 from connector.schema.loader import read_snapshot
 
@@ -25,18 +25,12 @@ from tests.integration.conftest import serving
 from tests.integration.mirrors import layout_of, postgres_mirror, source_rows
 from tests.integration.pipeline import changes_of_every_kind_arrive, has_marker, write_marker
 from tests.integration.side_stacks import CASSANDRA_40, CASSANDRA_41, running, session_on
+from tests.integration.suites.golden import GoldenWorkload, flush_commitlog
+from tests.integration.suites.job import JobIntoDelta
+from tests.integration.suites.ring_streams import StreamsOfTheRing
 from tests.support import wait_for
-from tests.unit.commitlog.test_fuzz import entry_spans, with_fixed_crcs
-# The same tests on this module's node (pytest collects what a module holds, imported or not).
-from tests.integration.test_commitlog_golden import (  # noqa: F401
-    flush_commitlog, test_native_core_writes_the_reference_events, test_workload_decodes_to_what_was_written,
-    workload)
-from tests.integration.test_job import (  # noqa: F401
-    job, test_cql_writes_become_cdc_log_rows_with_the_library_streams)
-from tests.integration.test_streams_ring import (  # noqa: F401
-    test_a_single_node_sends_one_copy_of_each_change, test_an_unchanged_live_ring_makes_no_new_generation,
-    test_generation_from_the_live_ring_covers_the_whole_ring,
-    test_keys_written_to_the_node_land_on_streams_of_their_vnode, test_ring_has_every_vnode_token_of_the_node)
+from tests.unit.commitlog.damage import entry_spans, with_fixed_crcs
+from tests.unit.commitlog.native_oracle import reference_changes
 
 
 @pytest.fixture(scope="module", params=[CASSANDRA_40, CASSANDRA_41], ids=lambda side: side.name)
@@ -138,46 +132,52 @@ def _read_to_damage(read, path, schema, limit):
     return changes, None
 
 
-def _reference(path, schema, limit, on_schema_miss):
-    with SegmentReader(path, schema, limit=limit, on_schema_miss=on_schema_miss) as reader:
-        yield from reader.changes()
+class TestGoldenWorkload(GoldenWorkload):
+    """The golden workload on the older node, without `vector` (5.0's), and damage to its segment."""
+
+    def test_damaged_copies_of_the_nodes_segment_read_alike_and_lose_nothing_before_the_damage(
+            self, node, cql, workload, tmp_path):
+        """Seeded damage to copies of the segment the node wrote the golden workload into — bytes of an entry
+        changed with its CRC left (framing damage) or fixed (damage the decoder meets): both decoders give the
+        same changes and the same typed error at the same position, and every change of the entries before
+        the damaged one is read."""
+        segments = flush_commitlog(cql, workload, node.cdc_raw)
+        segment, limit = max(segments.items(), key=lambda item: int(item[0].stem.rsplit("-", 1)[1]))
+        original = tmp_path / segment.name
+        shutil.copyfile(segment, original)
+        _, schema = read_snapshot(cql)
+        undamaged, error = _read_to_damage(native_changes, original, schema, limit)
+        assert error is None and undamaged == list(reference_changes(original, schema, limit, skip_unknown_tables))
+        spans = entry_spans(original, schema, limit)
+        pristine = original.read_bytes()
+        damaged = tmp_path / "damaged" / segment.name
+        damaged.parent.mkdir()
+        rng = random.Random(38)
+        errors = set()
+        for case in range(40):
+            offset, size = rng.choice(spans)
+            data = bytearray(pristine)
+            for _ in range(rng.randint(1, 3)):
+                position = offset + 8 + rng.randrange(size)
+                data[position] = (data[position] + rng.randrange(1, 256)) % 256  # never the byte it was
+            fixed = case % 2 == 1
+            if fixed:
+                with_fixed_crcs(data, offset, size)
+            damaged.write_bytes(data)
+            native = _read_to_damage(native_changes, damaged, schema, limit)
+            assert native == _read_to_damage(reference_changes, damaged, schema, limit), f"case {case}: entry {offset}"
+            changes, error = native
+            before = [c for c in undamaged if c.position.entry_offset < offset]
+            assert changes[:len(before)] == before, f"case {case}: changes before the damaged entry {offset} lost"
+            if not fixed:
+                assert error is not None and error[1] == offset, f"case {case}: framing damage at {offset} not reported"
+            errors.add(error and error[0])
+        assert len(errors - {None}) >= 2, errors
 
 
-def test_damaged_copies_of_the_nodes_segment_read_alike_and_lose_nothing_before_the_damage(node, cql, workload,
-                                                                                           tmp_path):
-    """Seeded damage to copies of the segment the node wrote the golden workload into — bytes of an entry
-    changed with its CRC left (framing damage) or fixed (damage the decoder meets): both decoders give the
-    same changes and the same typed error at the same position, and every change of the entries before
-    the damaged one is read."""
-    segments = flush_commitlog(cql, workload, node.cdc_raw)
-    segment, limit = max(segments.items(), key=lambda item: int(item[0].stem.rsplit("-", 1)[1]))
-    original = tmp_path / segment.name
-    shutil.copyfile(segment, original)
-    _, schema = read_snapshot(cql)
-    undamaged, error = _read_to_damage(native_changes, original, schema, limit)
-    assert error is None and undamaged == list(_reference(original, schema, limit, skip_unknown_tables))
-    spans = entry_spans(original, schema, limit)
-    pristine = original.read_bytes()
-    damaged = tmp_path / "damaged" / segment.name
-    damaged.parent.mkdir()
-    rng = random.Random(38)
-    errors = set()
-    for case in range(40):
-        offset, size = rng.choice(spans)
-        data = bytearray(pristine)
-        for _ in range(rng.randint(1, 3)):
-            position = offset + 8 + rng.randrange(size)
-            data[position] = (data[position] + rng.randrange(1, 256)) % 256  # never the byte it was
-        fixed = case % 2 == 1
-        if fixed:
-            with_fixed_crcs(data, offset, size)
-        damaged.write_bytes(data)
-        native = _read_to_damage(native_changes, damaged, schema, limit)
-        assert native == _read_to_damage(_reference, damaged, schema, limit), f"case {case}: entry {offset}"
-        changes, error = native
-        before = [c for c in undamaged if c.position.entry_offset < offset]
-        assert changes[:len(before)] == before, f"case {case}: changes before the damaged entry {offset} lost"
-        if not fixed:
-            assert error is not None and error[1] == offset, f"case {case}: framing damage at {offset} not reported"
-        errors.add(error and error[0])
-    assert len(errors - {None}) >= 2, errors
+class TestStreamsOfTheRing(StreamsOfTheRing):
+    """The generation built from the older node's ring."""
+
+
+class TestJobIntoDelta(JobIntoDelta):
+    """The job into Delta, reading the older node's connector."""

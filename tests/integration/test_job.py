@@ -21,7 +21,6 @@ from connector.avro.registry import SchemaRegistry
 from deploy.local.endpoints import ROOT
 from pyspark.sql import functions as F
 from spark.job import rows as R
-from spark.job.config import JobSettings
 from spark.job.generations import GenerationKeeper
 from spark.job.pipeline import BatchWriter, start
 from spark.job.sinks import utc_time
@@ -37,124 +36,20 @@ from spark.job.sinks.postgres.log import PostgresSink
 from spark.job.sinks.postgres.typed import PostgresTypedSink
 from spark.job.tally import BatchCounts
 from tests.integration.decoders import assert_decoders_agree
+from tests.integration.delivered import dead_letters, drop_mysql_database, log_rows, mysql_database, run_available
 from tests.integration.mirrors import log_json, mysql_values, postgres_values
 from spark.streams.generations import MICROS_PER_SECOND, Generation, Generations
 from spark.streams.topology import build_topology_description
 from spark.streams.storage import GenerationStore
 from tests.integration.pipeline import has_marker, write_marker
+from tests.integration.suites.job import JobIntoDelta
 from tests.integration.serving import CUT_BATCH
 from deploy.local.receiver import Receiver
 from tests.support import wait_for
 
 
-@pytest.fixture
-def job(node, cql, keyspace, tmp_path, pipeline):
-    """A running connector beside `node` with its own topic prefix, a consumer, and job settings reading its
-    topics."""
-    connector, consumer = pipeline(on=node)
-    connector.start_from_now()
-    connector.start()
-    settings = JobSettings(
-        kafka_bootstrap_servers=node.kafka_bootstrap, registry_url=node.registry_url,
-        topic_prefix=connector.prefix,
-        cassandra_hosts=(node.cassandra_host,), cassandra_port=node.cassandra_port,
-        generations_keyspace=f"{keyspace}_gen", delta_path=tmp_path / "delta",
-        checkpoint_dir=tmp_path / "checkpoint", trigger_interval="500 milliseconds",
-        generation_check_interval=0.5, generation_delay=8.0, log_format="text")
-    yield connector, consumer, settings
-    cql.execute(f"DROP KEYSPACE IF EXISTS {keyspace}_gen")
-
-
-def mysql_database(stack, name: str) -> str:
-    """The DSN of a new database `name` on the stack's MariaDB (its user may create databases)."""
-    conn = connect_dsn(stack.mysql_dsn)
-    with conn.cursor() as cursor:
-        cursor.execute(f"CREATE DATABASE IF NOT EXISTS `{name}`")
-    conn.close()
-    return stack.mysql_dsn.rsplit("/", 1)[0] + f"/{name}"
-
-
-def drop_mysql_database(stack, dsn: str) -> None:
-    conn = connect_dsn(stack.mysql_dsn)
-    with conn.cursor() as cursor:
-        cursor.execute(f"DROP DATABASE IF EXISTS `{dsn.rsplit('/', 1)[1]}`")
-    conn.close()
-
-
-def run_available(spark, settings: JobSettings, sink=None, counted: list[BatchCounts] | None = None) -> list[dict]:
-    """Run the job over what Kafka holds now, to the end; each micro-batch's counts go to `counted`. The
-    query's progress reports."""
-    sink = sink or DeltaSink(spark, settings.delta_path, settings.app_id)
-    keeper = writer = None
-    if counted is not None:
-        keeper = GenerationKeeper(settings)
-        writer = BatchWriter(settings, sink, keeper, after_write=lambda counts, _: counted.append(counts))
-    job = start(spark, settings, sink, available_now=True, writer=writer)
-    try:
-        job.query.awaitTermination(300)
-        assert job.query.exception() is None
-        return job.query.recentProgress
-    finally:
-        job.query.stop()
-        job.close()
-        if keeper is not None:
-            keeper.close()
-
-
-def log_rows(spark, settings: JobSettings, keyspace: str, table: str) -> list[dict]:
-    frame = spark.read.format("delta").load(f"{settings.delta_path}/cdc_log").where(
-        f"keyspace = '{keyspace}' AND `table` = '{table}'")
-    return [r.asDict(recursive=True) for r in frame.orderBy("write_time_us", "cdc$batch_seq_no").collect()]
-
-
-def dead_letters(spark, settings: JobSettings) -> list[dict]:
-    path = settings.delta_path / "dead_letters"
-    return [r.asDict() for r in spark.read.format("delta").load(str(path)).collect()] if path.exists() else []
-
-
-def test_cql_writes_become_cdc_log_rows_with_the_library_streams(spark, cql, keyspace, job):
-    connector, consumer, settings = job
-    ks = keyspace
-    cql.execute(f"CREATE TABLE {ks}.orders (shop text, id int, item text, qty int, tags set<text>,"
-                f" PRIMARY KEY (shop, id)) WITH cdc = true")
-    shops = [f"shop-{i}" for i in range(20)]
-    for i, shop in enumerate(shops):
-        cql.execute(f"INSERT INTO {ks}.orders (shop, id, item, qty, tags) VALUES (%s, 1, 'apple', %s, {{'red'}})",
-                    (shop, i))
-    cql.execute(f"UPDATE {ks}.orders SET qty = 99, tags = tags - {{'red'}} WHERE shop = 'shop-0' AND id = 1")
-    cql.execute(f"DELETE FROM {ks}.orders WHERE shop = 'shop-1' AND id > 5 AND id <= 9")
-    cql.execute(f"DELETE FROM {ks}.orders WHERE shop = 'shop-2'")
-    consumer.until(has_marker(write_marker(cql, ks)))
-
-    run_available(spark, settings)
-
-    rows = log_rows(spark, settings, keyspace, "orders")
-    ops = [r["cdc$operation"] for r in rows]
-    assert ops.count(R.ROW_INSERT) == 20 and ops.count(R.ROW_UPDATE) == 1 and ops.count(R.PARTITION_DELETE) == 1
-    assert ops.count(R.RANGE_DELETE_START_EXCLUSIVE) == 1 and ops.count(R.RANGE_DELETE_END_INCLUSIVE) == 1
-    update = next(r for r in rows if r["cdc$operation"] == R.ROW_UPDATE)
-    assert json.loads(update["key"]) == {"shop": "shop-0", "id": 1}
-    assert json.loads(update["columns"]["qty"]) == 99
-    assert json.loads(update["deleted_elements"]["tags"]) == ["red"]
-
-    # Tokens equal Cassandra's own; streams equal the library's lookup in the published generations.
-    tokens = {r.shop: r.t for r in cql.execute(f"SELECT shop, token(shop) AS t FROM {ks}.orders")}
-    store = GenerationStore(cql, settings.generations_keyspace)
-    generations = store.load()
-    assert len(generations.generations) == 1
-    for row in rows:
-        shop = json.loads(row["key"])["shop"]
-        if shop in tokens:
-            assert row["token"] == tokens[shop]
-        assert row["cdc$stream_id"] == generations.get_stream(row["write_time_us"], row["token"]).value
-    assert not dead_letters(spark, settings)
-    # File statistics only for the times (the table property given with its first write).
-    properties = dict(spark.sql(f"SHOW TBLPROPERTIES delta.`{settings.delta_path}/cdc_log`").collect())
-    assert properties["delta.dataSkippingStatsColumns"] == "write_time,write_time_us,kafka_time"
-
-    # The generation tables are published to the sink too.
-    published = spark.read.format("delta").load(f"{settings.delta_path}/cdc_streams_descriptions_v2").collect()
-    assert {r.range_end for r in published} == {e.token_range_end for e in generations.generations[0].description.entries}
+class TestJobIntoDelta(JobIntoDelta):
+    """On the main node (`suites/job.py`)."""
 
 
 def records_of(stack, topic: str) -> list:

@@ -12,39 +12,17 @@ import psycopg
 import pytest
 
 from deploy.local.endpoints import Stack
-from spark.job.rows import DEAD_LETTER, LOG_ROW, PARTITION_DELETE, ROW_INSERT, ROW_UPDATE
-from tests.integration.micro_batches import micro_batch
+from spark.job.rows import DEAD_LETTER, LOG_ROW, PARTITION_DELETE, ROW_UPDATE
 from spark.job.sinks.postgres.log import PostgresSink
 from spark.streams import Generation, Generations, build_topology_description
-from tests.support import micros, timeuuid
+from tests.integration.micro_batches import STREAM_A, WRITE_US, log_row, micro_batch
+from tests.support import micros
 
 pytestmark = pytest.mark.integration
 
 UTC = datetime.timezone.utc
-WRITE_US = 1_699_284_279_123_456
-STREAM_A = bytes.fromhex("7fffffffffffffff0000000000000011")
 STREAM_B = bytes.fromhex("8000000000000000ffffffff00000021")
 ELEMENT = "757e5210-7cbb-11ee-9858-c9aa1eb53e69"
-
-
-def log_row(n: int, *, seq: int = 0, operation: int = ROW_INSERT, stream: bytes = STREAM_A, node: str = "n1",
-            columns: dict[str, str] | None = None, deleted: list[str] | None = None,
-            elements: dict[str, str] | None = None, ttl: int | None = None) -> tuple:
-    write_us = WRITE_US + n
-    row = {
-        "keyspace": "shop", "table": "orders", "cdc$stream_id": stream, "cdc$time": timeuuid(write_us, n),
-        "cdc$batch_seq_no": seq, "cdc$operation": operation, "cdc$ttl": ttl, "cdc$end_of_batch": True,
-        "key": json.dumps({"id": n, "region": "eu"}),
-        "columns": columns if columns is not None else {"name": json.dumps(f"order {n}")},
-        "deleted_columns": deleted or [], "deleted_elements": elements or {},
-        "write_time": micros(write_us), "write_time_us": write_us,
-        "partition_key": n.to_bytes(4, "big"), "token": -9_000_000_000_000_000_000 + n,
-        "generation": micros(1_699_000_000_000_000), "change_id": f"change-{n}",
-        "kafka_time": micros(write_us + 2_000), "source": {
-            "node": node, "segment_id": 1_699_000_000_001, "entry_offset": 4096 + n, "update_index": 0,
-            "row_index": seq, "topic": "ringtail.shop.orders", "partition": 0, "offset": 100 + n, "schema_id": 3},
-    }
-    return tuple(row[name] for name in LOG_ROW.fieldNames())
 
 
 def dead_letter(offset: int, reason: str = "undecodable", detail: str = "bad magic byte") -> tuple:

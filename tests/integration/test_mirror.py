@@ -33,10 +33,10 @@ from spark.job.sinks.mysql.mirror import MySqlMirrorSink
 from spark.subscriptions.model import Change
 from spark.subscriptions.statements import Statement
 from tests.integration.decoders import assert_decoders_agree
+from tests.integration.delivered import drop_mysql_database, mysql_database, run_available
 from tests.integration.mirrors import (delta_rows, diff, layout_of, mysql_rows, postgres_rows, source_rows,
                                        without_negative_zero)
 from tests.integration.pipeline import EventConsumer, has_marker, write_marker
-from tests.integration.test_job import drop_mysql_database, mysql_database, run_available
 from tests.integration.workload import TABLES, Workload, ddl
 from tests.support import wait_for
 

@@ -36,8 +36,7 @@ from spark.job.sinks.settings import with_password
 from tests.integration.mirrors import diff, layout_of, postgres_rows, source_rows
 from tests.integration.serving import runner_process
 from tests.integration.side_stacks import SECURED, forget, started
-from tests.integration.test_job import run_available
-from tests.integration.test_sink_ledgers import kafka_messages
+from tests.integration.delivered import kafka_messages, run_available
 from tests.support import unused_port, wait_for
 
 @dataclasses.dataclass(frozen=True)

@@ -19,6 +19,7 @@ from spark.server.runner import Runner
 from spark.subscriptions.leases import Leases
 from spark.subscriptions.model import Change
 from spark.subscriptions.statements import Statement
+from tests.integration.delivered import pg_ids
 from tests.integration.lake import delta_log
 from tests.integration.proxy import Relay
 from tests.integration.serving import runner_process
@@ -103,15 +104,6 @@ def test_create_pause_resume_alter_reset_cancel(spark, cql, keyspace, served, tm
     assert "audit" not in runner.held
     assert registry.get("audit").state == "cancelled"
     assert running(runner, "narrow")
-
-
-def pg_ids(dsn: str, schema: str) -> Counter:
-    with psycopg.connect(dsn) as conn:
-        exists = conn.execute("SELECT to_regclass(%s)", (f"{schema}.cdc_log",)).fetchone()[0]
-        if exists is None:
-            return Counter()
-        rows = conn.execute(f"SELECT (key->>'id')::int FROM {schema}.cdc_log WHERE \"table\" = 'orders'").fetchall()
-    return Counter(r[0] for r in rows)
 
 
 def test_a_sink_slow_then_down_for_a_minute_delays_only_its_own_subscription(cql, keyspace, served, stack,

@@ -11,16 +11,14 @@ from collections.abc import Callable, Iterator
 
 import psycopg
 import pytest
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
 
-from connector.access import CassandraCluster, KafkaSecurity
+from connector.access import CassandraCluster
 from spark.job.sinks import open_sink
 from spark.job.sinks.settings import SinkContext
 from spark.job.sinks.ledger import BatchMismatch
 from spark.job.sinks.mysql.log import connect_dsn
-from tests.integration.micro_batches import micro_batch
-from tests.integration.test_job import drop_mysql_database, mysql_database
-from tests.integration.test_job_sink_postgres import log_row
+from tests.integration.delivered import drop_mysql_database, kafka_messages, mysql_database
+from tests.integration.micro_batches import log_row, micro_batch
 
 pytestmark = pytest.mark.integration
 
@@ -28,27 +26,6 @@ pytestmark = pytest.mark.integration
 def kafka_values(bootstrap: str, topic: str) -> list[bytes]:
     """Every committed record's value of `topic`'s partitions, as a `read_committed` reader sees them."""
     return [message.value() for message in kafka_messages(bootstrap, topic)]
-
-
-def kafka_messages(bootstrap: str, topic: str, security: KafkaSecurity = KafkaSecurity()) -> list:
-    """Every committed record of `topic`'s partitions, as a `read_committed` reader sees them."""
-    consumer = Consumer({**security.librdkafka(bootstrap), "group.id": f"t-{uuid.uuid4()}",
-                         "isolation.level": "read_committed", "enable.partition.eof": True})
-    try:
-        partitions = consumer.list_topics(topic, timeout=10).topics[topic].partitions
-        consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in partitions])
-        values, ended = [], set()
-        while len(ended) < len(partitions):
-            message = consumer.poll(10)
-            assert message is not None, f"{topic}: no end of partition within 10 s"
-            if message.error():
-                assert message.error().code() == KafkaError._PARTITION_EOF, message.error()
-                ended.add(message.partition())
-            else:
-                values.append(message)
-        return values
-    finally:
-        consumer.close()
 
 
 def context(stack, app_id: str) -> SinkContext:

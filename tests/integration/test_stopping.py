@@ -21,8 +21,8 @@ from deploy.local.receiver import Receiver
 from spark.subscriptions.leases import Leases
 from spark.subscriptions.model import Change
 from spark.subscriptions.statements import Statement
+from tests.integration.delivered import pg_ids
 from tests.integration.serving import CUT_BATCH, runner_process
-from tests.integration.test_server import pg_ids
 from tests.support import wait_for
 
 pytestmark = pytest.mark.integration

@@ -13,7 +13,7 @@ from tests.unit.avro.support import (EVERYTHING, EXAMPLE, PROCESSED_MS, SOURCE, 
                                      frozen_map, restore, round_trip)
 from tests.unit.commitlog.segment_builder import (cell, clustering, complex_cells, mutation, partition_update, row,
                                                   svint, uvint)
-from tests.unit.commitlog.test_cassandra50_segment import SCHEMA, SEGMENT, changes
+from tests.unit.commitlog.testdata import SCHEMA_50 as SCHEMA, SEGMENT_50 as SEGMENT, changes_50 as changes
 from tests.unit.cql.samples import TIMEUUID, UUID4, elements, i32
 
 T = 1700000000000000

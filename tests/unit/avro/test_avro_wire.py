@@ -13,7 +13,7 @@ from connector.avro import (ChangeEncoder, ChangeSerializer, MalformedPayload, R
 from connector.avro.reader import EventReaders
 from connector.avro.wire import frame, unframe
 from tests.unit.avro.support import PROCESSED_MS, SOURCE
-from tests.unit.commitlog.test_cassandra50_segment import SCHEMA, SEGMENT, changes
+from tests.unit.commitlog.testdata import SCHEMA_50 as SCHEMA, SEGMENT_50 as SEGMENT, changes_50 as changes
 
 SCHEMA_INT = {"type": "record", "name": "R", "namespace": "ns", "fields": [{"name": "n", "type": "int"}]}
 

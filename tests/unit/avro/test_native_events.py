@@ -7,17 +7,15 @@ import pytest
 
 from connector import _native, native_core
 from connector.commitlog import CommitLogError, SegmentReader, UnknownTable, skip_unknown_tables
-from tests.unit.commitlog import test_cassandra50_messaging13_segment as none_mode
-from tests.unit.commitlog import test_cassandra50_segment as cassandra50
 from tests.unit.commitlog.conftest import write_segment  # noqa: F401 (a fixture)
 from tests.unit.commitlog.native_oracle import SOURCE, TS_MS, native_events as native, outcome, \
     reference_events as reference, schema_ids
 from tests.unit.commitlog.segment_builder import segment
-from tests.unit.commitlog.test_fuzz import damaged_row_segments
-from tests.unit.commitlog.test_rows import SCHEMA as ROWS, SEGMENT_ID as ROWS_ID, sample_mutations
-from tests.unit.commitlog.testdata import SCHEMA_40, SEGMENT_40
+from tests.unit.commitlog.damage import damaged_row_segments
+from tests.unit.commitlog.mutations import SCHEMA as ROWS, SEGMENT_ID as ROWS_ID, sample_mutations
+from tests.unit.commitlog.testdata import SCHEMA_40, SCHEMA_50, SCHEMA_50_NONE, SEGMENT_40, SEGMENT_50, SEGMENT_50_NONE
 
-REAL = [(cassandra50.SEGMENT, cassandra50.SCHEMA), (none_mode.SEGMENT, none_mode.SCHEMA), (SEGMENT_40, SCHEMA_40)]
+REAL = [(SEGMENT_50, SCHEMA_50), (SEGMENT_50_NONE, SCHEMA_50_NONE), (SEGMENT_40, SCHEMA_40)]
 
 
 @pytest.mark.parametrize("path, schema", REAL, ids=lambda v: getattr(v, "name", ""))

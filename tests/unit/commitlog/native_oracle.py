@@ -2,6 +2,7 @@
 positions with the same values (`connector.native_changes`), the same framed events."""
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 from fastavro import parse_schema
@@ -24,6 +25,14 @@ def native_changes(path: Path, schema: SchemaSnapshot, limit: int | None = None,
     """Every change of the segment read by the native core; entries of tables the schema lacks are
     skipped with `skip_unknown`, else raise as the reference reader's do."""
     return list(changes(path, schema, limit, skip_unknown_tables if skip_unknown else None))
+
+
+def reference_changes(path: Path, schema: SchemaSnapshot, limit: int | None = None,
+                      on_schema_miss=None) -> Iterator[Change]:
+    """The reference reader's changes of the segment, as `connector.native_changes.native_changes` yields
+    the native core's (the same arguments): up to an error, the changes before it."""
+    with SegmentReader(path, schema, limit=limit, on_schema_miss=on_schema_miss) as reader:
+        yield from reader.changes()
 
 
 def outcome(read, *args, **options):

@@ -7,22 +7,15 @@ deletion times), cut after its zero marker. Besides system tables it holds:
     DELETE FROM n.t USING TIMESTAMP T+1 WHERE k = 1 AND c = 3
     DELETE FROM n.t USING TIMESTAMP T+2 WHERE k = 2
 """
-from pathlib import Path
 
 from connector.commitlog import Op, SegmentReader, skip_unknown_tables
-from connector.schema import parse_ddl
+from tests.unit.commitlog.testdata import SCHEMA_50_NONE, SEGMENT_50_NONE
 
-SEGMENT = Path(__file__).with_name("data") / "CommitLog-8-1795324415034.log"
-SCHEMA = parse_ddl("""
-CREATE KEYSPACE n WITH replication = {'class': 'SimpleStrategy', 'replication_factor': '1'};
-CREATE TABLE n.t (k int, c int, v text, m map<text, int>, PRIMARY KEY (k, c))
-    WITH ID = 8f474810-e633-11f1-b977-01b365fc61ce AND cdc = true;
-""")
 T = 1_700_000_000_000_000
 
 
 def test_messaging_13_segment_decodes():
-    with SegmentReader(SEGMENT, SCHEMA, on_schema_miss=skip_unknown_tables) as reader:
+    with SegmentReader(SEGMENT_50_NONE, SCHEMA_50_NONE, on_schema_miss=skip_unknown_tables) as reader:
         assert reader.descriptor.version == 8
         assert reader.descriptor.messaging_version == 13
         insert, row_delete, partition_delete = list(reader.changes())

@@ -16,43 +16,15 @@ import hashlib
 import decimal
 import ipaddress
 import uuid
-from pathlib import Path
 
-from connector.commitlog import Op, SegmentReader, skip_unknown_tables
+from connector.commitlog import Op, SegmentReader
 from connector.commitlog.render import ChangeRenderer
 from connector.cql import Duration
-from connector.schema import parse_ddl
-
-SEGMENT = Path(__file__).with_name("data") / "CommitLog-7-1795323511297.log"
-DDL = """
-CREATE KEYSPACE ringtail_decoder_check WITH replication = {'class': 'SimpleStrategy', 'replication_factor': '1'};
-CREATE TYPE ringtail_decoder_check.addr (street text, zip int);
-CREATE TABLE ringtail_decoder_check.everything (
-    p1 int, p2 text, c1 int, c2 text, s text static,
-    v_ascii ascii, v_bigint bigint, v_blob blob, v_boolean boolean, v_date date, v_decimal decimal,
-    v_double double, v_duration duration, v_float float, v_inet inet, v_int int, v_smallint smallint,
-    v_text text, v_time time, v_timestamp timestamp, v_timeuuid timeuuid, v_tinyint tinyint, v_uuid uuid,
-    v_varint varint, v_vector vector<float, 3>, v_vtext vector<text, 2>,
-    f_list frozen<list<int>>, f_set frozen<set<text>>, f_map frozen<map<text, int>>,
-    f_tuple frozen<tuple<int, text>>, f_udt frozen<addr>,
-    l list<text>, st set<int>, m map<text, int>, u addr, dropme int,
-    PRIMARY KEY ((p1, p2), c1, c2)
-) WITH ID = c61dbe20-e631-11f1-b597-43589d361815 AND CLUSTERING ORDER BY (c1 ASC, c2 DESC) AND cdc = true;
-ALTER TABLE ringtail_decoder_check.everything DROP dropme USING TIMESTAMP 1795323688835000;
-CREATE TABLE ringtail_decoder_check.counters (k int PRIMARY KEY, n counter)
-    WITH ID = c62a4140-e631-11f1-b597-43589d361815 AND cdc = true;
-"""
-SCHEMA = parse_ddl(DDL)
-
-
-def changes():
-    with SegmentReader(SEGMENT, SCHEMA, on_schema_miss=skip_unknown_tables) as reader:
-        assert reader.descriptor.messaging_version == 12
-        return list(reader.changes())
+from tests.unit.commitlog.testdata import SCHEMA_50, SEGMENT_50, changes_50
 
 
 def test_every_type_written_by_cassandra():
-    static, row = changes()[:2]
+    static, row = changes_50()[:2]
     assert static.static and static.cells["s"].value == "static!"
     assert row.op is Op.INSERT and row.partition_key == (1, "a") and row.clustering == (10, "x")
     values = {name: cell.value for name, cell in row.cells.items() if name not in ("l", "st", "m")}
@@ -76,8 +48,8 @@ def test_every_type_written_by_cassandra():
 
 
 def test_json_of_the_changes_after_the_insert():
-    ours = [c for c in changes() if c.table.keyspace == "ringtail_decoder_check"]
-    renderer = ChangeRenderer(SCHEMA)
+    ours = [c for c in changes_50() if c.table.keyspace == "ringtail_decoder_check"]
+    renderer = ChangeRenderer(SCHEMA_50)
     rendered = [renderer.render(c, "s") for c in ours]
     assert [(r["table"], r["op"]) for r in rendered] == [
         ("everything", "update"), ("everything", "insert"), ("everything", "update"), ("everything", "update"),
@@ -114,9 +86,9 @@ def system_table_id(keyspace: str, table: str) -> uuid.UUID:
 
 def test_unknown_system_tables_are_reported_and_skipped():
     skipped = []
-    with SegmentReader(SEGMENT, SCHEMA, on_schema_miss=lambda unknown: skipped.append(unknown)) as reader:
+    with SegmentReader(SEGMENT_50, SCHEMA_50, on_schema_miss=lambda unknown: skipped.append(unknown)) as reader:
         positions = [c.position for c in reader.changes()]
     assert positions == sorted(positions) and len(positions) == 14
     assert system_table_id("system", "local") == uuid.UUID("7ad54392-bcdd-35a6-8417-4e047860b377")
     assert system_table_id("system_schema", "keyspaces") in {u.table_id for u in skipped}
-    assert all(u.segment == str(SEGMENT) and u.position > 0 for u in skipped)
+    assert all(u.segment == str(SEGMENT_50) and u.position > 0 for u in skipped)

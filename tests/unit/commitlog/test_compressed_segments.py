@@ -4,22 +4,10 @@ import struct
 import pytest
 
 from connector.commitlog import CorruptSegment, SegmentReader, TruncatedSegment, UnsupportedSegment
-from tests.unit.commitlog.segment_builder import (cell, clustering, descriptor, entry, marker, mutation,
-                                                  partition_update, row, segment)
-from tests.unit.commitlog.test_rows import KEY, SCHEMA, TABLE_ID, TS
-from tests.unit.cql.samples import i32
+from tests.unit.commitlog.mutations import COMPRESSORS, SCHEMA, SECTIONS
+from tests.unit.commitlog.segment_builder import descriptor, entry, marker, segment
 
 SEGMENT_ID = 1700000000002
-COMPRESSORS = ["LZ4Compressor", "SnappyCompressor", "DeflateCompressor", "ZstdCompressor", "NoopCompressor"]
-
-
-def insert(value: int) -> bytes:
-    body = row(clustering(i32(value), b"x", fixed=(True, False)), cell(i32(value), fixed=True), timestamp=TS,
-               min_timestamp=TS)
-    return mutation(partition_update(TABLE_ID, KEY, body, regulars=("v",), min_timestamp=TS))
-
-
-SECTIONS = [[insert(1), insert(2)], [insert(3)], [insert(4), insert(5), insert(6)]]
 
 
 def read(path, **options):

@@ -12,7 +12,7 @@ from connector.commitlog import CommitLogError, TruncatedSegment, read_descripto
 from connector.commitlog.entry import entries
 from connector.commitlog.sync import sections
 from tests.unit.commitlog.segment_builder import segment
-from tests.unit.commitlog.test_compressed_segments import COMPRESSORS, SECTIONS
+from tests.unit.commitlog.mutations import COMPRESSORS, SECTIONS
 from tests.unit.commitlog.testdata import SEGMENT_40
 
 DATA = Path(__file__).resolve().parent / "data"

@@ -12,29 +12,25 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from connector.commitlog import SegmentReader, skip_unknown_tables
+from connector.commitlog import skip_unknown_tables
 from connector.schema import parse_ddl
-from tests.unit.commitlog import test_cassandra50_messaging13_segment as none_mode
-from tests.unit.commitlog import test_cassandra50_segment as cassandra50
-from tests.unit.commitlog.native_oracle import native_changes, native_events, outcome, reference_events
+from tests.unit.commitlog.damage import DATA_END, FUZZ, ORIGINAL, ROW_DAMAGE, damaged_row_segments, damaged_rows
+from tests.unit.commitlog.mutations import CK, SCHEMA as ROWS, SEGMENT_ID as ROWS_ID, TABLE_ID, TS, sample_mutations
+from tests.unit.commitlog.native_oracle import native_changes, native_events, outcome, reference_changes, \
+    reference_events
 from tests.unit.commitlog.segment_builder import cell, mutation, partition_update, row, segment
-from tests.unit.commitlog.test_fuzz import DATA_END, FUZZ, ORIGINAL, ROW_DAMAGE, ROWS_SCHEMA, damaged_row_segments, \
-    damaged_rows
-from tests.unit.commitlog.test_rows import CK, SCHEMA as ROWS, SEGMENT_ID as ROWS_ID, TABLE_ID, TS, \
-    sample_mutations
+from tests.unit.commitlog.testdata import LEGACY, SCHEMA_40, SCHEMA_50, SCHEMA_50_NONE, SEGMENT_40, SEGMENT_50, \
+    SEGMENT_50_NONE, standard1
 from tests.unit.cql.samples import i32
-from tests.unit.commitlog.testdata import LEGACY, SCHEMA_40, SEGMENT_40, standard1
 
 
 def reference(path, schema, limit=None, skip_unknown=False):
-    with SegmentReader(path, schema, limit=limit,
-                       on_schema_miss=skip_unknown_tables if skip_unknown else None) as reader:
-        return list(reader.changes())
+    return list(reference_changes(path, schema, limit, skip_unknown_tables if skip_unknown else None))
 
 
 REAL = [
-    (cassandra50.SEGMENT, cassandra50.SCHEMA),
-    (none_mode.SEGMENT, none_mode.SCHEMA),
+    (SEGMENT_50, SCHEMA_50),
+    (SEGMENT_50_NONE, SCHEMA_50_NONE),
     (LEGACY / "CommitLog-7-1699285478684.log", SCHEMA_40),
     (LEGACY / "CommitLog-6-1699279786262.log", standard1("241bcee0-7cae-11ee-8a02-094014504250")),
     (LEGACY / "CommitLog-6-1699284515156.log", standard1("26be1710-7cb9-11ee-9fce-59fe9713701b")),
@@ -124,8 +120,8 @@ def test_seeded_damage_inside_mutations(write_segment):
     kinds = set()
     for case, data in enumerate(damaged_row_segments(4321, 400)):
         path = write_segment(data, ROWS_ID)
-        expected = outcome(reference, path, ROWS_SCHEMA)
-        got = outcome(native_changes, path, ROWS_SCHEMA)
+        expected = outcome(reference, path, ROWS)
+        got = outcome(native_changes, path, ROWS)
         kinds.add(expected[0] if isinstance(expected, tuple) else "read")
         assert got == expected, case
     assert {"SchemaMismatch", "read"} <= kinds
@@ -141,8 +137,8 @@ def test_hypothesis_damage_inside_mutations(damage):
     with tempfile.TemporaryDirectory() as directory:
         path = Path(directory) / f"CommitLog-7-{ROWS_ID}.log"
         path.write_bytes(damaged_rows(*damage))
-        assert outcome(native_changes, path, ROWS_SCHEMA) == outcome(reference, path, ROWS_SCHEMA)
-        assert outcome(native_events, path, ROWS_SCHEMA) == outcome(reference_events, path, ROWS_SCHEMA)
+        assert outcome(native_changes, path, ROWS) == outcome(reference, path, ROWS)
+        assert outcome(native_events, path, ROWS) == outcome(reference_events, path, ROWS)
 
 
 @FUZZ

@@ -8,46 +8,13 @@ import pytest
 from connector.commitlog import Op, SegmentReader
 from connector.commitlog.render import ChangeRenderer
 from connector.schema import parse_ddl
+from tests.unit.commitlog.mutations import (
+    CK, COUNTERS_ID, NOW, SAMPLE_COLUMNS, SAMPLES_ID, SCHEMA, SEGMENT_ID, T2, TS, collections_mutation,
+    range_mutation, samples_mutation, static_mutation, update)
 from tests.unit.commitlog.native_oracle import native_changes
 from tests.unit.commitlog.segment_builder import (
-    cell, clustering, complex_cells, deletion, descriptor, entry, marker, mutation, partition_update, range_marker,
-    row, segment, uvint)
-from connector.cql import parse_type
+    cell, clustering, deletion, descriptor, entry, marker, mutation, partition_update, row, segment, uvint)
 from tests.unit.cql.samples import SAMPLES, TIMEUUID, i32
-
-TABLE_ID = uuid.UUID("0b0c3f40-7d00-11ee-b962-0242ac120002")
-COUNTERS_ID = uuid.UUID("0b0c3f41-7d00-11ee-b962-0242ac120002")
-SAMPLES_ID = uuid.UUID("0b0c3f42-7d00-11ee-b962-0242ac120002")
-SEGMENT_ID = 1700000000001
-TS = 1700000000000000  # µs
-NOW = 1700000000  # s
-
-DDL = f"""
-CREATE KEYSPACE ks WITH replication = {{'class': 'SimpleStrategy', 'replication_factor': '1'}};
-CREATE TYPE ks.addr (street text, zip int);
-CREATE TABLE ks.events (
-    p1 int, p2 text, c1 int, c2 text,
-    s text static,
-    v int, t text, old blob,
-    l list<text>, st set<int>, m map<text, int>, u addr,
-    PRIMARY KEY ((p1, p2), c1, c2)
-) WITH ID = {TABLE_ID} AND CLUSTERING ORDER BY (c1 ASC, c2 DESC) AND cdc = true;
-ALTER TABLE ks.events DROP old USING TIMESTAMP {TS - 5};
-CREATE TABLE ks.counters (k int PRIMARY KEY, n counter) WITH ID = {COUNTERS_ID};
-CREATE TABLE ks.samples (k int PRIMARY KEY, {", ".join(f"c{i} {s[0]}" for i, s in enumerate(SAMPLES))})
-    WITH ID = {SAMPLES_ID};
-"""
-SCHEMA = parse_ddl(DDL)
-USER_TYPES = SCHEMA.types_of("ks")
-KEY = struct.pack(">H", 4) + i32(1) + b"\x00" + struct.pack(">H", 1) + b"a" + b"\x00"  # CompositeType(1, 'a')
-CK = clustering(i32(10), b"x", fixed=(True, False))
-
-
-def update(body: bytes, **options) -> bytes:
-    options.setdefault("regulars", ("v", "t"))
-    options.setdefault("min_timestamp", TS)
-    options.setdefault("min_ldt", NOW)
-    return partition_update(TABLE_ID, KEY, body, **options)
 
 
 def read(write_segment, *mutations, version=7, schema=SCHEMA):
@@ -75,18 +42,6 @@ def test_insert_with_composite_key_and_desc_clustering(write_segment):
     assert change.cells["t"].value == "hi" and change.cells["t"].timestamp == TS + 3
     assert change.table.name == "events" and change.table.cdc
     assert change.position == (SEGMENT_ID, 20 + 8, 0, 0)
-
-
-SAMPLE_COLUMNS = tuple(f"c{i}" for i in range(len(SAMPLES)))
-
-
-def samples_mutation() -> bytes:
-    """One cell of every CQL type."""
-    fixed = {c.name for c in SCHEMA.table(SAMPLES_ID).columns if parse_type(c.type, USER_TYPES, "ks").fixed_length}
-    cells = b"".join(cell(raw, timestamp=TS, fixed=n in fixed, min_timestamp=TS)
-                     for n, (_, raw, _, _) in zip(SAMPLE_COLUMNS, SAMPLES))
-    return mutation(partition_update(SAMPLES_ID, i32(1), row(b"", cells, min_timestamp=TS), regulars=SAMPLE_COLUMNS,
-                                     min_timestamp=TS))
 
 
 def test_every_cql_type_as_a_cell(write_segment):
@@ -132,14 +87,6 @@ def test_row_deletion(write_segment, shadowable):
     assert change.cells == {}
 
 
-def static_mutation() -> bytes:
-    """A partition deletion, a static row and a row in one update."""
-    static = row(b"", cell(b"S", fixed=False), timestamp=TS + 1, static=True, min_timestamp=TS)
-    rows = row(CK, cell(i32(1), fixed=True), timestamp=TS + 2, missing=0b10, min_timestamp=TS)
-    return mutation(update(rows, statics=("s",), partition_deletion=deletion(TS, NOW, TS, NOW), static_row=static,
-                           rows=1))
-
-
 def test_partition_deletion_then_static_row_then_rows(write_segment):
     changes = read(write_segment, static_mutation())
     assert [c.op for c in changes] == [Op.PARTITION_DELETE, Op.INSERT, Op.INSERT]
@@ -147,15 +94,6 @@ def test_partition_deletion_then_static_row_then_rows(write_segment):
     assert changes[0].deletion.marked_for_delete_at == TS and changes[0].clustering == ()
     assert changes[1].static and changes[1].cells["s"].value == "S" and changes[1].clustering == ()
     assert changes[2].cells["v"].value == 1 and "t" not in changes[2].cells
-
-
-def range_mutation() -> bytes:
-    """[1 .. 5) deleted at TS, [5 .. (9, 'z')] at TS + 1: a start bound, a boundary, an end bound."""
-    first, second = deletion(TS, NOW, TS, NOW), deletion(TS + 1, NOW, TS, NOW)
-    body = (range_marker(1, clustering(i32(1), fixed=(True,)), 1, first)  # INCL_START_BOUND
-            + range_marker(2, clustering(i32(5), fixed=(True,)), 1, first, second)  # EXCL_END_INCL_START
-            + range_marker(6, clustering(i32(9), b"z", fixed=(True, False)), 2, second))  # INCL_END_BOUND
-    return mutation(update(body))
 
 
 def test_range_tombstones_with_bounds_and_boundaries(write_segment):
@@ -170,28 +108,6 @@ def test_range_tombstones_with_bounds_and_boundaries(write_segment):
     assert b.deletion.marked_for_delete_at == TS + 1 and b.position.row_index == 2
     assert ChangeRenderer(SCHEMA).render(b, "s")["range"] == {
         "start": {"clustering": [5], "inclusive": True}, "end": {"clustering": [9, "z"], "inclusive": True}}
-
-
-T2 = TIMEUUID.bytes[:15] + b"\x70"
-
-
-def collections_mutation() -> bytes:
-    """A list overwrite, a set add and remove, a map put and a UDT field update."""
-    live = deletion(-(1 << 63), 0x7FFFFFFF, TS, NOW)  # DeletionTime.LIVE: no complex deletion
-    list_cells = complex_cells(cell(b"a", path=TIMEUUID.bytes), cell(b"b", path=T2),
-                               deletion_bytes=deletion(TS - 1, NOW, TS, NOW))
-    set_cells = complex_cells(cell(None, path=i32(3)),
-                              cell(None, timestamp=TS, path=i32(4), deleted_at=NOW, min_timestamp=TS, min_ldt=NOW),
-                              deletion_bytes=live)
-    map_cells = complex_cells(cell(i32(1), path=b"k"), deletion_bytes=live)
-    udt_cells = complex_cells(cell(i32(12345), path=struct.pack(">h", 1)), deletion_bytes=live)
-    body = row(CK, list_cells + set_cells + map_cells + udt_cells, timestamp=TS, complex_deletion=True,
-               min_timestamp=TS)
-    return mutation(update(body, regulars=("l", "st", "m", "u")))
-
-
-def sample_mutations() -> list[bytes]:
-    return [samples_mutation(), static_mutation(), range_mutation(), collections_mutation()]
 
 
 def test_collections_and_udt_cells(write_segment):

@@ -13,7 +13,7 @@ from spark.job.events import decode_records
 from spark.job.native_events import NativeEvents
 from tests.unit.avro.support import PROCESSED_MS, SOURCE
 from tests.unit.commitlog.native_oracle import schema_ids
-from tests.unit.commitlog.test_cassandra50_segment import SCHEMA, SEGMENT, changes
+from tests.unit.commitlog.testdata import SCHEMA_50 as SCHEMA, SEGMENT_50 as SEGMENT, changes_50 as changes
 
 KAFKA_TIME = datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc)
 

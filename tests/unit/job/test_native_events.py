@@ -15,18 +15,16 @@ from hypothesis import HealthCheck, example, given, settings, strategies as st
 from connector.avro import TableEncoder
 from connector.avro.wire import frame
 from connector.schema import parse_ddl
-from tests.unit.commitlog import test_cassandra50_messaging13_segment as none_mode
-from tests.unit.commitlog import test_cassandra50_segment as cassandra50
 from tests.unit.commitlog.conftest import write_segment  # noqa: F401 (a fixture)
 from tests.unit.commitlog.native_oracle import reference_events
 from tests.unit.commitlog.segment_builder import segment
-from tests.unit.commitlog.test_rows import SCHEMA as ROWS, SEGMENT_ID as ROWS_ID, sample_mutations
-from tests.unit.commitlog.testdata import SCHEMA_40, SEGMENT_40
+from tests.unit.commitlog.mutations import SCHEMA as ROWS, SEGMENT_ID as ROWS_ID, sample_mutations
+from tests.unit.commitlog.testdata import SCHEMA_40, SCHEMA_50, SCHEMA_50_NONE, SEGMENT_40, SEGMENT_50, SEGMENT_50_NONE
 from tests.unit.job.decoding import assert_same, records, value_schemas
 
 EXAMPLES = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                             HealthCheck.function_scoped_fixture])
-REAL = [(cassandra50.SEGMENT, cassandra50.SCHEMA), (none_mode.SEGMENT, none_mode.SCHEMA), (SEGMENT_40, SCHEMA_40)]
+REAL = [(SEGMENT_50, SCHEMA_50), (SEGMENT_50_NONE, SCHEMA_50_NONE), (SEGMENT_40, SCHEMA_40)]
 def batch_of(payloads: list[bytes | None]) -> pa.RecordBatch:
     return records(payloads)
 
@@ -47,8 +45,8 @@ def test_every_cell_kind_and_type(write_segment, version):
 
 
 def test_refused_payloads_are_dead_letters_worded_alike():
-    events = reference_events(cassandra50.SEGMENT, cassandra50.SCHEMA, skip_unknown=True)
-    schemas = value_schemas(cassandra50.SCHEMA)
+    events = reference_events(SEGMENT_50, SCHEMA_50, skip_unknown=True)
+    schemas = value_schemas(SCHEMA_50)
     good = events[1][-1]
     unknown = good[:1] + (999).to_bytes(4, "big") + good[5:]
     batch = batch_of([None, b"", b"\x00\x01", b"\x07" + good[1:], unknown, good + b"\x00\x00", good[:-3], good])
@@ -69,8 +67,8 @@ def damage_corpus(tmp_path_factory):
     path = tmp_path_factory.mktemp("segments") / f"CommitLog-7-{ROWS_ID}.log"
     path.write_bytes(segment(ROWS_ID, [sample_mutations()], version=7))
     corpus = []
-    for events, schema in ((reference_events(cassandra50.SEGMENT, cassandra50.SCHEMA, skip_unknown=True),
-                            cassandra50.SCHEMA), (reference_events(path, ROWS), ROWS)):
+    for events, schema in ((reference_events(SEGMENT_50, SCHEMA_50, skip_unknown=True),
+                            SCHEMA_50), (reference_events(path, ROWS), ROWS)):
         schemas = value_schemas(schema)
         corpus += [(value, schemas) for *_, value in events]
     return corpus

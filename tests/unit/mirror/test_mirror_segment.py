@@ -9,7 +9,7 @@ import pytest
 from spark.job.events import decode_records
 from spark.mirror.engine import Change
 from spark.mirror.layout import MirrorError, MirrorLayout
-from tests.unit.commitlog.test_cassandra50_segment import SCHEMA
+from tests.unit.commitlog.testdata import SCHEMA_50 as SCHEMA
 from tests.unit.job.decoding import framed_events, preloaded_cache, records
 from tests.unit.mirror.memory import mirrored, ordered
 
