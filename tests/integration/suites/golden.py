@@ -228,7 +228,8 @@ class GoldenWorkload:
         assert {c["table"] for c in got[9:]} == {"scalars", "audit"}
         assert len(got) == 11
 
-    def test_native_core_writes_the_reference_events(self, node: Stack, cql, workload: str, tmp_path: Path) -> None:
+    def test_native_core_writes_the_reference_events(self, node: Stack, cql, workload: str,
+                                                     tmp_path: Path) -> None:
         """The segments a real Cassandra wrote for the workload (and whatever else is in cdc_raw), read by
         the native core and by the Python reader and writer: the same events, byte for byte."""
         segments = flush_commitlog(cql, workload, node.cdc_raw)

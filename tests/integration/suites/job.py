@@ -57,4 +57,5 @@ class JobIntoDelta:
 
         # The generation tables are published to the sink too.
         published = spark.read.format("delta").load(f"{settings.delta_path}/cdc_streams_descriptions_v2").collect()
-        assert {r.range_end for r in published} == {e.token_range_end for e in generations.generations[0].description.entries}
+        first = generations.generations[0].description
+        assert {r.range_end for r in published} == {e.token_range_end for e in first.entries}
