@@ -10,7 +10,6 @@ import subprocess
 import sys
 import time
 import uuid
-from pathlib import Path
 
 import psycopg
 import pytest
@@ -476,18 +475,14 @@ def test_the_job_on_another_checkpoint_is_refused_by_the_sink_and_exits_1(spark,
         cql.execute(f"INSERT INTO {keyspace}.kv (k, v) VALUES (%s, 'v')", (k,))
     consumer.until(has_marker(write_marker(cql, keyspace)))
 
-    def run(checkpoint: Path, name: str) -> tuple[int, str]:
-        config = tmp_path / f"{name}.yaml"
-        config.write_text(json.dumps({**settings.model_dump(mode="json"), "checkpoint_dir": str(checkpoint)}))
-        output = tmp_path / f"{name}.log"
-        with open(output, "w") as out:
-            code = subprocess.run([sys.executable, "-m", "spark.job", "--config", str(config), "--available-now"],
-                                  cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, timeout=300).returncode
-        return code, output.read_text()
-
-    code, text = run(settings.checkpoint_dir, "first")
-    assert code == 0, text[-3000:]
-    code, text = run(tmp_path / "another-checkpoint", "stray")
+    run_available(spark, settings)  # the sink's writer, in this process
+    config, output = tmp_path / "stray.yaml", tmp_path / "stray.log"
+    config.write_text(json.dumps({**settings.model_dump(mode="json"),
+                                  "checkpoint_dir": str(tmp_path / "another-checkpoint")}))
+    with open(output, "w") as out:
+        code = subprocess.run([sys.executable, "-m", "spark.job", "--config", str(config), "--available-now"],
+                              cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, timeout=300).returncode
+    text = output.read_text()
     assert code == 1, text[-3000:]
     refused = [line for line in text.splitlines() if "the query failed: batch 0: BatchMismatch" in line]
     assert refused and f"{settings.app_id}:cdc_log" in refused[0] and "checkpoint_dir" in refused[0]
