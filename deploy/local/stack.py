@@ -288,6 +288,11 @@ def signal_group(pid: int, pid_file: Path, sig: signal.Signals, wait: float) -> 
     """Send `sig` to the process group of `pid` (a service and what it started); True when the service
     ended within `wait` seconds."""
     os.killpg(pid, sig)
+    return ended(pid_file, wait)
+
+
+def ended(pid_file: Path, wait: float) -> bool:
+    """Whether the service of `pid_file` has ended, or ends within `wait` seconds."""
     deadline = time.monotonic() + wait
     while pid_alive(pid_file):
         if time.monotonic() >= deadline:
@@ -440,12 +445,17 @@ class Service:
     def stop(self) -> None:
         stop_pid(self.name, self.pid_file)
 
-    def kill(self) -> None:
+    def send_kill(self) -> int:
+        """SIGKILL to the service and what it started; its pid. `killed` waits for its end."""
         pid = pid_alive(self.pid_file)
         if pid is None:
             raise StackError(f"{self.name} is not running")
         log(f"killing {self.name} (pid {pid}, SIGKILL)")
-        if not signal_group(pid, self.pid_file, signal.SIGKILL, 10):
+        os.killpg(pid, signal.SIGKILL)
+        return pid
+
+    def killed(self, pid: int) -> None:
+        if not ended(self.pid_file, 10):
             raise StackError(f"{self.name} (pid {pid}) still runs 10 s after SIGKILL")
         self.pid_file.unlink(missing_ok=True)
 
@@ -1468,10 +1478,23 @@ def stop(settings: Settings, names: list[str]) -> None:
 
 
 def kill(settings: Settings, names: list[str]) -> None:
+    """SIGKILL to each service named, all before any is waited for (a JVM takes a second or two to end); one
+    not running is reported after the others are killed."""
     if not names:
         raise StackError("kill needs the service(s) to kill, for example cassandra@2")
+    problems, signalled = [], []
     for service in selected(settings, names):
-        service.kill()
+        try:
+            signalled.append((service, service.send_kill()))
+        except StackError as exc:
+            problems.append(str(exc))
+    for service, pid in signalled:
+        try:
+            service.killed(pid)
+        except StackError as exc:
+            problems.append(str(exc))
+    if problems:
+        raise StackError("; ".join(problems))
 
 
 def nodetool(settings: Settings, names: list[str]) -> None:

@@ -62,8 +62,8 @@ def ring(stack):
         started(RING, stack.run_dir)
         yield ring, RING.describe(stack)
     finally:  # its data is thrown away: no need to stop it gently (a node a test added included)
-        for service in [f"cassandra@{i}" for i in range(1, NODES + 2)] + [f"kafka@{i}" for i in range(1, BROKERS + 1)]:
-            ring.stack("kill", service, check=False, nodes=NODES + 1)
+        ring.stack("kill", *[f"cassandra@{i}" for i in range(1, NODES + 2)],
+                   *[f"kafka@{i}" for i in range(1, BROKERS + 1)], check=False, nodes=NODES + 1)
         forget(RING)
         shutil.rmtree(ring.run_dir, ignore_errors=True)
 
