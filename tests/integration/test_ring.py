@@ -331,7 +331,7 @@ def test_nodes_killed_under_load_get_their_hints_and_a_write_at_one_on_a_single_
         workload.run(200, rate=100)
         # Node 2 keeps hints for node 3 of the writes it coordinated: on disk (flushed every 10 s) before
         # its own kill, or they would die with it and node 3 would miss those writes for good.
-        time.sleep(11)
+        time.sleep(15)
         handle.stack("kill", "cassandra@2")
         workload.consistency = ConsistencyLevel.ONE
         alone = len(workload.written)
