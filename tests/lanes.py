@@ -5,8 +5,8 @@ Cassandra versions', `side_stacks.SIDE_STACKS`) share nothing with the others bu
 PostgreSQL, object store and jars (and the unit tests nothing at all), so they run in a lane of their own
 beside the rest of the suite, which keeps the main stack's Kafka and `cdc_raw` to itself (its connectors
 share one `cdc_raw`; one of its tests stops the main broker); the side lane ends with a few modules that
-only query the main node (`QUERIES_ONLY`). Each lane's waits on services are the
-other's time to compute: together they keep two cores about 80 % busy.
+only query the main node (`QUERIES_ONLY`). Each lane's waits on services are the other's time to compute:
+together they keep two cores about 80 % busy.
 
 Arguments that select tests (paths, `-k`, `-m`, `--lf`, `--deselect`) run pytest once, as given. The side
 lane's output goes to `<run dir>/lanes/side.log`, printed after the main lane's; the exit status is the
