@@ -9,11 +9,14 @@ import time
 from functools import partial
 from typing import TYPE_CHECKING, Callable
 
+from connector.config import ConnectorSettings
+from connector.metrics import Health, Metrics
+from connector.reach import RefusalWatch
 from connector.segments import cdc_raw_usage
 from connector.source import backlog, scan
 
 if TYPE_CHECKING:
-    from connector.runner import Connector
+    from connector.loop import SegmentLoop
 
 log = logging.getLogger("ringtail.connector")
 
@@ -32,13 +35,16 @@ class _Condition:
 
 
 class Monitor:
-    def __init__(self, connector: Connector) -> None:
-        self.connector = connector
+    """Reads the loop only through its published view; the listings it takes it hands to the loop's
+    `SegmentLife`, so a segment is known while the loop is busy inside another one."""
+
+    def __init__(self, settings: ConnectorSettings, metrics: Metrics, health: Health, refusals: RefusalWatch,
+                 loop: Callable[[], SegmentLoop | None]) -> None:
+        self.settings, self.metrics, self.refusals, self.loop = settings, metrics, refusals, loop
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="ringtail-monitor", daemon=True)
         self._committed = None
         self._moved = time.monotonic()
-        health = connector.health
         self._space = _Condition(log.warning, partial(health.warning, "cdc_raw"))
         self._stall = _Condition(log.error, partial(health.problem, "stall"))
         self._refused = _Condition(log.error, partial(health.problem, "kafka access"))
@@ -52,7 +58,7 @@ class Monitor:
         self._thread.join(5)
 
     def _run(self) -> None:
-        interval = self.connector.settings.measure_interval
+        interval = self.settings.measure_interval
         while not self._stop.wait(interval):
             try:
                 self.measure()
@@ -60,9 +66,8 @@ class Monitor:
                 log.warning("cannot measure cdc_raw: %s", exc)
 
     def measure(self) -> None:
-        c = self.connector
-        s, m = c.settings, c.metrics
-        self._refused.update(c.refusals.current())
+        s, m = self.settings, self.metrics
+        self._refused.update(self.refusals.current())
         used = cdc_raw_usage(s.cdc_raw)
         ratio = used / s.cdc_total_space
         m.cdc_raw_bytes.set(used)
@@ -70,16 +75,16 @@ class Monitor:
         self._space.update(f"cdc_raw holds {used >> 20} MiB, {ratio:.0%} of cdc_total_space: Cassandra rejects "
                            f"writes to CDC tables when it is full" if ratio >= s.cdc_usage_warning else None)
 
-        checkpoint, tail = c.checkpoint, c.tail
-        if checkpoint is None:
+        loop = self.loop()
+        view = loop.view if loop is not None else None
+        if view is None:
             return
-        m.producer_queue.set(checkpoint.in_flight)
-        reading = tail.position if tail is not None else None
+        m.producer_queue.set(view.in_flight)
         listing = scan(s.cdc_raw)
-        c.note_indexed(listing)
-        behind = backlog(listing, reading, checkpoint.releasing)
+        loop.life.sighted(listing)
+        behind = backlog(listing, view.reading, view.releasing.__contains__)
         m.bytes_behind.set(behind)
-        committed, now = checkpoint.committed, time.monotonic()
+        committed, now = view.committed, time.monotonic()
         if committed != self._committed or behind == 0:  # idle is not stalled: the clock starts with a backlog
             self._committed, self._moved = committed, now
         age = now - self._moved

@@ -87,8 +87,8 @@ class NativeSegmentTail(SegmentTail):
     back, and the entries no schema decodes."""
 
     def __init__(self, segment: SegmentFile, schema, decoders: NativeDecoders, after: Position | None = None,
-                 complete: bool = False) -> None:
-        super().__init__(segment, schema, after, complete)
+                 complete: bool = False, clock: Callable[[], float] = time.monotonic) -> None:
+        super().__init__(segment, schema, after, complete, clock)
         self.decoders = decoders
         self._segment: _native.Segment | None = None
 

@@ -143,13 +143,14 @@ class SegmentTail:
     back to cdc_raw without its index, long finished by Cassandra)."""
 
     def __init__(self, segment: SegmentFile, schema: LiveSchema, after: Position | None = None,
-                 complete: bool = False) -> None:
+                 complete: bool = False, clock: Callable[[], float] = time.monotonic) -> None:
         self.segment = segment
+        self.clock = clock
         self.schema = schema
         self.position = after  # resume point: everything up to it has been returned
         self.index: CdcIndex | None = None
         self.complete = complete
-        self.index_changed = time.monotonic()  # when the index last said something new
+        self.index_changed = clock()  # when the index last said something new
         self._reader: SegmentReader | None = None
         self.finished = False  # COMPLETED and read to its end
         self.skipped = 0  # changes read and left out unseen (by the native core: tables without CDC data)
@@ -161,7 +162,7 @@ class SegmentTail:
             index = CdcIndex(os.stat(self.segment.path).st_size, True)
         if index is not None:  # None: missing, or caught while Cassandra rewrites it
             if index != self.index:
-                self.index_changed = time.monotonic()
+                self.index_changed = self.clock()
             self.index = index
         if self.index is None or self.finished:
             return
