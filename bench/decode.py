@@ -26,12 +26,13 @@ sys.path.insert(0, str(REPO_ROOT))
 
 from fastavro import parse_schema  # noqa: E402
 
-from connector import _native, native_core  # noqa: E402
-from connector.avro import ChangeEncoder  # noqa: E402
-from connector.avro.table import SourceInfo  # noqa: E402
-from connector.avro.wire import frame  # noqa: E402
+from connector import native_core  # noqa: E402
+from schemas import _native  # noqa: E402
+from schemas.avro import ChangeEncoder  # noqa: E402
+from schemas.avro.table import SourceInfo  # noqa: E402
+from schemas.avro.wire import frame  # noqa: E402
 from connector.commitlog import SegmentReader, UnknownTable, skip_unknown_tables  # noqa: E402
-from connector.schema import SchemaSnapshot, parse_ddl, parse_ddl_file  # noqa: E402
+from schemas.tables import SchemaSnapshot, parse_ddl, parse_ddl_file  # noqa: E402
 
 LEGACY_SEGMENT = REPO_ROOT / "tests" / "unit" / "commitlog" / "data" / "legacy" / "CommitLog-7-1699285478684.log"
 LEGACY_SCHEMA = ('CREATE TABLE "Keyspace1"."Standard1" (key ascii, col ascii, val blob, val0 blob, '

@@ -59,8 +59,8 @@ from cassandra.concurrent import execute_concurrent_with_args  # noqa: E402
 from confluent_kafka import Consumer, KafkaException, TopicPartition  # noqa: E402
 from confluent_kafka.admin import AdminClient  # noqa: E402
 
-from connector.avro.reader import event_readers  # noqa: E402
-from connector.schema.session import connect  # noqa: E402
+from schemas.avro.reader import event_readers  # noqa: E402
+from schemas.tables.session import connect  # noqa: E402
 from deploy.local.endpoints import StackUnavailable, connect_stack  # noqa: E402
 from deploy.local.processes import ConnectorProcess, peak_rss  # noqa: E402
 from spark.job.assign import assign_batch  # noqa: E402

@@ -44,7 +44,7 @@ sys.path.insert(0, str(REPO_ROOT))
 from pyspark.sql import functions as F  # noqa: E402
 from pyspark.sql.types import StringType, StructField, StructType  # noqa: E402
 
-from connector.access import CassandraCluster  # noqa: E402
+from schemas.runtime.access import CassandraCluster  # noqa: E402
 from deploy.local.endpoints import StackUnavailable, connect_stack  # noqa: E402
 from spark.job import rows as R  # noqa: E402
 from spark.job.config import JobSettings  # noqa: E402
@@ -65,7 +65,7 @@ BENCH_KEYSPACE = "ringtail_bench"
 
 
 def create_source_table(stack) -> None:
-    from connector.schema.session import connect
+    from schemas.tables.session import connect
 
     cluster, session = connect([stack.cassandra_host], stack.cassandra_port)
     session.execute(f"CREATE KEYSPACE IF NOT EXISTS {BENCH_KEYSPACE} WITH replication = "
@@ -129,7 +129,7 @@ def cleanup(stack, sink: str, run: str) -> None:
             cursor.execute(f"DROP DATABASE IF EXISTS `{BENCH_KEYSPACE}`")
         conn.close()
     elif sink == "cassandra":
-        from connector.schema.session import connect
+        from schemas.tables.session import connect
 
         cluster, session = connect([stack.cassandra_host], stack.cassandra_port)
         session.execute(f"DROP KEYSPACE IF EXISTS {run}")

@@ -135,7 +135,7 @@ def main() -> int:
         print(json.dumps({"rows": rows, "peak_mib": peak}))
         return 0
 
-    from connector.schema.session import connect
+    from schemas.tables.session import connect
     from spark.job.config import StreamSettings
     from spark.job.generations import GenerationKeeper
     from spark.job.pipeline import spark_session

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Callable
 
 from connector.commitlog import Position
-from connector.durable import write_atomically
+from schemas.runtime.durable import write_atomically
 from connector.source import SegmentFile
 
 

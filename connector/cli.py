@@ -10,7 +10,7 @@ from typing import Sequence
 
 from connector.commitlog import CommitLogError, SchemaMismatch, SegmentReader, UnknownTable, skip_unknown_tables
 from connector.commitlog.render import ChangeRenderer
-from connector.schema import DdlError, SchemaSnapshot, parse_ddl_file
+from schemas.tables import DdlError, SchemaSnapshot, parse_ddl_file
 
 DEFAULT_CASSANDRA_PORT = 9042
 
@@ -77,12 +77,12 @@ def _ack_lost(args: argparse.Namespace) -> None:
 def _run(args: argparse.Namespace) -> None:
     import logging
 
-    from connector.access import AccessError
+    from schemas.runtime.access import AccessError
     from connector.lock import AlreadyRunning
-    from connector.reach import AccessDenied
-    from connector.logs import setup_logging
+    from schemas.runtime.reach import AccessDenied
+    from schemas.runtime.logs import setup_logging
     from connector.runner import Connector
-    from connector.signals import on_stop_signals
+    from schemas.runtime.signals import on_stop_signals
 
     settings = _settings(args)
     setup_logging(settings.log_level, settings.log_format)
@@ -110,8 +110,8 @@ def _load_schema(args: argparse.Namespace) -> SchemaSnapshot:
     host, _, port = args.cassandra.partition(":")
     from cassandra.cluster import NoHostAvailable  # the driver is imported only when needed
 
-    from connector.access import AccessError
-    from connector.schema.loader import load_schema
+    from schemas.runtime.access import AccessError
+    from schemas.tables.loader import load_schema
 
     security = _settings(args).cassandra_security if args.config else None
     try:

@@ -9,8 +9,8 @@ from typing import Annotated, Literal
 from pydantic import ByteSize, Field, field_validator, model_validator
 from pydantic_settings import NoDecode, SettingsConfigDict
 
-from connector.access import CassandraSecurity, KafkaSecurity, RegistrySecurity
-from connector.settings import FileSettings, split_hosts
+from schemas.runtime.access import CassandraSecurity, KafkaSecurity, RegistrySecurity
+from schemas.runtime.settings import FileSettings, split_hosts
 
 
 class ConnectorSettings(FileSettings):
@@ -26,14 +26,14 @@ class ConnectorSettings(FileSettings):
     cassandra_port: int = 9042
     kafka_bootstrap_servers: str = "127.0.0.1:9092"
     registry_url: str = "http://127.0.0.1:8081"
-    # Authentication and TLS (connector.access; README "Security").
+    # Authentication and TLS (schemas.runtime.access; README "Security").
     cassandra_security: CassandraSecurity = CassandraSecurity()
     kafka_security: KafkaSecurity = KafkaSecurity()
     registry_security: RegistrySecurity = RegistrySecurity()
     topic_prefix: str = "ringtail"
     topic_partitions: int = Field(6, ge=1)
     # Unset: min(3, brokers) copies, two of them in sync (one fewer on a cluster of one or two brokers);
-    # see connector.kafka.topic_replication.
+    # see schemas.runtime.kafka.topic_replication.
     topic_replication_factor: int | None = Field(None, ge=1)
     topic_min_insync_replicas: int | None = Field(None, ge=1)
     # Named in every event's `source`.

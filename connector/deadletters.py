@@ -18,10 +18,10 @@ import logging
 import time
 from typing import Callable
 
-from connector.avro import SchemaRejected
+from schemas.avro import SchemaRejected
 from connector.commitlog import Change, Undecodable, UnknownTable
 from connector.commitlog.render import ChangeRenderer
-from connector.schema.model import SchemaSnapshot
+from schemas.tables.model import SchemaSnapshot
 
 log = logging.getLogger("ringtail.connector")
 

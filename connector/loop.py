@@ -21,14 +21,14 @@ from dataclasses import dataclass
 
 from confluent_kafka import KafkaException
 
-from connector.avro import ChangeSerializer, RegistryError, SchemaRejected
+from schemas.avro import ChangeSerializer, RegistryError, SchemaRejected
 from connector.checkpoint import Checkpoint, DeliveryFailed, PositionStore
 from connector.commitlog import Change, CommitLogError, Position, Undecodable
 from connector.commitlog.cdc_index import SUFFIX
-from connector.commitlog.change import write_time
+from schemas.change import write_time
 from connector.config import ConnectorSettings
 from connector.deadletters import Rejections, dead_letter, dead_letter_topic, undecodable_letter
-from connector.kafka import EventProducer, TopicError
+from schemas.runtime.kafka import EventProducer, TopicError
 from connector.lifecycle import SegmentLife, Stage
 from connector.lost import LostSegment, LostSegments
 from connector.metrics import Health, Metrics

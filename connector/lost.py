@@ -17,7 +17,7 @@ from pathlib import Path
 
 from connector.commitlog import Position
 from connector.commitlog.descriptor import segment_id_from_name
-from connector.durable import write_atomically
+from schemas.runtime.durable import write_atomically
 
 
 class UnknownLostSegment(ValueError):

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Callable
 
 from connector.config import ConnectorSettings
 from connector.metrics import Health, Metrics
-from connector.reach import RefusalWatch
+from schemas.runtime.reach import RefusalWatch
 from connector.segments import cdc_raw_usage
 from connector.source import backlog, scan
 

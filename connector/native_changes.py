@@ -7,13 +7,14 @@ import struct
 from pathlib import Path
 from typing import Callable, Iterator
 
-from connector import _native, native_core
-from connector.avro.table import SourceInfo
+from connector import native_core
+from schemas import _native
+from schemas.avro.table import SourceInfo
 from connector.commitlog import Bound, Cell, Change, ComplexColumn, DeletionTime, Liveness, Op, Position, \
     SchemaMismatch, UnknownTable
 from connector.commitlog.layout import ColumnLayout, TableLayout
-from connector.cql import CqlTypeError
-from connector.schema import SchemaSnapshot
+from schemas.cql import CqlTypeError
+from schemas.tables import SchemaSnapshot
 
 # What the reference decoder's value decoding raises for bytes that do not fit a type.
 _MISFIT = (IndexError, KeyError, ValueError, ArithmeticError, struct.error, CqlTypeError)

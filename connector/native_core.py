@@ -1,14 +1,14 @@
-"""The schema as the native core (`connector._native`, the Rust crate in `connector/native`) takes
+"""The schema as the native core (`schemas._native`, the Rust crate in `connector/native`) takes
 it: each table's types as trees the Python type layer parsed (types are parsed in one place), its
 columns in the order of the event's `after` record, and the schema ids its events are framed with."""
 from __future__ import annotations
 
 from typing import AbstractSet as Set, Mapping
 
-from connector import _native
-from connector.avro.table import SourceInfo
-from connector.cql import CqlType, ListType, MapType, SetType, TupleType, UserType, VectorType, parse_type
-from connector.schema.model import SchemaSnapshot, Table
+from schemas import _native
+from schemas.avro.table import SourceInfo
+from schemas.cql import CqlType, ListType, MapType, SetType, TupleType, UserType, VectorType, parse_type
+from schemas.tables.model import SchemaSnapshot, Table
 
 # What becomes of a table's changes in the native decoder.
 SKIP, EMIT, HAND_OFF = 0, 1, 2  # HAND_OFF: the entries holding them go back to the reference reader

@@ -8,12 +8,13 @@ from __future__ import annotations
 import time
 from typing import Callable, Iterator, NamedTuple
 
-from connector import _native, native_core
-from connector.avro import ChangeSerializer, SchemaRejected
+from connector import native_core
+from schemas import _native
+from schemas.avro import ChangeSerializer, SchemaRejected
 from connector.commitlog import UNDECODABLE, Change, Position, SchemaMismatch, Undecodable, UnknownTable
 from connector.commitlog.mutation import MutationDecoder
 from connector.commitlog.reader import retry_schema
-from connector.schema.model import SchemaSnapshot, Table
+from schemas.tables.model import SchemaSnapshot, Table
 from connector.source import SegmentFile, SegmentTail
 
 PASS_EVENTS = 5_000  # events per native pass: bounds memory, lets the producer send in between

@@ -8,7 +8,7 @@ COPY --from=rust /usr/local/rustup /usr/local/rustup
 ENV CARGO_HOME=/usr/local/cargo RUSTUP_HOME=/usr/local/rustup PATH=/usr/local/cargo/bin:$PATH
 RUN apt-get update && apt-get install -y --no-install-recommends gcc libc6-dev && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
-COPY pyproject.toml README.md ./
+COPY pyproject.toml README.md Cargo.toml Cargo.lock rustfmt.toml ./
 COPY connector ./connector
 COPY spark ./spark
 COPY schemas ./schemas

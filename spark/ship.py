@@ -25,7 +25,7 @@ from pathlib import Path
 NAME = "ringtail"  # the directory executors unpack it to
 # Spark's own, on every executor; a second copy would shadow the cluster's.
 PROVIDED = frozenset({"pyspark", "py4j", "delta-spark"})
-PACKAGES = ("connector", "spark")  # ringtail's own top-level packages
+PACKAGES = ("schemas", "spark")  # what Spark's side of ringtail is: the contract and itself, no connector
 KEEP = 3  # archives kept in the directory, the newest
 _REQUIREMENT = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[([^\]]*)\])?[^;]*(?:;(.*))?$")
 
@@ -71,7 +71,7 @@ def dependencies(root: str = "ringtail", extras: tuple[str, ...] = ("spark",)) -
 
 def _own_files() -> list[tuple[Path, str]]:
     """ringtail's own modules and native core (an editable install's source tree, or site-packages),
-    without the Rust crate's sources and build output."""
+    without the Rust crates' sources."""
     out = []
     for package in PACKAGES:
         spec = importlib.util.find_spec(package)
@@ -80,8 +80,7 @@ def _own_files() -> list[tuple[Path, str]]:
         top = Path(next(iter(spec.submodule_search_locations)))
         for path in sorted(top.rglob("*")):
             relative = path.relative_to(top.parent)
-            if path.is_file() and "__pycache__" not in relative.parts and relative.parts[:2] != ("connector",
-                                                                                                 "native"):
+            if path.is_file() and "__pycache__" not in relative.parts and relative.parts[1:2] != ("native",):
                 out.append((path, relative.as_posix()))
     return out
 

@@ -81,7 +81,7 @@ def stack() -> Stack:
 
 @pytest.fixture(scope="session")
 def cql(stack: Stack):
-    from connector.schema.session import connect
+    from schemas.tables.session import connect
 
     cluster, session = connect([stack.cassandra_host], stack.cassandra_port)
     yield session

@@ -1,5 +1,5 @@
 """Commit log segment reader: descriptor, sync sections, entries, mutations, changes."""
-from .change import Bound, Cell, Change, ComplexColumn, DeletionTime, Liveness, Op, Position, Undecodable
+from schemas.change import Bound, Cell, Change, ComplexColumn, DeletionTime, Liveness, Op, Position, Undecodable
 from .descriptor import Descriptor, read_descriptor, segment_id_from_name
 from .errors import (CommitLogError, CorruptSegment, CrcMismatch, EncryptedSegment, SchemaMismatch,
                      TruncatedSegment, UnknownTable, UnsupportedSegment, UnsupportedVersion)

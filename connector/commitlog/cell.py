@@ -5,9 +5,9 @@
 """
 from __future__ import annotations
 
-from connector.cql.vint import read_uvint
+from schemas.cql.vint import read_uvint
 
-from .change import Cell, ComplexColumn, Liveness
+from schemas.change import Cell, ComplexColumn, Liveness
 from .header import SerializationHeader
 from .layout import ColumnLayout
 

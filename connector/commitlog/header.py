@@ -9,9 +9,9 @@ these minimums. Local deletion times are 32-bit: signed up to messaging 12, unsi
 """
 from __future__ import annotations
 
-from connector.cql.vint import read_uvint, to_int64
+from schemas.cql.vint import read_uvint, to_int64
 
-from .change import DeletionTime
+from schemas.change import DeletionTime
 from .layout import ColumnLayout, TableLayout
 
 TIMESTAMP_EPOCH = 1442880000000000  # µs, 2015-09-22

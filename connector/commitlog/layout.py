@@ -3,9 +3,9 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from connector.cql import CqlType, parse_type
-from connector.cql.composite import decode_partition_key
-from connector.schema.model import ColumnKind, SchemaSnapshot, Table
+from schemas.cql import CqlType, parse_type
+from schemas.cql.composite import decode_partition_key
+from schemas.tables.model import ColumnKind, SchemaSnapshot, Table
 
 
 class ColumnLayout:

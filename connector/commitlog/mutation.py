@@ -8,11 +8,11 @@ from __future__ import annotations
 import struct
 import uuid
 
-from connector.cql import CqlTypeError
-from connector.cql.vint import read_uvint
-from connector.schema.model import SchemaSnapshot
+from schemas.cql import CqlTypeError
+from schemas.cql.vint import read_uvint
+from schemas.tables.model import SchemaSnapshot
 
-from .change import Change
+from schemas.change import Change
 from .errors import SchemaMismatch, UnknownTable
 from .header import UnknownColumn
 from .layout import TableLayout

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from typing import Callable
 
-from connector.cql.vint import read_uvint
+from schemas.cql.vint import read_uvint
 
-from .change import Change, Op, Position
+from schemas.change import Change, Op, Position
 from .header import read_serialization_header
 from .layout import TableLayout
 from .unfiltered import END_OF_PARTITION, EXTENSION_FLAG, IS_MARKER, read_marker, read_row

@@ -11,9 +11,9 @@ import os
 from pathlib import Path
 from typing import Callable, Iterator
 
-from connector.schema.model import SchemaSnapshot
+from schemas.tables.model import SchemaSnapshot
 
-from .change import Change, Position, Undecodable
+from schemas.change import Change, Position, Undecodable
 from .descriptor import Descriptor, read_descriptor
 from .entry import entries
 from .errors import SchemaMismatch, TruncatedSegment, UnknownTable

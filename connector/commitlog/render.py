@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from connector.schema.model import SchemaSnapshot, Table
+from schemas.tables.model import SchemaSnapshot, Table
 
-from .change import Bound, Cell, Change, ComplexColumn, DeletionTime
+from schemas.change import Bound, Cell, Change, ComplexColumn, DeletionTime
 from .layout import ColumnLayout, TableLayout
 
 

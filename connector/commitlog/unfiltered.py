@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import struct
 
-from connector.cql.vint import read_uvint
-from connector.schema.model import Table
+from schemas.cql.vint import read_uvint
+from schemas.tables.model import Table
 
 from .cell import read_cells
-from .change import Bound, Change, DeletionTime, Liveness, Op, Position
+from schemas.change import Bound, Change, DeletionTime, Liveness, Op, Position
 from .header import SerializationHeader
 from .layout import ColumnLayout
 

@@ -1,8 +1,3 @@
-"""Schema snapshots (model.py) and the DESCRIBE-style DDL parser (ddl.py)."""
-from .ddl import DdlError, parse_ddl, parse_ddl_file
-from .model import ClusteringOrder, Column, ColumnKind, DroppedColumn, SchemaSnapshot, Table, UserType
-
-__all__ = [
-    "ClusteringOrder", "Column", "ColumnKind", "DdlError", "DroppedColumn", "SchemaSnapshot", "Table",
-    "UserType", "parse_ddl", "parse_ddl_file",
-]
+"""The connector's live schema: Cassandra's schema kept current through DDL (live.py), the history of
+`cdc` flags and dropped tables a segment is decoded with (history.py), the tables learnt from the commit
+log itself (logged.py), and the stored copy a restart starts from (store.py)."""

@@ -27,7 +27,7 @@ from types import MappingProxyType
 import bisect
 from typing import Iterable, Mapping, NamedTuple
 
-from .model import Column, SchemaSnapshot, Table, UserType
+from schemas.tables.model import Column, SchemaSnapshot, Table, UserType
 
 # Before any write: a table created with cdc = true captures every change it will ever hold, whatever
 # write timestamps clients choose.

@@ -15,15 +15,15 @@ import uuid
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from connector.access import CassandraSecurity
+from schemas.runtime.access import CassandraSecurity
 from connector.commitlog import UNDECODABLE, Cell, Change, SchemaMismatch, UnknownTable
-from connector.commitlog.change import write_time
+from schemas.change import write_time
 
 from .history import SchemaChange, SchemaHistory
-from .loader import read_snapshot
+from schemas.tables.loader import read_snapshot
 from .logged import FlagRow, LoggedTables, column_row, type_row
-from .model import SchemaSnapshot, Table
-from .session import connect
+from schemas.tables.model import SchemaSnapshot, Table
+from schemas.tables.session import connect
 from .store import load_history, save_history
 
 log = logging.getLogger("ringtail.schema")

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from connector.commitlog import Cell, Change
 
-from .model import ClusteringOrder, Column, ColumnKind, Table, UserType
+from schemas.tables.model import ClusteringOrder, Column, ColumnKind, Table, UserType
 
 MAX_TABLES = 1_000  # tables kept, the oldest forgotten first: DDL has no bound, memory has
 

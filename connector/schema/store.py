@@ -8,10 +8,10 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from connector.durable import write_atomically
+from schemas.runtime.durable import write_atomically
 
 from .history import FlagChange, RetainedTable, SchemaHistory
-from .model import ClusteringOrder, Column, ColumnKind, DroppedColumn, SchemaSnapshot, Table, UserType
+from schemas.tables.model import ClusteringOrder, Column, ColumnKind, DroppedColumn, SchemaSnapshot, Table, UserType
 
 FORMAT = 1
 

@@ -20,7 +20,7 @@ need() {
 }
 
 [ -d "$HOME/.cargo/bin" ] && PATH="$HOME/.cargo/bin:$PATH"  # rustup's toolchain, where installed
-# The native core (connector/native) is Rust: Debian's cargo-web is a recent enough toolchain.
+# The native core (the cargo workspace in Cargo.toml) is Rust: Debian's cargo-web is a recent enough toolchain.
 need java:openjdk-17-jdk-headless mvn:maven cargo:cargo-web cc:gcc
 # The secured stack makes its certificates with openssl (deploy/local/secure.py).
 need openssl:openssl
@@ -38,7 +38,7 @@ if [ ! -x "$VENV/bin/python" ] || [ "$ROOT/pyproject.toml" -nt "$stamp" ]; then
   "$VENV/bin/pip" install -q --disable-pip-version-check --upgrade pip
   "$VENV/bin/pip" install -q --disable-pip-version-check -e "$ROOT[dev]"
   touch "$stamp"
-elif [ -n "$(find "$ROOT/connector/native" -path "$ROOT/connector/native/target" -prune -o -newer "$stamp" -type f -print -quit)" ]; then
+elif [ -n "$(find "$ROOT/Cargo.toml" "$ROOT/schemas/native" "$ROOT/connector/native" "$ROOT/spark/native" -newer "$stamp" -type f -print -quit)" ]; then
   echo "[env] rebuilding the native core"
   "$VENV/bin/pip" install -q --disable-pip-version-check --no-deps -e "$ROOT"
   touch "$stamp"

@@ -21,7 +21,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from connector.access import CassandraCluster
+from schemas.runtime.access import CassandraCluster
 from spark.streams.generations import Generations
 from spark.streams.tokens import tokens_of_keys
 
@@ -115,7 +115,7 @@ _SESSIONS: dict[tuple, Any] = {}
 def _session(cluster: CassandraCluster) -> Any:
     """One session per worker process and cluster (Spark reuses its Python workers)."""
     if cluster not in _SESSIONS:
-        from connector.schema.session import STATEMENTS_ONLY, connect
+        from schemas.tables.session import STATEMENTS_ONLY, connect
 
         _SESSIONS[cluster] = connect(*cluster, **STATEMENTS_ONLY)[1]
     return _SESSIONS[cluster]

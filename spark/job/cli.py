@@ -10,7 +10,7 @@ from typing import Sequence
 
 from pyspark.sql import SparkSession
 
-from connector.signals import on_stop_signals
+from schemas.runtime.signals import on_stop_signals
 
 from .config import JobSettings, S, admitted, load_or_report
 from .sinks import Sink
@@ -54,7 +54,7 @@ class Shutdown:
 def begin(cls: type[S], args: argparse.Namespace, program: str) -> tuple[S, Shutdown] | None:
     """A Spark process's start: its settings (`--config`, `--master`; None once their errors are on
     stderr: exit 2), its logging set up, and the handler of its stop signals."""
-    from connector.logs import setup_logging
+    from schemas.runtime.logs import setup_logging
 
     overrides = {"spark_master": args.master} if args.master else {}
     settings = load_or_report(cls, args.config, program, **overrides)

@@ -13,9 +13,9 @@ from typing import Annotated, Literal, TypeVar
 from pydantic import Field, field_validator
 from pydantic_settings import NoDecode, SettingsConfigDict
 
-from connector.access import CassandraCluster, CassandraSecurity, KafkaSecurity, RegistrySecurity
-from connector.avro.serializer import topic_name
-from connector.settings import FileSettings, split_hosts
+from schemas.runtime.access import CassandraCluster, CassandraSecurity, KafkaSecurity, RegistrySecurity
+from schemas.avro.serializer import topic_name
+from schemas.runtime.settings import FileSettings, split_hosts
 from spark.job.sinks.cassandra.settings import CassandraSettings
 from spark.job.sinks.delta.settings import DeltaSettings
 from spark.job.sinks.layouts import Layout
@@ -28,7 +28,7 @@ from spark.streams.storage import replication_literal
 class StreamSettings(FileSettings):
     kafka_bootstrap_servers: str = "127.0.0.1:9092"
     registry_url: str = "http://127.0.0.1:8081"
-    # Authentication and TLS (connector.access; README "Security"): for every session, Kafka client and
+    # Authentication and TLS (schemas.runtime.access; README "Security"): for every session, Kafka client and
     # registry client of the process, its executors and its sinks on the same cluster.
     cassandra_security: CassandraSecurity = CassandraSecurity()
     kafka_security: KafkaSecurity = KafkaSecurity()
@@ -187,8 +187,8 @@ def admitted(settings: StreamSettings, program: str, kafka: bool = True) -> bool
     certificates; False once the refusal is on stderr, in one line (the caller exits 2)."""
     import sys
 
-    from connector.access import AccessError
-    from connector.reach import AccessDenied, check_access
+    from schemas.runtime.access import AccessError
+    from schemas.runtime.reach import AccessDenied, check_access
 
     try:
         check_access(settings, kafka)

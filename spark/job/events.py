@@ -1,5 +1,5 @@
 """Change events → CDC log rows (see rows.py). Events are read through the contract's reader
-(`connector.avro.reader`), which knows their structure and CQL names; this module only turns them
+(`schemas.avro.reader`), which knows their structure and CQL names; this module only turns them
 into rows.
 
 Runs on the executors: `decode_partition` is handed to `mapInArrow`. Writer schemas are fetched
@@ -14,10 +14,10 @@ from collections.abc import Callable, Iterator
 
 import pyarrow as pa
 
-from connector.access import RegistrySecurity
-from connector.avro.errors import MalformedPayload, RegistryError, UnknownSchemaId
-from connector.avro.reader import ColumnReader, EventReader, EventReaders, event_readers
-from connector.avro.wire import schema_id_of, unframe
+from schemas.runtime.access import RegistrySecurity
+from schemas.avro.errors import MalformedPayload, RegistryError, UnknownSchemaId
+from schemas.avro.reader import ColumnReader, EventReader, EventReaders, event_readers
+from schemas.avro.wire import schema_id_of, unframe
 
 from . import rows as R
 from .assign import StreamAssigner

@@ -13,7 +13,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from connector.schema.session import STATEMENTS_ONLY, connect
+from schemas.tables.session import STATEMENTS_ONLY, connect
 from spark.streams.generations import MICROS_PER_SECOND, Generations
 from spark.streams.ring import read_ring
 from spark.streams.storage import GenerationStore

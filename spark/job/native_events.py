@@ -1,4 +1,4 @@
-"""Kafka records → `DECODED` rows with the native core (`connector._native.EventDecoder`, the Rust
+"""Kafka records → `DECODED` rows with the native core (`schemas._native.EventDecoder`, the Rust
 crate's `events` modules): the Arrow buffers of Spark's batch go in by address and the columns come
 back as buffers, without a Python object per row or value. `spark.job.events` is the reference it is
 tested against byte for byte; the job uses it when the extension is missing or `decoder` is `python`.
@@ -9,14 +9,14 @@ import json
 
 import pyarrow as pa
 
-from connector.access import RegistrySecurity
-from connector.avro.errors import UnknownSchemaId
-from connector.avro.reader import EventReaders, event_readers
+from schemas.runtime.access import RegistrySecurity
+from schemas.avro.errors import UnknownSchemaId
+from schemas.avro.reader import EventReaders, event_readers
 
 from .rows import DECODED, SOURCE, arrow_schema
 
 try:
-    from connector._native import EventDecoder, ReplicaCopies
+    from schemas._native import EventDecoder, ReplicaCopies
 except ImportError:  # the job says so at start and decodes in Python
     EventDecoder = ReplicaCopies = None
 

@@ -22,7 +22,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
 
-from connector.schema.session import STATEMENTS_ONLY, connect
+from schemas.tables.session import STATEMENTS_ONLY, connect
 from spark.location import Location, S3Access
 from spark.streams.generations import MICROS_PER_SECOND
 from spark.streams.ring import copies_per_change
@@ -162,7 +162,7 @@ def read_changes(spark: SparkSession, settings: StreamSettings, source: Source |
 def decoder(settings: StreamSettings) -> str:
     """The decoder the settings ask for, or "python" (said loudly) when the native core is not built."""
     if settings.decoder == "native" and EventDecoder is None:
-        log.warning("the native core (connector._native) is not built: events are decoded in Python, several "
+        log.warning("the native core (schemas._native) is not built: events are decoded in Python, several "
                     "times slower; `pip install -e .` builds it")
         return "python"
     return settings.decoder

@@ -10,8 +10,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from connector.cql import ListType, MapType, SetType, UserType, parse_type
-from connector.schema.model import ClusteringOrder, Table
+from schemas.cql import ListType, MapType, SetType, UserType, parse_type
+from schemas.tables.model import ClusteringOrder, Table
 
 from ..job.sinks.log_table import UdtDefinition
 

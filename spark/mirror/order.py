@@ -25,7 +25,7 @@ from collections.abc import Callable
 from functools import total_ordering
 from typing import Any
 
-from connector.cql import CqlType, Duration, ListType, MapType, SetType, TupleType, UserType, VectorType
+from schemas.cql import CqlType, Duration, ListType, MapType, SetType, TupleType, UserType, VectorType
 
 Key = Callable[[Any], Any]
 

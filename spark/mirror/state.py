@@ -33,7 +33,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from connector.cql import CqlType
+from schemas.cql import CqlType
 
 from .layout import LIST, MAP, SET, SINGLE, UDT, DataColumn, MirrorLayout, is_read_list_key
 from .order import descending, sort_key, value_bytes

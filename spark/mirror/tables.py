@@ -12,10 +12,10 @@ from typing import Any
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from connector.access import CassandraCluster
-from connector.schema.loader import read_table
-from connector.schema.model import Table, UserType
-from connector.schema.session import connect
+from schemas.runtime.access import CassandraCluster
+from schemas.tables.loader import read_table
+from schemas.tables.model import Table, UserType
+from schemas.tables.session import connect
 
 from .engine import Change, MergeCounts, MirrorStore, merge
 from .layout import MirrorLayout

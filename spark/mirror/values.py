@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from connector.cql import CqlType, ListType, MapType, SetType, TupleType, UserType, VectorType
+from schemas.cql import CqlType, ListType, MapType, SetType, TupleType, UserType, VectorType
 
 from .engine import MirrorRow
 from .layout import MirrorError, MirrorLayout

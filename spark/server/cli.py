@@ -22,8 +22,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from connector.metrics import StatusServer
-    from connector.schema.session import connect
+    from schemas.runtime.status import StatusServer
+    from schemas.tables.session import connect
     from spark.job.cli import begin
     from spark.job.pipeline import spark_session
 

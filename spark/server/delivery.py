@@ -20,9 +20,9 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from connector.avro.serializer import topic_name
-from connector.kafka import end_offsets
-from connector.schema.loader import read_table
+from schemas.avro.serializer import topic_name
+from schemas.runtime.kafka import end_offsets
+from schemas.tables.loader import read_table
 from spark.job.generations import GenerationKeeper
 from spark.job.publications import Publications
 from spark.job.pipeline import BatchCounts, BatchWriter, Job, Source, start

@@ -1,6 +1,6 @@
 """Result rows as the bytes Cassandra sent, for a session of the Python driver.
 
-The snapshot decodes values with ringtail's own CQL type layer (`connector.cql`), the one the
+The snapshot decodes values with ringtail's own CQL type layer (`schemas.cql`), the one the
 commit-log reader uses, so a row read by the snapshot and the same row read from the log give the
 same values to the byte. The driver's protocol handler is its documented extension point for this
 (`Session.client_protocol_handler`); only the rows of a result change: each value stays the

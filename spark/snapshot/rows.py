@@ -25,11 +25,11 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from connector.avro.reader import as_is, value_reader
-from connector.avro.types import value_type
-from connector.cql import CqlType, UserType, maybe_quote, parse_type
-from connector.cql.composite import compose
-from connector.schema.model import ColumnKind, Table
+from schemas.avro.reader import as_is, value_reader
+from schemas.avro.types import value_type
+from schemas.cql import CqlType, UserType, maybe_quote, parse_type
+from schemas.cql.composite import compose
+from schemas.tables.model import ColumnKind, Table
 from spark.job import rows as R
 from spark.job.events import log_time
 from spark.mirror.layout import LIST, MAP, SET, read_list_key, storage_of

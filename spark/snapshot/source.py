@@ -22,10 +22,10 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 from pyspark.sql.types import StructType
 
-from connector.access import CassandraSecurity
-from connector.schema.loader import read_table
-from connector.schema.model import Table, UserType
-from connector.schema.session import connect
+from schemas.runtime.access import CassandraSecurity
+from schemas.tables.loader import read_table
+from schemas.tables.model import Table, UserType
+from schemas.tables.session import connect
 from spark.job import rows as R
 from spark.streams.generations import Generation, Generations
 from spark.streams.storage import GenerationStore

@@ -92,8 +92,8 @@ def _cassandra(args: argparse.Namespace) -> Iterator[Any]:
     from cassandra.cluster import NoHostAvailable
     from pydantic import ValidationError
 
-    from connector.access import AccessError
-    from connector.schema.session import connect
+    from schemas.runtime.access import AccessError
+    from schemas.tables.session import connect
     from spark.server.config import ServerSettings
 
     host, port = args.cassandra

@@ -1,5 +1,5 @@
 """Partition keys as Cassandra serializes them before hashing, through the CQL layer's codecs
-(`connector.cql`): the one place that turns key values and their types into bytes.
+(`schemas.cql`): the one place that turns key values and their types into bytes.
 
 Values may be Python objects (as the driver returns them) or text (as typed on a command line). A
 frozen collection, tuple or UDT is given already serialized (bytes or 0x-hex text): its type names
@@ -12,9 +12,9 @@ from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any
 
-from connector.cql import CqlType, CqlTypeError, CqlValueError, parse_type
-from connector.cql.composite import compose as _compose
-from connector.cql.composite import encode_partition_key
+from schemas.cql import CqlType, CqlTypeError, CqlValueError, parse_type
+from schemas.cql.composite import compose as _compose
+from schemas.cql.composite import encode_partition_key
 
 from .errors import InvalidKeyValue, UnsupportedKeyType
 

@@ -124,7 +124,7 @@ def _text(result: Any) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from connector.schema.session import connect
+    from schemas.tables.session import connect
     from spark.job.config import admitted, load_or_report
     from spark.server.config import ServerSettings
 

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import asdict
 from typing import Any
 
-from connector.schema.loader import read_table
+from schemas.tables.loader import read_table
 from spark.job.sinks.registry import shown
 
 from .model import Change, InvalidSubscription, Subscription

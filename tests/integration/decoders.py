@@ -6,7 +6,7 @@ import datetime as dt
 
 import pyarrow as pa
 
-from connector.avro.reader import event_readers
+from schemas.avro.reader import event_readers
 from spark.job.events import decode_records
 from spark.job.native_events import NativeEvents
 

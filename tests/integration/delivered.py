@@ -8,7 +8,7 @@ from collections import Counter
 import psycopg
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
 
-from connector.access import KafkaSecurity
+from schemas.runtime.access import KafkaSecurity
 from spark.job.config import JobSettings
 from spark.job.generations import GenerationKeeper
 from spark.job.pipeline import BatchWriter, start

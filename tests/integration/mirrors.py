@@ -8,8 +8,8 @@ import struct
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from connector.cql import CqlType, ListType, SetType, VectorType, maybe_quote
-from connector.schema.loader import read_table
+from schemas.cql import CqlType, ListType, SetType, VectorType, maybe_quote
+from schemas.tables.loader import read_table
 from spark.mirror.layout import MirrorLayout
 from spark.mirror.values import json_value
 from spark.snapshot.raw import raw_rows
@@ -117,7 +117,7 @@ def postgres_mirror(dsn: str, layout: MirrorLayout) -> list[dict]:
 
 def _from_arrow(cql: CqlType) -> Callable[[Any], Any]:
     """A Delta mirror column's value (Arrow's Python form of its Spark type, `typed_log`) → the event's."""
-    from connector.cql import MapType, TupleType, UserType
+    from schemas.cql import MapType, TupleType, UserType
 
     def nullable(convert: Callable[[Any], Any]) -> Callable[[Any], Any]:
         return lambda v: None if v is None else convert(v)
@@ -189,7 +189,7 @@ def mysql_rows(conn: Any, layout: MirrorLayout) -> list[dict]:
 def log_json(cql: CqlType, value: Any) -> Any:
     """A value in `spark.mirror.values`' JSON form → the JSON log's (`spark.job.rows`): a map with text keys
     as [key, value] pairs, as every map."""
-    from connector.cql import MapType, TupleType, UserType
+    from schemas.cql import MapType, TupleType, UserType
 
     if value is None:
         return None

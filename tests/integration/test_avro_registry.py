@@ -9,9 +9,9 @@ from confluent_kafka.schema_registry import SchemaRegistryClient
 from confluent_kafka.schema_registry.avro import AvroDeserializer
 from confluent_kafka.serialization import MessageField, SerializationContext
 
-from connector.avro import ChangeEncoder, ChangeSerializer, SchemaRegistry, SchemaRejected, SourceInfo
+from schemas.avro import ChangeEncoder, ChangeSerializer, SchemaRegistry, SchemaRejected, SourceInfo
 from connector.commitlog import Change
-from connector.schema import SchemaSnapshot, parse_ddl
+from schemas.tables import SchemaSnapshot, parse_ddl
 from deploy.local.endpoints import Stack
 from tests.unit.commitlog.testdata import DDL_50 as DDL, SCHEMA_50 as SCHEMA, SEGMENT_50 as SEGMENT, changes_50 as changes
 

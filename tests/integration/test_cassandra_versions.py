@@ -18,7 +18,7 @@ import pytest
 
 from connector.commitlog import CommitLogError, skip_unknown_tables
 from connector.native_changes import native_changes
-from connector.schema.loader import read_snapshot
+from schemas.tables.loader import read_snapshot
 
 from spark.subscriptions.model import Change
 from tests.integration.conftest import serving

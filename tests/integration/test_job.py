@@ -15,8 +15,8 @@ import psycopg
 import pytest
 from confluent_kafka.schema_registry import SchemaRegistryClient
 
-from connector.access import CassandraCluster
-from connector.avro.registry import SchemaRegistry
+from schemas.runtime.access import CassandraCluster
+from schemas.avro.registry import SchemaRegistry
 from deploy.local.endpoints import ROOT
 from pyspark.sql import functions as F
 from spark.job import rows as R
@@ -26,8 +26,8 @@ from spark.job.sinks import utc_time
 from spark.job.sinks.delta.sink import DeltaSink
 from spark.job.sinks.http.sink import HttpSink
 from spark.job.sinks.kafka.sink import KafkaSink
-from connector.cql import parse_type
-from connector.schema.loader import read_table
+from schemas.cql import parse_type
+from schemas.tables.loader import read_table
 from spark.job.sinks.log_table import LogLayout
 from spark.job.sinks.mysql.log import MySqlSink, connect_dsn
 from spark.job.sinks.mysql.typed import MySqlTypedSink
@@ -81,7 +81,7 @@ def copy_as_another_replica(stack, topic: str, node: str) -> int:
     from confluent_kafka.schema_registry import SchemaRegistryClient
     from fastavro import parse_schema
 
-    from connector.avro.wire import frame, schema_id_of, unframe
+    from schemas.avro.wire import frame, schema_id_of, unframe
 
     registry = SchemaRegistryClient({"url": stack.registry_url})
     producer = Producer({"bootstrap.servers": stack.kafka_bootstrap})

@@ -22,9 +22,9 @@ from cassandra.concurrent import execute_concurrent
 from cassandra.query import SimpleStatement
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 
-from connector.access import CassandraCluster
-from connector.avro.reader import event_readers
-from connector.avro.wire import frame, schema_id_of, unframe
+from schemas.runtime.access import CassandraCluster
+from schemas.avro.reader import event_readers
+from schemas.avro.wire import frame, schema_id_of, unframe
 from deploy.local.endpoints import ROOT
 from spark.job.config import JobSettings
 from spark.job.sinks.delta.sink import DeltaSink

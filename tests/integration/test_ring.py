@@ -22,7 +22,7 @@ from cassandra import ConsistencyLevel, Unavailable
 from cassandra.query import SimpleStatement
 from confluent_kafka.admin import AdminClient, ConfigResource
 
-from connector.access import CassandraCluster
+from schemas.runtime.access import CassandraCluster
 from deploy.local.endpoints import Stack
 from deploy.local.processes import ConnectorProcess
 from spark.job import rows as R
@@ -70,7 +70,7 @@ def ring(stack):
 
 @pytest.fixture(scope="module")
 def ring_cql(ring):
-    from connector.schema.session import connect
+    from schemas.tables.session import connect
 
     _, described = ring
     cluster, session = connect([n.host for n in described.nodes], described.cassandra_port)

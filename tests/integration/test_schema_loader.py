@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import time
 
-from connector.cql.parser import parse_type
-from connector.cql.types import UnsupportedType
-from connector.schema.loader import read_snapshot
-from connector.schema.model import ClusteringOrder, ColumnKind
+from schemas.cql.parser import parse_type
+from schemas.cql.types import UnsupportedType
+from schemas.tables.loader import read_snapshot
+from schemas.tables.model import ClusteringOrder, ColumnKind
 
 
 def test_loads_keys_order_kinds_types_and_cdc_flag(cql, keyspace: str) -> None:

@@ -23,8 +23,8 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from connector.access import CassandraSecurity, KafkaSecurity
-from connector.schema.session import connect
+from schemas.runtime.access import CassandraSecurity, KafkaSecurity
+from schemas.tables.session import connect
 from deploy.local.endpoints import ROOT, Stack
 from deploy.local.processes import ConnectorProcess
 from deploy.local.receiver import Receiver

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator
 import psycopg
 import pytest
 
-from connector.access import CassandraCluster
+from schemas.runtime.access import CassandraCluster
 from spark.job.sinks import open_sink
 from spark.job.sinks.settings import SinkContext
 from spark.job.sinks.ledger import BatchMismatch

@@ -24,8 +24,8 @@ import pytest
 from cassandra.concurrent import execute_concurrent
 from cassandra.query import BatchStatement, BatchType
 
-from connector.avro.serializer import topic_name
-from connector.kafka import end_offsets
+from schemas.avro.serializer import topic_name
+from schemas.runtime.kafka import end_offsets
 from spark.job import rows as R
 from spark.streams.generations import Generation
 from spark.streams.ring import read_ring

@@ -8,8 +8,8 @@ import threading
 import pytest
 from confluent_kafka import KafkaError
 
-from connector.access import CassandraSecurity, KafkaSecurity, RegistrySecurity
-from connector.reach import AccessDenied, Refusal, RefusalWatch, check_cassandra, check_kafka, check_registry, \
+from schemas.runtime.access import CassandraSecurity, KafkaSecurity, RegistrySecurity
+from schemas.runtime.reach import AccessDenied, Refusal, RefusalWatch, check_cassandra, check_kafka, check_registry, \
     check_release, kafka_refusal
 from deploy.local.secure import Secured
 

@@ -28,9 +28,10 @@ def test_markers_ask_for_an_extra_only_when_it_is_wanted():
 
 def test_ringtails_own_files_leave_out_the_crate_and_caches():
     names = [name for _, name in ship._own_files()]
-    assert "connector/runner.py" in names and "spark/job/pipeline.py" in names
-    assert any(name.startswith("connector/_native") for name in names)  # the native core
-    assert not [n for n in names if n.startswith("connector/native/") or "__pycache__" in n]
+    assert "schemas/change.py" in names and "spark/job/pipeline.py" in names
+    assert any(name.startswith("schemas/_native") for name in names)  # the native core
+    assert not [n for n in names if n.startswith(("schemas/native/", "spark/native/")) or "__pycache__" in n]
+    assert not [n for n in names if n.startswith("connector/")]  # Spark's side needs none of the connector
 
 
 def test_an_archive_is_made_once_per_content_and_the_newest_three_are_kept(tmp_path, monkeypatch):

@@ -10,7 +10,7 @@ from tests.unit.commitlog.testdata import REPO_ROOT
 
 CHILD = """
 import sys, threading
-from connector.signals import on_stop_signals
+from schemas.runtime.signals import on_stop_signals
 stop = threading.Event()
 stops = sys.argv[1] == "stops"
 on_stop_signals(lambda name: stop.set() if stops else None, lambda name: print("again", name, flush=True))

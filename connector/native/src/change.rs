@@ -38,7 +38,7 @@ pub struct Liveness {
 /// LivenessInfo.EMPTY: what cells of a row without a row marker inherit.
 pub const NO_LIVENESS: Liveness = Liveness { timestamp: i64::MIN, ttl: 0, expires_at: None };
 
-pub use crate::value::Value;
+pub use ringtail_contract::value::Value;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Cell<'a> {

@@ -2,11 +2,11 @@
 //! (`connector.avro.table`, `connector.avro.cells`) in Avro, framed with their schema ids
 //! (Confluent's wire format: magic byte 0, the id as a big-endian int32, the datum).
 
-use crate::avro::Writer;
+use ringtail_contract::avro::Writer;
 use crate::change::{Bound, Cell, Change, ColumnCells, Op};
-use crate::cql::CqlType;
+use ringtail_contract::cql::CqlType;
 use crate::header::DeletionTime;
-use crate::value::{element, optional, Value, ValueError};
+use ringtail_contract::value::{element, optional, Value, ValueError};
 
 /// What a table's events are made of, compiled once per schema version.
 pub struct TablePlan {
@@ -102,7 +102,7 @@ fn removed(w: &mut Writer, cell: &Cell<'_>) -> Result<(), ValueError> {
 }
 
 fn timeuuid(w: &mut Writer, path: &[u8]) -> Result<(), ValueError> {
-    crate::value::datum(w, &CqlType::Timeuuid, path)
+    ringtail_contract::value::datum(w, &CqlType::Timeuuid, path)
 }
 
 /// The index a UDT cell path names (an int16, Python's indexing from the end when negative).

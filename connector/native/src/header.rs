@@ -9,7 +9,7 @@
 
 use crate::layout::{ColumnLayout, TableLayout};
 use crate::partial::{Misfit, Partial};
-use crate::vint::read_uvint;
+use ringtail_contract::vint::read_uvint;
 
 const TIMESTAMP_EPOCH: i64 = 1_442_880_000_000_000; // µs, 2015-09-22
 const DELETION_TIME_EPOCH: u32 = 1_442_880_000; // s

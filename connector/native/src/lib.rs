@@ -1,19 +1,17 @@
-//! ringtail's native core: commit log segment bytes to change events.
+//! The connector's native half: commit log segment bytes to change events.
 //!
 //! One module per on-disk structure, as in the reference decoder (`connector.commitlog`), which
-//! the tests hold this one to; `python` is the binding.
+//! the tests hold this one to; CQL values and the Avro writer are the contract's (`ringtail_contract`);
+//! `python` is the binding.
 
-pub mod avro;
 pub mod bytes;
 pub mod cell;
 pub mod change;
 pub mod compression;
-pub mod cql;
 pub mod descriptor;
 pub mod entry;
 pub mod error;
 pub mod event;
-pub mod events;
 pub mod header;
 pub mod layout;
 pub mod mutation;
@@ -21,10 +19,6 @@ pub mod partial;
 pub mod partition;
 pub mod segment;
 pub mod sync;
-pub mod text;
 pub mod unfiltered;
-pub mod value;
-pub mod vint;
 
-mod python;
-mod python_events;
+pub mod python;

@@ -12,7 +12,7 @@ use std::collections::HashMap;
 use pyo3::types::PyTuple;
 
 use crate::change::{Bound as RowBound, Cell, Change, ColumnCells, Value};
-use crate::cql::CqlType;
+use ringtail_contract::cql::CqlType;
 use crate::error::{Error, Kind};
 use crate::event::{write_time, Place, SourceInfo, TablePlan};
 use crate::header::DeletionTime;
@@ -44,7 +44,7 @@ fn raise(py: Python<'_>, path: &str, error: Error) -> PyErr {
 type EntriesRead<'py> = (Vec<(usize, Bound<'py, PyBytes>)>, usize, bool, Option<Bound<'py, PyAny>>);
 
 /// A commit log segment mapped read-only, its descriptor verified.
-#[pyclass(module = "connector._native", frozen)]
+#[pyclass(module = "schemas._native", frozen)]
 struct Segment {
     path: String,
     inner: segment::Segment,
@@ -200,38 +200,6 @@ type ColumnSpec = (Vec<u8>, CqlType, bool);
 /// entries holding them). Tables are numbered by their place in the list.
 type TableSpec = ([u8; 16], String, String, u32, u32, Vec<CqlType>, Vec<CqlType>, Vec<ColumnSpec>, u8);
 
-impl<'py> FromPyObject<'_, 'py> for CqlType {
-    type Error = PyErr;
-
-    /// ("native", name) | ("list" | "set", element, multi-cell) | ("map", key, value, multi-cell)
-    /// | ("tuple", [types]) | ("udt", [field names], [types], multi-cell) | ("vector", element, dimension)
-    fn extract(tree: Borrowed<'_, 'py, PyAny>) -> PyResult<Self> {
-        let kind: String = tree.get_item(0)?.extract()?;
-        let item = |i: usize| tree.get_item(i);
-        Ok(match kind.as_str() {
-            "native" => {
-                let name: String = item(1)?.extract()?;
-                CqlType::native(&name).ok_or_else(|| PyValueError::new_err(format!("unknown CQL type {name}")))?
-            }
-            "list" => CqlType::List { element: Box::new(item(1)?.extract()?), multi_cell: item(2)?.extract()? },
-            "set" => CqlType::Set { element: Box::new(item(1)?.extract()?), multi_cell: item(2)?.extract()? },
-            "map" => CqlType::Map {
-                key: Box::new(item(1)?.extract()?),
-                value: Box::new(item(2)?.extract()?),
-                multi_cell: item(3)?.extract()?,
-            },
-            "tuple" => CqlType::Tuple(item(1)?.extract()?),
-            "udt" => CqlType::Udt {
-                field_names: item(1)?.extract()?,
-                fields: item(2)?.extract()?,
-                multi_cell: item(3)?.extract()?,
-            },
-            "vector" => CqlType::Vector { element: Box::new(item(1)?.extract()?), dimension: item(2)?.extract()? },
-            other => return Err(PyValueError::new_err(format!("unknown kind of CQL type {other}"))),
-        })
-    }
-}
-
 fn column_layout(index: usize, cql: &CqlType) -> ColumnLayout {
     // Complex cell values are always length-prefixed, whatever the element type.
     let fixed_length = if cql.multi_cell() { -1 } else { cql.fixed_length().map_or(-1, |n| n as i32) };
@@ -239,7 +207,7 @@ fn column_layout(index: usize, cql: &CqlType) -> ColumnLayout {
 }
 
 /// Decodes the mutations of one schema version into changes, or straight into framed events.
-#[pyclass(module = "connector._native", frozen)]
+#[pyclass(module = "schemas._native", frozen)]
 struct Decoder {
     decoder: MutationDecoder,
     /// Each table's qualified name and what becomes of its changes.
@@ -561,10 +529,9 @@ fn change_tuple<'py>(py: Python<'py>, c: &Change<'_>) -> PyResult<Bound<'py, PyT
         .into_pyobject(py)
 }
 
-#[pymodule]
-fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+/// The connector's classes, added to `schemas._native` by the extension crate.
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Segment>()?;
     m.add_class::<Decoder>()?;
-    crate::python_events::register(m)?;
     Ok(())
 }

@@ -16,7 +16,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from cassandra import util
 
-from connector.cql import CqlType, ListType, MapType, SetType, TupleType, UserType, VectorType, parse_type
+from schemas.cql import CqlType, ListType, MapType, SetType, TupleType, UserType, VectorType, parse_type
 
 Converter = Callable[[Any], Any]
 

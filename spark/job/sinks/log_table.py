@@ -27,8 +27,8 @@ from typing import Any, Iterable, Mapping, NamedTuple
 
 from cassandra.query import UNSET_VALUE
 
-from connector.cql import ListType, MapType, SetType, UserType, parse_type, type_arguments
-from connector.schema.model import Table, UserType as UserTypeDefinition
+from schemas.cql import ListType, MapType, SetType, UserType, parse_type, type_arguments
+from schemas.tables.model import Table, UserType as UserTypeDefinition
 
 from .cql_values import Converter, field_indices, type_converter
 
@@ -53,7 +53,7 @@ def quote(identifier: str) -> str:
 
 
 class UdtDefinition(NamedTuple):
-    """What the type parser needs of a UDT (as connector.schema.model.UserType), as plain tuples."""
+    """What the type parser needs of a UDT (as schemas.tables.model.UserType), as plain tuples."""
 
     name: str
     field_names: tuple[str, ...]

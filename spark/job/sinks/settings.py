@@ -14,7 +14,7 @@ from urllib.parse import quote, urlsplit
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, SecretStr, model_validator
 
-from connector.access import CassandraCluster, KafkaSecurity, RegistrySecurity, secret
+from schemas.runtime.access import CassandraCluster, KafkaSecurity, RegistrySecurity, secret
 from spark.streams.storage import Replication
 
 from .layouts import MIRROR, Layout

@@ -38,8 +38,8 @@ from pyspark.sql.types import (ArrayType, BinaryType, BooleanType, ByteType, Dat
                                FloatType, IntegerType, LongType, MapType as SparkMap, ShortType, StringType,
                                StructField, StructType, TimestampType)
 
-from connector.avro.types import varint_text
-from connector.cql import CqlType, ListType, MapType, SetType, TupleType, UserType, VectorType, parse_type
+from schemas.avro.types import varint_text
+from schemas.cql import CqlType, ListType, MapType, SetType, TupleType, UserType, VectorType, parse_type
 
 from .log_table import METADATA, LogLayout, LogRowEncoder, other_columns
 

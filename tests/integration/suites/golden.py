@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from connector.commitlog.cdc_index import indexed_segments
-from connector.schema.loader import read_snapshot
+from schemas.tables.loader import read_snapshot
 from tests.unit.commitlog.native_oracle import native_events, reference_events
 
 from deploy.local.endpoints import Stack

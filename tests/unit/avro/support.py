@@ -9,11 +9,11 @@ from pathlib import Path
 from fastavro import parse_schema, schemaless_reader, schemaless_writer
 from fastavro.validation import validate
 
-from connector.avro import SourceInfo
-from connector.avro.names import avro_name
+from schemas.avro import SourceInfo
+from schemas.avro.names import avro_name
 from connector.commitlog import SegmentReader
-from connector.cql import Duration, ListType, MapType, SetType, TupleType, UserType, VectorType, hashable
-from connector.schema import SchemaSnapshot, parse_ddl_file
+from schemas.cql import Duration, ListType, MapType, SetType, TupleType, UserType, VectorType, hashable
+from schemas.tables import SchemaSnapshot, parse_ddl_file
 from tests.unit.commitlog.segment_builder import segment
 from tests.unit.cql.samples import elements, i32
 

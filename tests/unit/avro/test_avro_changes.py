@@ -6,9 +6,9 @@ import uuid
 
 import pytest
 
-from connector.avro import ChangeEncoder
-from connector.commitlog.change import write_time
-from connector.cql import ListType, SetType, hashable, parse_type
+from schemas.avro import ChangeEncoder
+from schemas.change import write_time
+from schemas.cql import ListType, SetType, hashable, parse_type
 from tests.unit.avro.support import (EVERYTHING, EXAMPLE, PROCESSED_MS, SOURCE, decode_segment, frozen_list,
                                      frozen_map, restore, round_trip)
 from tests.unit.commitlog.segment_builder import (cell, clustering, complex_cells, mutation, partition_update, row,

@@ -5,8 +5,8 @@ import uuid
 import pytest
 from fastavro.read import SchemaResolutionError
 
-from connector.avro import ChangeEncoder, TableEncoder
-from connector.schema import parse_ddl
+from schemas.avro import ChangeEncoder, TableEncoder
+from schemas.tables import parse_ddl
 from tests.unit.avro.support import (EVERYTHING, EXAMPLE, PROCESSED_MS, SOURCE, decode_segment, read, record_names,
                                      write)
 from tests.unit.commitlog.segment_builder import cell, clustering, complex_cells, mutation, partition_update, row

@@ -3,8 +3,8 @@ import json
 
 from fastavro import parse_schema
 
-from connector.avro.cli import avsc_files, main
-from connector.cql import NATIVE_TYPES, CqlType, ListType, MapType, SetType, TupleType, UserType, VectorType, parse_type
+from schemas.avro.cli import avsc_files, main
+from schemas.cql import NATIVE_TYPES, CqlType, ListType, MapType, SetType, TupleType, UserType, VectorType, parse_type
 from tests.unit.avro.support import EXAMPLE, EXAMPLE_DDL
 
 SCHEMAS = EXAMPLE_DDL.parent
@@ -14,7 +14,7 @@ def test_checked_in_schemas_match_the_generator():
     generated = avsc_files(EXAMPLE)
     assert sorted(p.name for p in SCHEMAS.glob("*.avsc")) == sorted(generated)
     for name, text in generated.items():
-        assert (SCHEMAS / name).read_text(encoding="utf-8") == text, "run: python -m connector.avro schemas/example.cql"
+        assert (SCHEMAS / name).read_text(encoding="utf-8") == text, "run: python -m schemas.avro schemas/example.cql"
         parse_schema(json.loads(text))
 
 

@@ -4,11 +4,11 @@ import uuid
 
 import pytest
 
-from connector.avro import ChangeEncoder, NameClash
-from connector.avro.names import avro_name, define_once, field, record
-from connector.avro.types import avro_type
-from connector.cql import NATIVE_TYPES, parse_type
-from connector.schema import parse_ddl
+from schemas.avro import ChangeEncoder, NameClash
+from schemas.avro.names import avro_name, define_once, field, record
+from schemas.avro.types import avro_type
+from schemas.cql import NATIVE_TYPES, parse_type
+from schemas.tables import parse_ddl
 from tests.unit.avro.support import (PROCESSED_MS, SOURCE, decode_segment, frozen_list, frozen_map, read, restore,
                                      round_trip, write)
 from tests.unit.commitlog.segment_builder import cell, mutation, partition_update, row

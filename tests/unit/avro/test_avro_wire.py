@@ -8,10 +8,10 @@ import pytest
 from confluent_kafka.schema_registry.error import SchemaRegistryError
 from fastavro import parse_schema
 
-from connector.avro import (ChangeEncoder, ChangeSerializer, MalformedPayload, RegistryError, SchemaRegistry,
+from schemas.avro import (ChangeEncoder, ChangeSerializer, MalformedPayload, RegistryError, SchemaRegistry,
                             SchemaRejected, UnknownSchemaId, topic_name)
-from connector.avro.reader import EventReaders
-from connector.avro.wire import frame, unframe
+from schemas.avro.reader import EventReaders
+from schemas.avro.wire import frame, unframe
 from tests.unit.avro.support import PROCESSED_MS, SOURCE
 from tests.unit.commitlog.testdata import SCHEMA_50 as SCHEMA, SEGMENT_50 as SEGMENT, changes_50 as changes
 

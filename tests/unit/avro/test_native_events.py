@@ -5,7 +5,8 @@ key and value bytes are identical to what `TableEncoder` and fastavro give — o
 entry with the same typed error."""
 import pytest
 
-from connector import _native, native_core
+from connector import native_core
+from schemas import _native
 from connector.commitlog import CommitLogError, SegmentReader, UnknownTable, skip_unknown_tables
 from tests.unit.commitlog.conftest import write_segment  # noqa: F401 (a fixture)
 from tests.unit.commitlog.native_oracle import SOURCE, TS_MS, native_events as native, outcome, \

@@ -3,8 +3,8 @@ collections — and the sections of the compressed segments: the inputs the comm
 import struct
 import uuid
 
-from connector.cql import parse_type
-from connector.schema import parse_ddl
+from schemas.cql import parse_type
+from schemas.tables import parse_ddl
 from tests.unit.commitlog.segment_builder import (
     cell, clustering, complex_cells, deletion, mutation, partition_update, range_marker, row)
 from tests.unit.cql.samples import SAMPLES, TIMEUUID, i32

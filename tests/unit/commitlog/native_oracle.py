@@ -7,14 +7,15 @@ from pathlib import Path
 
 from fastavro import parse_schema
 
-from connector import _native, native_core
-from connector.avro.table import SourceInfo, TableEncoder
-from connector.avro.wire import frame
+from connector import native_core
+from schemas import _native
+from schemas.avro.table import SourceInfo, TableEncoder
+from schemas.avro.wire import frame
 from connector.commitlog import Change, CommitLogError, SchemaMismatch, SegmentReader, UnknownTable, \
     skip_unknown_tables
-from connector.commitlog.change import write_time
+from schemas.change import write_time
 from connector.native_changes import native_changes as changes
-from connector.schema import SchemaSnapshot
+from schemas.tables import SchemaSnapshot
 
 SOURCE = SourceInfo("ringtail", "test-cluster", "node-1", version="1.2.3")
 TS_MS = 1_763_000_000_123  # the processing time of the events compared

@@ -10,7 +10,7 @@ import struct
 import uuid
 import zlib
 
-from connector.cql.vint import write_uvint, write_vint
+from schemas.cql.vint import write_uvint, write_vint
 
 TIMESTAMP_EPOCH = 1442880000000000
 DELETION_TIME_EPOCH = 1442880000

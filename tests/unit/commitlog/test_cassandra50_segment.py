@@ -19,7 +19,7 @@ import uuid
 
 from connector.commitlog import Op, SegmentReader
 from connector.commitlog.render import ChangeRenderer
-from connector.cql import Duration
+from schemas.cql import Duration
 from tests.unit.commitlog.testdata import SCHEMA_50, SEGMENT_50, changes_50
 
 

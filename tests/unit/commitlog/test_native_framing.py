@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from connector import _native
+from schemas import _native
 from connector.commitlog import CommitLogError, TruncatedSegment, read_descriptor
 from connector.commitlog.entry import entries
 from connector.commitlog.sync import sections

@@ -13,7 +13,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from connector.commitlog import skip_unknown_tables
-from connector.schema import parse_ddl
+from schemas.tables import parse_ddl
 from tests.unit.commitlog.damage import DATA_END, FUZZ, ORIGINAL, ROW_DAMAGE, damaged_row_segments, damaged_rows
 from tests.unit.commitlog.mutations import CK, SCHEMA as ROWS, SEGMENT_ID as ROWS_ID, TABLE_ID, TS, sample_mutations
 from tests.unit.commitlog.native_oracle import native_changes, native_events, outcome, reference_changes, \

@@ -7,7 +7,7 @@ import pytest
 
 from connector.commitlog import Op, SegmentReader
 from connector.commitlog.render import ChangeRenderer
-from connector.schema import parse_ddl
+from schemas.tables import parse_ddl
 from tests.unit.commitlog.mutations import (
     CK, COUNTERS_ID, NOW, SAMPLE_COLUMNS, SAMPLES_ID, SCHEMA, SEGMENT_ID, T2, TS, collections_mutation,
     range_mutation, samples_mutation, static_mutation, update)

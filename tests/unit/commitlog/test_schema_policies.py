@@ -7,8 +7,8 @@ from connector.commitlog import UNDECODABLE, Position, SchemaMismatch, SegmentRe
 from connector.commitlog.compression import DECOMPRESSORS
 from connector.commitlog.layout import ColumnLayout
 from connector.commitlog.unfiltered import read_clustering
-from connector.cql import parse_type
-from connector.schema import Column, ColumnKind, SchemaSnapshot, Table
+from schemas.cql import parse_type
+from schemas.tables import Column, ColumnKind, SchemaSnapshot, Table
 from tests.unit.commitlog.segment_builder import clustering
 from tests.unit.commitlog.testdata import SCHEMA_40, SEGMENT_40, skip_unknown
 

@@ -5,7 +5,7 @@ import uuid
 from pathlib import Path
 
 from connector.commitlog import SegmentReader, skip_unknown_tables
-from connector.schema import Column, ColumnKind, SchemaSnapshot, Table, parse_ddl
+from schemas.tables import Column, ColumnKind, SchemaSnapshot, Table, parse_ddl
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 DATA = Path(__file__).resolve().parent / "data"

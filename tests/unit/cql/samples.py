@@ -5,7 +5,7 @@ import ipaddress
 import struct
 import uuid
 
-from connector.cql import Duration
+from schemas.cql import Duration
 from tests.unit.commitlog.segment_builder import svint, uvint
 
 UTC = datetime.timezone.utc

@@ -6,7 +6,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from connector.cql import parse_type
+from schemas.cql import parse_type
 from tests.unit.cql.samples import SAMPLES, UDT_FIELDS, elements, i32, svint
 
 USER_TYPES = {name: SimpleNamespace(field_names=f, field_types=t) for name, (f, t) in UDT_FIELDS.items()}
@@ -37,7 +37,7 @@ def test_encode_is_the_inverse_of_decode(cql, raw, value, rendered):
     ("frozen<tuple<int, text>>", (1, "a", 2)), ("frozen<addr>", {"nope": 1}), ("vector<float, 3>", [1.0]),
 ])
 def test_values_that_do_not_fit_raise_value_errors(cql, value):
-    from connector.cql import CqlValueError
+    from schemas.cql import CqlValueError
 
     with pytest.raises(CqlValueError):
         parse_type(cql, USER_TYPES, "ks").encode(value)

@@ -7,7 +7,7 @@ import struct
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from connector.cql import parse_type
+from schemas.cql import parse_type
 from tests.unit.cql.samples import elements, i32
 
 # (CQL type, a strategy of its serialized values) for the leaves.

@@ -3,7 +3,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from connector.cql import (CqlTypeError, ListType, MapType, SetType, TupleType, UnsupportedType, UserType,
+from schemas.cql import (CqlTypeError, ListType, MapType, SetType, TupleType, UnsupportedType, UserType,
                            VectorType, maybe_quote, parse_type, type_arguments, type_name)
 
 TYPES = {

@@ -1,7 +1,7 @@
 """VInt vectors of the format reference §17.2 (from Cassandra's VIntCodingTest)."""
 import pytest
 
-from connector.cql.vint import read_uvint, read_vint, to_int64
+from schemas.cql.vint import read_uvint, read_vint, to_int64
 from tests.unit.commitlog.segment_builder import svint, uvint
 
 VECTORS = [

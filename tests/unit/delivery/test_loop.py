@@ -10,7 +10,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from connector.commitlog.change import write_time
+from schemas.change import write_time
 from connector.config import ConnectorSettings
 from connector.deadletters import Rejections
 from connector.lifecycle import SegmentLife, Stage

@@ -2,7 +2,7 @@
 import pytest
 from confluent_kafka.admin import BrokerMetadata, ClusterMetadata, PartitionMetadata, TopicMetadata
 
-from connector.kafka import TopicError, broker_count, topic_replication
+from schemas.runtime.kafka import TopicError, broker_count, topic_replication
 
 
 @pytest.mark.parametrize("brokers, expected", [(1, (1, 1)), (2, (2, 1)), (3, (3, 2)), (6, (3, 2))])

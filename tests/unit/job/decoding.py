@@ -5,10 +5,10 @@ import datetime
 import pyarrow as pa
 from fastavro import parse_schema
 
-from connector.avro import ChangeEncoder, SchemaRegistry, SourceInfo, TableEncoder
-from connector.avro.errors import UnknownSchemaId
-from connector.avro.reader import EventReaders
-from connector.avro.wire import frame
+from schemas.avro import ChangeEncoder, SchemaRegistry, SourceInfo, TableEncoder
+from schemas.avro.errors import UnknownSchemaId
+from schemas.avro.reader import EventReaders
+from schemas.avro.wire import frame
 from spark.job.events import decode_records
 from spark.job.native_events import NativeEvents
 from tests.unit.avro.support import PROCESSED_MS, SOURCE

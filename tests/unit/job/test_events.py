@@ -6,10 +6,10 @@ import uuid
 import pytest
 from fastavro import parse_schema
 
-from connector.avro import ChangeEncoder, SourceInfo, TableEncoder
-from connector.avro.wire import frame
+from schemas.avro import ChangeEncoder, SourceInfo, TableEncoder
+from schemas.avro.wire import frame
 from spark.job import rows as R
-from connector.avro import RegistryError
+from schemas.avro import RegistryError
 from spark.job.events import decode_records, log_time
 from tests.unit.avro.support import PROCESSED_MS, SOURCE
 from tests.unit.job.decoding import KAFKA_TIME, framed_events, preloaded_cache, records
@@ -140,7 +140,7 @@ CREATE TABLE ks."Odd Table" ("Key-1" int, "Clust Col" int, "N" "My Type", "Odd C
 def test_columns_and_udt_fields_keep_their_cql_names(tmp_path):
     """Names that are not valid Avro names reach the log rows as CQL spells them (the writer records
     them as `cql_name`), so no sink has to guess or drops the column."""
-    from connector.schema import parse_ddl
+    from schemas.tables import parse_ddl
     from tests.unit.avro.support import decode_segment
     from tests.unit.commitlog.segment_builder import (cell, clustering, complex_cells, mutation, partition_update,
                                                       row)
@@ -170,8 +170,8 @@ def test_removed_elements_of_a_set_of_tuples_read_as_the_elements_added():
     """The writer defines the element's record once and names it where the removed keys use it again:
     a removed element reads as the element itself ([1, "0x01"]), not as the raw record (which a mirror
     would never match to the element it removes, and whose bytes the log's JSON cannot hold)."""
-    from connector.avro.reader import EventReader
-    from connector.schema import parse_ddl
+    from schemas.avro.reader import EventReader
+    from schemas.tables import parse_ddl
 
     schema = parse_ddl("CREATE TABLE ks.t (k int PRIMARY KEY, s set<frozen<tuple<int, blob>>>) "
                        "WITH ID = 657e5210-7cbb-11ee-9858-c9aa1eb53e69;")

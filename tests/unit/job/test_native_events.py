@@ -12,9 +12,9 @@ import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, example, given, settings, strategies as st
 
-from connector.avro import TableEncoder
-from connector.avro.wire import frame
-from connector.schema import parse_ddl
+from schemas.avro import TableEncoder
+from schemas.avro.wire import frame
+from schemas.tables import parse_ddl
 from tests.unit.commitlog.conftest import write_segment  # noqa: F401 (a fixture)
 from tests.unit.commitlog.native_oracle import reference_events
 from tests.unit.commitlog.segment_builder import segment

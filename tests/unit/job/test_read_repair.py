@@ -22,10 +22,10 @@ from pathlib import Path
 import pytest
 from fastavro import parse_schema
 
-from connector.avro import ChangeEncoder, SourceInfo
-from connector.avro.wire import frame
+from schemas.avro import ChangeEncoder, SourceInfo
+from schemas.avro.wire import frame
 from connector.commitlog import SegmentReader, skip_unknown_tables
-from connector.schema import parse_ddl
+from schemas.tables import parse_ddl
 from spark.job import rows as R
 from tests.unit.job.decoding import assert_same, records
 

@@ -5,9 +5,9 @@ events alone; nothing that is not a copy is ever skipped."""
 import pyarrow as pa
 import pytest
 
-from connector.avro import SourceInfo
-from connector.avro.reader import EventReaders
-from connector.avro.wire import frame, unframe
+from schemas.avro import SourceInfo
+from schemas.avro.reader import EventReaders
+from schemas.avro.wire import frame, unframe
 from spark.job.events import decode_records
 from spark.job.native_events import NativeEvents, ReplicaCopies
 from tests.unit.avro.support import PROCESSED_MS, SOURCE

@@ -8,7 +8,7 @@ from fastavro import parse_schema
 from pyspark.sql import Row
 from pyspark.sql.types import IntegerType, MapType, StructField, StructType
 
-from connector.avro.wire import frame, unframe
+from schemas.avro.wire import frame, unframe
 from spark.job import rows as R
 from spark.job.sinks.kafka.avro_rows import avro_datum, record_schema
 

@@ -11,8 +11,8 @@ import uuid
 import pytest
 from cassandra import cqltypes, util
 
-from connector.avro.names import avro_name
-from connector.schema.model import UserType
+from schemas.avro.names import avro_name
+from schemas.tables.model import UserType
 from spark.job.sinks.cql_values import PairMap, UdtValue, field_indices, type_converter
 
 KS = "ks"

@@ -8,7 +8,7 @@ import uuid
 import pytest
 from cassandra.query import UNSET_VALUE
 
-from connector.schema.model import ClusteringOrder, Column, ColumnKind, Table, UserType
+from schemas.tables.model import ClusteringOrder, Column, ColumnKind, Table, UserType
 from spark.job.sinks.log_table import (
     DataColumn,
     LogLayout,

@@ -9,7 +9,7 @@ import pytest
 from psycopg.conninfo import conninfo_to_dict
 from pydantic import ValidationError
 
-from connector.access import CassandraCluster
+from schemas.runtime.access import CassandraCluster
 from deploy.local.receiver import Receiver
 from deploy.local.secure import Secured
 from spark.job.sinks.http.settings import HttpSettings

@@ -10,8 +10,8 @@ import pytest
 from pyspark.sql.types import (ArrayType, BinaryType, ByteType, DateType, IntegerType, LongType, MapType, ShortType,
                                StringType, StructField, StructType, TimestampType)
 
-from connector.cql import parse_type
-from connector.schema.model import ClusteringOrder, Column, ColumnKind, Table, UserType
+from schemas.cql import parse_type
+from schemas.tables.model import ClusteringOrder, Column, ColumnKind, Table, UserType
 from spark.job.rows import arrow_schema
 from spark.job.sinks.log_table import LogLayout, LogRowEncoder
 from spark.job.sinks.typed_log import CQL_TYPE, OTHER_COLUMNS, TypedLog, TypedLogError, spark_type

@@ -6,7 +6,7 @@ import random
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from connector.schema import parse_ddl
+from schemas.tables import parse_ddl
 from spark.mirror.engine import Change
 from spark.mirror.layout import MirrorLayout, read_list_key
 from tests.unit.mirror.memory import mirrored, ordered

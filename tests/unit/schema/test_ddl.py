@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from connector.cql import UserType as UserTypeObject, parse_type
-from connector.schema import ClusteringOrder, ColumnKind, DdlError, parse_ddl, parse_ddl_file
+from schemas.cql import UserType as UserTypeObject, parse_type
+from schemas.tables import ClusteringOrder, ColumnKind, DdlError, parse_ddl, parse_ddl_file
 
 SNAPSHOT = parse_ddl_file(Path(__file__).with_name("describe_output.cql"))
 ORDERS_ID = uuid.UUID("5a1c395e-b41f-11e5-9f22-ba0be0483c18")

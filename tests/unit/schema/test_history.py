@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import uuid
 
-from connector.commitlog.change import Cell, Change, ComplexColumn, DeletionTime, Liveness, Op, Position, write_time
+from schemas.change import Cell, Change, ComplexColumn, DeletionTime, Liveness, Op, Position, write_time
 from connector.schema.history import BEGINNING, SchemaChange, SchemaHistory
-from connector.schema.model import Column, ColumnKind, DroppedColumn, SchemaSnapshot, Table, UserType
+from schemas.tables.model import Column, ColumnKind, DroppedColumn, SchemaSnapshot, Table, UserType
 from connector.schema.store import load_history, save_history
 
 ORDERS = uuid.UUID("00000000-0000-0000-0000-000000000001")

@@ -2,7 +2,7 @@
 import uuid
 from collections import namedtuple
 
-from connector.schema.loader import read_snapshot
+from schemas.tables.loader import read_snapshot
 
 TableRow = namedtuple("TableRow", "keyspace_name table_name id cdc altered_at")
 ColumnRow = namedtuple("ColumnRow", "keyspace_name table_name column_name kind position clustering_order type")

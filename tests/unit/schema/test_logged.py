@@ -2,7 +2,7 @@
 import uuid
 
 from connector.commitlog import Cell, Change, Op, Position
-from connector.schema import Column, ColumnKind, Table, UserType
+from schemas.tables import Column, ColumnKind, Table, UserType
 from connector.schema.logged import FlagRow, LoggedTables, column_row, type_row
 
 COLUMNS = Table("system_schema", "columns", uuid.uuid4(), (

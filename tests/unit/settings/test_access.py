@@ -6,7 +6,7 @@ import pytest
 from cassandra.auth import PlainTextAuthProvider
 from pydantic import ValidationError
 
-from connector.access import AccessError, CassandraSecurity, KafkaSecurity, RegistrySecurity
+from schemas.runtime.access import AccessError, CassandraSecurity, KafkaSecurity, RegistrySecurity
 from connector.config import ConnectorSettings
 from spark.job.config import JobSettings
 

@@ -7,9 +7,9 @@ import uuid
 
 import numpy as np
 
-from connector.cql import parse_type
-from connector.cql.composite import compose
-from connector.schema.model import Column, ColumnKind, Table
+from schemas.cql import parse_type
+from schemas.cql.composite import compose
+from schemas.tables.model import Column, ColumnKind, Table
 from spark.job import rows as R
 from spark.snapshot.rows import TableRows
 from spark.streams.generations import Generation

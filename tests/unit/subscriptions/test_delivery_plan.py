@@ -9,7 +9,7 @@ from dataclasses import replace
 import pytest
 from pydantic import ValidationError
 
-from connector.access import CassandraCluster
+from schemas.runtime.access import CassandraCluster
 from spark.job.sinks.registry import sink_settings
 from spark.job.sinks.settings import SinkContext
 from spark.server.config import ServerSettings

@@ -32,8 +32,8 @@ from cassandra.query import UNSET_VALUE
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from connector.access import CassandraSecurity
-from connector.schema.loader import read_table
+from schemas.runtime.access import CassandraSecurity
+from schemas.tables.loader import read_table
 from spark.streams.generations import Generations
 from spark.streams.storage import DEFAULT_KEYSPACE, GenerationStore, Replication
 
@@ -216,7 +216,7 @@ def _executor_writer(job: _WriteJob) -> RowWriter:
     with _WRITERS_LOCK:
         writer = _WRITERS.get(key)
         if writer is None or writer.session.is_shutdown:
-            from connector.schema.session import connect
+            from schemas.tables.session import connect
 
             cluster, session = connect(job.connection.hosts, job.connection.port, job.connection.security)
             atexit.register(cluster.shutdown)
@@ -267,7 +267,7 @@ class CassandraSink(Sink):
             raise ValueError(f"ttl must be non-negative, got {ttl}")
         self._cluster = None
         if session is None:
-            from connector.schema.session import connect
+            from schemas.tables.session import connect
 
             self._cluster, session = connect(list(hosts or ("127.0.0.1",)), port or 9042, security)
         if hosts is None:

@@ -39,9 +39,9 @@ from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import ArrayType, BinaryType, LongType, StructField, StructType, TimestampType
 
-from connector.access import CassandraCluster
-from connector.schema.loader import read_table
-from connector.schema.session import connect
+from schemas.runtime.access import CassandraCluster
+from schemas.tables.loader import read_table
+from schemas.tables.session import connect
 from spark.streams.generations import Generations
 from spark.mirror.layout import MirrorLayout
 from spark.mirror.tables import Layouts, batch_changes, merge_batch, prepare_tables

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import PositiveFloat, PositiveInt, SecretStr, model_validator
 
-from connector.access import secret
+from schemas.runtime.access import secret
 
 from ..settings import Flag, HttpUrl, SinkContext, SinkSettings
 

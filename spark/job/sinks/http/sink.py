@@ -35,7 +35,7 @@ from pathlib import Path
 
 from pyspark.sql import Row
 
-from connector.access import tls_context
+from schemas.runtime.access import tls_context
 from spark.streams.generations import Generations
 
 from .. import MicroBatch, Sink, chunks

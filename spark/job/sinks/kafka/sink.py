@@ -34,9 +34,9 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaExcepti
 from confluent_kafka.admin import AdminClient, NewTopic
 from pyspark.sql import DataFrame, Row
 
-from connector.access import KafkaSecurity, RegistrySecurity
-from connector.avro.wire import frame
-from connector.kafka import create_topic, produce
+from schemas.runtime.access import KafkaSecurity, RegistrySecurity
+from schemas.avro.wire import frame
+from schemas.runtime.kafka import create_topic, produce
 from spark.job import rows as R
 from spark.streams.generations import Generations
 
@@ -107,7 +107,7 @@ class KafkaSink(Sink):
             return _json_log_row, _json_dead_letter
         from confluent_kafka.schema_registry import SchemaRegistryClient
 
-        from connector.avro.registry import SchemaRegistry
+        from schemas.avro.registry import SchemaRegistry
 
         from .avro_rows import record_schema
 

@@ -17,7 +17,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from connector.cql import CqlType
+from schemas.cql import CqlType
 from spark.mirror.values import StoreColumn, json_value
 
 _EPOCH = dt.datetime(1970, 1, 1)

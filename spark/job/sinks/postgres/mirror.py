@@ -17,7 +17,7 @@ from typing import Any
 
 from pyspark.sql import DataFrame
 
-from connector.access import CassandraCluster
+from schemas.runtime.access import CassandraCluster
 from spark.mirror.engine import MirrorRow, StateKey, StoredState
 from spark.mirror.layout import MirrorLayout
 from spark.mirror.tables import Layouts, batch_changes, merge_batch, prepare_tables

@@ -16,7 +16,7 @@ import uuid
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from connector.cql import CqlType, ListType, SetType, VectorType
+from schemas.cql import CqlType, ListType, SetType, VectorType
 from spark.mirror.values import StoreColumn, json_value
 
 from .log import ident

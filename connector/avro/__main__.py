@@ -1,5 +1,0 @@
-import sys
-
-from connector.avro.cli import main
-
-sys.exit(main())

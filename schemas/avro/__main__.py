@@ -1,0 +1,5 @@
+import sys
+
+from schemas.avro.cli import main
+
+sys.exit(main())

@@ -1,0 +1,20 @@
+//! Spark's native half: reading change events back, for the job and the runners: Confluent-framed Avro values of a Kafka batch →
+//! CDC log rows as Arrow columns, in one pass without Python objects per row. The reference is
+//! `spark.job.events` with `schemas.avro.reader`; the tests hold this one to it byte for byte.
+//!
+//! One module per step: `schema` (a writer schema), `datum` (Avro binary), `json` (Python's JSON
+//! text), `values` (a datum as JSON), `layout` (a schema version compiled for reading events),
+//! `rows` (an event's log rows), `columns` (the Arrow buffers), `copies` (replica copies met in a task),
+//! `batch` (a Kafka batch); `python` is the binding.
+
+pub mod batch;
+pub mod columns;
+pub mod copies;
+pub mod datum;
+pub mod json;
+pub mod layout;
+pub mod rows;
+pub mod schema;
+pub mod values;
+
+pub mod python;

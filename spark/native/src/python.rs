@@ -1,0 +1,200 @@
+//! The Python binding of `events`: `connector._native.EventDecoder`, handed the Arrow buffers of a
+//! Kafka batch by address (the caller keeps the batch alive for the call) and giving back the
+//! `DECODED` columns' buffers, which `spark.job.native_events` assembles into Arrow arrays.
+
+use std::collections::HashMap;
+
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict};
+
+use crate::batch::{Decoded, Decoder, FixedIn, Flags, Records, VarIn};
+use crate::columns::{Bits, Fixed, Items, Pairs, Var};
+use crate::copies::Copies;
+
+/// (validity address or 0, offsets address, data address, data size, offset, length) of a text or
+/// binary column; (validity address or 0, 0, values address, values size, offset, length) of a
+/// fixed-width one.
+type ColumnAddress = (usize, usize, usize, usize, usize, usize);
+
+unsafe fn slice<'a, T>(address: usize, count: usize) -> &'a [T] {
+    if address == 0 || count == 0 {
+        &[]
+    } else {
+        std::slice::from_raw_parts(address as *const T, count)
+    }
+}
+
+unsafe fn var<'a>(c: ColumnAddress) -> VarIn<'a> {
+    let (valid, offsets, data, size, offset, len) = c;
+    VarIn {
+        valid: (valid != 0).then(|| slice(valid, (offset + len).div_ceil(8))),
+        offsets: slice(offsets, offset + len + 1),
+        data: slice(data, size),
+        offset,
+    }
+}
+
+unsafe fn fixed<'a, T>(c: ColumnAddress) -> FixedIn<'a, T> {
+    let (_, _, values, size, offset, _) = c;
+    FixedIn { values: slice(values, size / std::mem::size_of::<T>()), offset }
+}
+
+#[pyclass(module = "schemas._native")]
+struct EventDecoder {
+    inner: Decoder,
+}
+
+#[pymethods]
+impl EventDecoder {
+    #[new]
+    #[pyo3(signature = (cells=false))]
+    fn new(cells: bool) -> Self {
+        EventDecoder { inner: Decoder::new(cells) }
+    }
+
+    fn add_schema(&mut self, schema_id: i32, text: &str) {
+        self.inner.add(schema_id, text)
+    }
+
+    /// Schema ids of the batch's framed values not given yet.
+    fn missing(&self, values: ColumnAddress) -> PyResult<Vec<i32>> {
+        let column = unsafe { var(values) };
+        self.inner.missing(&column, values.5).map_err(PyValueError::new_err)
+    }
+
+    /// The buffers of the `DECODED` columns, by name; with `copies`, without the records whose change
+    /// the task has already decoded.
+    #[pyo3(signature = (columns, unknown, copies=None))]
+    fn decode<'py>(
+        &self,
+        py: Python<'py>,
+        columns: (ColumnAddress, ColumnAddress, ColumnAddress, ColumnAddress, ColumnAddress, ColumnAddress),
+        unknown: HashMap<i32, String>,
+        mut copies: Option<PyRefMut<'py, ReplicaCopies>>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let (topic, partition, offset, timestamp, key, value) = columns;
+        let records = unsafe {
+            Records {
+                len: value.5,
+                topic: var(topic),
+                partition: fixed(partition),
+                offset: fixed(offset),
+                timestamp: fixed(timestamp),
+                key: var(key),
+                value: var(value),
+            }
+        };
+        let seen = copies.as_deref_mut().map(|c| &mut c.inner);
+        let decoded = py.detach(|| self.inner.decode(&records, &unknown, seen)).map_err(PyValueError::new_err)?;
+        buffers(py, decoded)
+    }
+}
+
+/// The changes one task has decoded, so that it skips the other replicas' copies of them
+/// (`events::copies`). One per task: a task's result must not depend on the tasks before it.
+#[pyclass(module = "schemas._native")]
+struct ReplicaCopies {
+    inner: Copies,
+}
+
+#[pymethods]
+impl ReplicaCopies {
+    #[new]
+    fn new() -> Self {
+        ReplicaCopies { inner: Copies::default() }
+    }
+
+    /// Records skipped as copies so far.
+    #[getter]
+    fn skipped(&self) -> usize {
+        self.inner.skipped
+    }
+}
+
+fn bits<'py>(py: Python<'py>, b: &Bits) -> Option<Bound<'py, PyBytes>> {
+    (b.unset > 0).then(|| PyBytes::new(py, &b.bytes))
+}
+
+fn raw<T>(values: &[T]) -> &[u8] {
+    unsafe { std::slice::from_raw_parts(values.as_ptr() as *const u8, std::mem::size_of_val(values)) }
+}
+
+type VarOut<'py> = (Option<Bound<'py, PyBytes>>, Bound<'py, PyBytes>, Bound<'py, PyBytes>, usize);
+type FixedOut<'py> = (Option<Bound<'py, PyBytes>>, Bound<'py, PyBytes>, usize);
+
+fn var_out<'py>(py: Python<'py>, v: &Var) -> VarOut<'py> {
+    (bits(py, &v.valid), PyBytes::new(py, raw(&v.offsets)), PyBytes::new(py, &v.data), v.valid.unset)
+}
+
+fn fixed_out<'py, T>(py: Python<'py>, f: &Fixed<T>) -> FixedOut<'py> {
+    (bits(py, &f.valid), PyBytes::new(py, raw(&f.values)), f.valid.unset)
+}
+
+fn flags_out<'py>(py: Python<'py>, f: &Flags) -> FixedOut<'py> {
+    (bits(py, &f.valid), PyBytes::new(py, &f.values.bytes), f.valid.unset)
+}
+
+fn pairs_out<'py>(py: Python<'py>, p: &Pairs) -> (FixedOut<'py>, VarOut<'py>, VarOut<'py>) {
+    (
+        (bits(py, &p.valid), PyBytes::new(py, raw(&p.offsets)), p.valid.unset),
+        var_out(py, &p.keys),
+        var_out(py, &p.values),
+    )
+}
+
+fn items_out<'py>(py: Python<'py>, i: &Items) -> (FixedOut<'py>, VarOut<'py>) {
+    ((bits(py, &i.valid), PyBytes::new(py, raw(&i.offsets)), i.valid.unset), var_out(py, &i.items))
+}
+
+fn buffers(py: Python<'_>, d: Decoded) -> PyResult<Bound<'_, PyDict>> {
+    let out = PyDict::new(py);
+    out.set_item("rows", d.rows)?;
+    for (name, column) in [
+        ("keyspace", &d.keyspace),
+        ("table", &d.table),
+        ("cdc$time", &d.time),
+        ("key", &d.key),
+        ("partition_key", &d.partition_key),
+        ("change_id", &d.change_id),
+        ("node", &d.node),
+        ("topic", &d.topic),
+        ("failure", &d.failure),
+        ("failure_detail", &d.failure_detail),
+        ("raw_key", &d.raw_key),
+        ("raw_value", &d.raw_value),
+        ("cells", &d.cells),
+    ] {
+        out.set_item(name, var_out(py, column))?;
+    }
+    for (name, column) in [
+        ("cdc$ttl", &d.ttl),
+        ("write_time_us", &d.write_time_us),
+        ("kafka_time", &d.kafka_time),
+        ("segment_id", &d.segment_id),
+        ("entry_offset", &d.entry_offset),
+        ("offset", &d.offset),
+    ] {
+        out.set_item(name, fixed_out(py, column))?;
+    }
+    for (name, column) in [
+        ("cdc$batch_seq_no", &d.batch_seq_no),
+        ("update_index", &d.update_index),
+        ("row_index", &d.row_index),
+        ("partition", &d.partition),
+        ("schema_id", &d.schema_id),
+    ] {
+        out.set_item(name, fixed_out(py, column))?;
+    }
+    out.set_item("cdc$operation", fixed_out(py, &d.operation))?;
+    out.set_item("cdc$end_of_batch", flags_out(py, &d.end_of_batch))?;
+    out.set_item("columns", pairs_out(py, &d.columns))?;
+    out.set_item("deleted_elements", pairs_out(py, &d.deleted_elements))?;
+    out.set_item("deleted_columns", items_out(py, &d.deleted_columns))?;
+    Ok(out)
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<EventDecoder>()?;
+    m.add_class::<ReplicaCopies>()
+}
