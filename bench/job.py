@@ -60,13 +60,13 @@ from confluent_kafka import Consumer, KafkaException, TopicPartition  # noqa: E4
 from confluent_kafka.admin import AdminClient  # noqa: E402
 
 from schemas.avro.reader import event_readers  # noqa: E402
-from schemas.tables.session import connect  # noqa: E402
+from schemas.runtime.session import connect  # noqa: E402
 from deploy.local.endpoints import StackUnavailable, connect_stack  # noqa: E402
 from deploy.local.processes import ConnectorProcess, peak_rss  # noqa: E402
-from spark.job.assign import assign_batch  # noqa: E402
+from spark.delivery.assign import assign_batch  # noqa: E402
 from spark.job.config import JobSettings  # noqa: E402
-from spark.job.events import decode_records  # noqa: E402
-from spark.job.native_events import NativeEvents  # noqa: E402
+from spark.delivery.events import decode_records  # noqa: E402
+from spark.delivery.native_events import NativeEvents  # noqa: E402
 from spark.streams.generations import MICROS_PER_SECOND  # noqa: E402
 from spark.streams.storage import GenerationStore  # noqa: E402
 from timing import best_seconds  # noqa: E402 - bench/ is the script's directory
@@ -251,8 +251,8 @@ class Run:
 def run_job(spark, settings: JobSettings, keyspace: str, jvm: int | None, variant: str) -> Run:
     from pyspark.sql import functions as F
 
-    from spark.job.pipeline import start
-    from spark.job.sinks.delta.sink import DeltaSink
+    from spark.delivery.pipeline import start
+    from spark.sinks.delta.sink import DeltaSink
 
     for pid in (jvm, os.getpid(), *python_workers(jvm)):
         reset_peak(pid)
@@ -443,7 +443,7 @@ def main() -> int:
         try:
             capture(stack, cql, admin, consumer, connector, keyspace, prefix, args.rows)
 
-            from spark.job.pipeline import spark_session
+            from spark.delivery.pipeline import spark_session
 
             base = base_settings(stack, prefix, generations_keyspace, args.max_offsets)
             spark = spark_session(base)

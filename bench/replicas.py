@@ -138,7 +138,7 @@ def main() -> int:
                                   replicas)
                 print(f"{sent:,} records in {target_prefix}.{keyspace}.{TABLE} ({copies} per change)", flush=True)
 
-            from spark.job.pipeline import spark_session
+            from spark.delivery.pipeline import spark_session
 
             base = base_settings(stack, prefixes[1], f"{keyspace}_gen", args.max_changes)
             spark = spark_session(base)

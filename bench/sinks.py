@@ -46,11 +46,11 @@ from pyspark.sql.types import StringType, StructField, StructType  # noqa: E402
 
 from schemas.runtime.access import CassandraCluster  # noqa: E402
 from deploy.local.endpoints import StackUnavailable, connect_stack  # noqa: E402
-from spark.job import rows as R  # noqa: E402
+from spark import rows as R  # noqa: E402
 from spark.job.config import JobSettings  # noqa: E402
-from spark.job.pipeline import spark_session  # noqa: E402
-from spark.job.sinks import MicroBatch, open_sink  # noqa: E402
-from spark.job.sinks.settings import SinkContext  # noqa: E402
+from spark.delivery.pipeline import spark_session  # noqa: E402
+from spark.sinks import MicroBatch, open_sink  # noqa: E402
+from spark.sinks.settings import SinkContext  # noqa: E402
 from deploy.local.receiver import Receiver  # noqa: E402
 
 # Each a sink kind, with a variant of its settings after a dash; a floor, its target's plain load.
@@ -65,7 +65,7 @@ BENCH_KEYSPACE = "ringtail_bench"
 
 
 def create_source_table(stack) -> None:
-    from schemas.tables.session import connect
+    from schemas.runtime.session import connect
 
     cluster, session = connect([stack.cassandra_host], stack.cassandra_port)
     session.execute(f"CREATE KEYSPACE IF NOT EXISTS {BENCH_KEYSPACE} WITH replication = "
@@ -98,7 +98,7 @@ def targets(stack, sink: str, run: str, tmp: Path, receiver_url: str) -> dict[st
     if sink == "postgres":
         return {"dsn": stack.postgres_dsn, "schema": run}
     if sink == "mysql":
-        from spark.job.sinks.mysql.log import connect_dsn
+        from spark.sinks.mysql.log import connect_dsn
 
         conn = connect_dsn(stack.mysql_dsn)
         with conn.cursor() as cursor:
@@ -121,7 +121,7 @@ def cleanup(stack, sink: str, run: str) -> None:
         with psycopg.connect(stack.postgres_dsn, autocommit=True) as conn:
             conn.execute(f"DROP SCHEMA IF EXISTS {run}, {BENCH_KEYSPACE} CASCADE")
     elif sink == "mysql":
-        from spark.job.sinks.mysql.log import connect_dsn
+        from spark.sinks.mysql.log import connect_dsn
 
         conn = connect_dsn(stack.mysql_dsn)
         with conn.cursor() as cursor:
@@ -129,7 +129,7 @@ def cleanup(stack, sink: str, run: str) -> None:
             cursor.execute(f"DROP DATABASE IF EXISTS `{BENCH_KEYSPACE}`")
         conn.close()
     elif sink == "cassandra":
-        from schemas.tables.session import connect
+        from schemas.runtime.session import connect
 
         cluster, session = connect([stack.cassandra_host], stack.cassandra_port)
         session.execute(f"DROP KEYSPACE IF EXISTS {run}")
@@ -144,14 +144,14 @@ def cleanup(stack, sink: str, run: str) -> None:
 
 def csv_of(rows) -> bytes:
     """The rows as the PostgreSQL sink stages them (CSV, its staging columns), for the SQL floors."""
-    from spark.job.sinks.postgres.log import LOG_COLUMNS, staged
+    from spark.sinks.postgres.log import LOG_COLUMNS, staged
 
     return b"".join(chunk.csv for chunk in staged(rows, LOG_COLUMNS).toLocalIterator())
 
 
 def floor(stack, name: str, rows, csv: bytes, values: list[bytes], run: str, tmp: Path) -> float:
     """Seconds of the floor `name`: its target's plain load of the same rows."""
-    from spark.job.sinks.postgres.log import LOG_COLUMNS, ident
+    from spark.sinks.postgres.log import LOG_COLUMNS, ident
 
     if name == "floor-delta":
         started = time.perf_counter()

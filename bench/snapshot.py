@@ -135,10 +135,10 @@ def main() -> int:
         print(json.dumps({"rows": rows, "peak_mib": peak}))
         return 0
 
-    from schemas.tables.session import connect
-    from spark.job.config import StreamSettings
-    from spark.job.generations import GenerationKeeper
-    from spark.job.pipeline import spark_session
+    from schemas.runtime.session import connect
+    from spark.delivery.settings import StreamSettings
+    from spark.delivery.generations import GenerationKeeper
+    from spark.delivery.pipeline import spark_session
 
     cluster, session = connect([stack.cassandra_host], stack.cassandra_port)
     fill(session, args.rows)

@@ -1,4 +1,4 @@
-"""PySpark's Python worker daemon (`spark.python.daemon.module`, set by `spark.job.pipeline.spark_session`),
+"""PySpark's Python worker daemon (`spark.python.daemon.module`, set by `spark.delivery.pipeline.spark_session`),
 with one cost of Python 3.10 and 3.11 taken out of every task.
 
 Before each task a PySpark worker calls `importlib.invalidate_caches()`. On those versions that re-reads the

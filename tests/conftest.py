@@ -81,7 +81,7 @@ def stack() -> Stack:
 
 @pytest.fixture(scope="session")
 def cql(stack: Stack):
-    from schemas.tables.session import connect
+    from schemas.runtime.session import connect
 
     cluster, session = connect([stack.cassandra_host], stack.cassandra_port)
     yield session
@@ -100,7 +100,7 @@ def spark(stack: Stack):
     """One local Spark session (with the stack's Kafka, Avro and Delta jars, and S3A reaching its object
     store) for every test using Spark."""
     from spark.job.config import JobSettings
-    from spark.job.pipeline import spark_session
+    from spark.delivery.pipeline import spark_session
     from spark.location import S3Access
 
     if _local_backend() and _OWN_DRIVER_OPTIONS:

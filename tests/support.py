@@ -47,7 +47,7 @@ def unused_port() -> int:
 
 def timeuuid(micros: int, digest: int) -> str:
     """A `cdc$time` as the Spark job makes it: the write time, the rest from a digest."""
-    from spark.job.events import log_time
+    from spark.delivery.events import log_time
 
     return log_time(micros, (digest % (1 << 64)).to_bytes(8, "big") + bytes(8))
 

@@ -23,7 +23,7 @@ from .history import SchemaChange, SchemaHistory
 from schemas.tables.loader import read_snapshot
 from .logged import FlagRow, LoggedTables, column_row, type_row
 from schemas.tables.model import SchemaSnapshot, Table
-from schemas.tables.session import connect
+from schemas.runtime.session import connect
 from .store import load_history, save_history
 
 log = logging.getLogger("ringtail.schema")

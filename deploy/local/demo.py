@@ -39,7 +39,7 @@ from confluent_kafka.serialization import MessageField, SerializationContext  # 
 from connector.checkpoint import PositionStore  # noqa: E402
 from connector.commitlog import Position  # noqa: E402
 from connector.commitlog.cdc_index import read_cdc_index  # noqa: E402
-from schemas.tables.session import connect  # noqa: E402
+from schemas.runtime.session import connect  # noqa: E402
 from connector.source import durable_end, list_segments  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -191,8 +191,8 @@ def run_spark_job(stack: dict, directory: Path, since_us: int) -> int:
     from pyspark.sql import functions as F
 
     from spark.job.config import JobSettings
-    from spark.job.pipeline import spark_session, start
-    from spark.job.sinks.delta.sink import DeltaSink
+    from spark.delivery.pipeline import spark_session, start
+    from spark.sinks.delta.sink import DeltaSink
 
     settings = JobSettings(
         kafka_bootstrap_servers=stack["kafka"]["bootstrap_servers"], registry_url=stack["registry"]["url"],
@@ -244,8 +244,8 @@ def run_mirror(stack: dict, directory: Path, offsets: dict[int, int]) -> int:
     import psycopg
 
     from spark.job.config import JobSettings
-    from spark.job.pipeline import Source, spark_session, start
-    from spark.job.sinks.postgres.mirror import PostgresMirrorSink
+    from spark.delivery.pipeline import Source, spark_session, start
+    from spark.sinks.postgres.mirror import PostgresMirrorSink
 
     dsn = stack["postgres"]["dsn"]
     with psycopg.connect(dsn, autocommit=True) as pg:  # the table is new in each run: so is its mirror

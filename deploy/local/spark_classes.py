@@ -31,7 +31,7 @@ def _workload(jars: list[str], scratch: Path) -> None:
     from pyspark.sql.avro.functions import from_avro
 
     from spark.job.config import JobSettings
-    from spark.job.pipeline import spark_session
+    from spark.delivery.pipeline import spark_session
 
     spark = spark_session(JobSettings(spark_master="local[2]", spark_jars=tuple(jars),
                                       spark_conf={"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "2"}))

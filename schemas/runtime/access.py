@@ -134,7 +134,7 @@ class CassandraSecurity(_Login, _Tls):
 
 
 class CassandraCluster(NamedTuple):
-    """Where a cluster is and how to reach it, as `schemas.tables.session.connect(*cluster)` takes it."""
+    """Where a cluster is and how to reach it, as `schemas.runtime.session.connect(*cluster)` takes it."""
 
     hosts: tuple[str, ...]
     port: int = 9042

@@ -42,7 +42,7 @@ def check_cassandra(hosts: Sequence[str], port: int, security: CassandraSecurity
     answer is not a refusal: the caller retries)."""
     from cassandra.cluster import NoHostAvailable
 
-    from schemas.tables.session import STATEMENTS_ONLY, connect
+    from schemas.runtime.session import STATEMENTS_ONLY, connect
 
     driver_log = logging.getLogger("cassandra")
     level = driver_log.level

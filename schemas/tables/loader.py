@@ -110,7 +110,7 @@ def _schema_version(session: Any) -> uuid.UUID | None:
 
 def load_schema(host: str, port: int = 9042, security: CassandraSecurity | None = None) -> SchemaSnapshot:
     """Connect, read the schema, disconnect (for one-shot tools such as `dump --cassandra`)."""
-    from .session import connect
+    from schemas.runtime.session import connect
 
     cluster, session = connect([host], port, security)
     try:

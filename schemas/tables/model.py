@@ -11,7 +11,7 @@ import uuid
 from dataclasses import dataclass, field
 from functools import cached_property
 from types import MappingProxyType
-from typing import Iterable, Mapping
+from typing import Iterable, Mapping, NamedTuple
 
 
 class ColumnKind(enum.Enum):
@@ -47,6 +47,14 @@ class DroppedColumn:
 @dataclass(frozen=True, slots=True)
 class UserType:
     keyspace: str
+    name: str
+    field_names: tuple[str, ...]
+    field_types: tuple[str, ...]
+
+
+class UdtDefinition(NamedTuple):
+    """What the type parser needs of a UDT (as `UserType`), as plain tuples an executor unpickles cheaply."""
+
     name: str
     field_names: tuple[str, ...]
     field_types: tuple[str, ...]

@@ -11,9 +11,10 @@ from typing import Sequence
 from pyspark.sql import SparkSession
 
 from schemas.runtime.signals import on_stop_signals
+from spark.delivery.settings import S, admitted, load_or_report
+from spark.sinks import Sink
 
-from .config import JobSettings, S, admitted, load_or_report
-from .sinks import Sink
+from .config import JobSettings
 
 log = logging.getLogger(__name__)
 
@@ -68,7 +69,7 @@ def begin(cls: type[S], args: argparse.Namespace, program: str) -> tuple[S, Shut
 def main(argv: Sequence[str] | None = None) -> int:
     from pyspark.errors import StreamingQueryException
 
-    from .pipeline import spark_session, start
+    from spark.delivery.pipeline import spark_session, start
 
     args = build_parser().parse_args(argv)
     begun = begin(JobSettings, args, "python -m spark.job")

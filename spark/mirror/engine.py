@@ -56,7 +56,7 @@ class MirrorStore(Protocol):
 class Change(NamedTuple):
     partition: bytes
     key: list[Any]  # the partition key's values
-    cells: Mapping[str, Any]  # as `spark.job.events.cell_changes` writes it
+    cells: Mapping[str, Any]  # as `spark.delivery.events.cell_changes` writes it
 
 
 @dataclass

@@ -11,9 +11,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from schemas.cql import ListType, MapType, SetType, UserType, parse_type
-from schemas.tables.model import ClusteringOrder, Table
+from schemas.tables.model import ClusteringOrder, Table, UdtDefinition
 
-from ..job.sinks.log_table import UdtDefinition
 
 # How a non-key column is stored: one cell, or one cell per element (multi-cell).
 SINGLE, LIST, SET, MAP, UDT = "single", "list", "set", "map", "udt"

@@ -1,5 +1,5 @@
 """Cassandra's order of values, on the values as change events carry them (the log's JSON forms, see
-`spark.job.rows`), and the bytes Cassandra compares when two cells tie.
+`spark.rows`), and the bytes Cassandra compares when two cells tie.
 
 A mirror needs the order in three places: which rows a range deletion covers (clustering prefixes, a
 `DESC` column reversed), the order of a set's elements, a map's keys and a list's elements (by their

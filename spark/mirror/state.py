@@ -191,7 +191,7 @@ class Rules:
     # Merging
 
     def apply(self, change: Mapping[str, Any], record: dict, rows: dict[str, dict]) -> None:
-        """Merge one change (as `spark.job.events.cell_changes` writes it) into a partition's record
+        """Merge one change (as `spark.delivery.events.cell_changes` writes it) into a partition's record
         and the state of the row it names (created in `rows` when missing)."""
         deletion = change["d"]
         bounds = change.get("r")

@@ -1,5 +1,5 @@
 """A mirror's values in a JSON column (PostgreSQL's jsonb, MySQL's JSON): the log's JSON forms
-(`spark.job.rows`), made to hold in any JSON store and to read the same whatever version of a type
+(`spark.rows`), made to hold in any JSON store and to read the same whatever version of a type
 wrote them:
 
 * a UDT as an object of every field its type has now (a value written before a field was added has it

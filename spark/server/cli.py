@@ -23,11 +23,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     from schemas.runtime.status import StatusServer
-    from schemas.tables.session import connect
+    from schemas.runtime.session import connect
     from spark.job.cli import begin
-    from spark.job.pipeline import spark_session
+    from spark.delivery.pipeline import spark_session
 
-    from .config import ServerSettings
+    from spark.subscriptions.settings import ServerSettings
     from .metrics import runner_registry
     from .runner import Runner
 

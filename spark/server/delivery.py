@@ -4,7 +4,7 @@ A subscription starting with a snapshot first runs a query over the table's rows
 with a checkpoint and sink bookkeeping of its own; once its last range is in the sink, the log query
 starts from the snapshot version's offsets.
 
-The order is the job's, written once in `spark.job.pipeline`: the sink write, then Spark's checkpoint;
+The order is the job's, written once in `spark.delivery.pipeline`: the sink write, then Spark's checkpoint;
 the progress rows follow the sink write (sink write → progress committed). A replayed batch is a no-op
 in the sink and counts nothing twice: each range remembers the batch that last counted rows there.
 """
@@ -23,20 +23,19 @@ from pyspark.sql import functions as F
 from schemas.avro.serializer import topic_name
 from schemas.runtime.kafka import end_offsets
 from schemas.tables.loader import read_table
-from spark.job.generations import GenerationKeeper
-from spark.job.publications import Publications
-from spark.job.pipeline import BatchCounts, BatchWriter, Job, Source, start
-from spark.job.selection import Selection
-from spark.streams.generations import MICROS_PER_SECOND
-from spark.subscriptions.model import Subscription, start_time
+from spark.delivery.generations import GenerationKeeper
+from spark.delivery.pipeline import BatchCounts, BatchWriter, Job, Source, start
+from spark.delivery.publications import Publications
+from spark.delivery.selection import Selection
 from spark.location import Location
 from spark.snapshot.checkpoint import planned_offset
 from spark.snapshot.ranges import from_offset
 from spark.snapshot.source import NAME as SNAPSHOT
 from spark.snapshot.source import SnapshotPlan, SnapshotSource, reads_element_times
+from spark.streams.generations import MICROS_PER_SECOND
+from spark.subscriptions.model import Subscription, start_time
 from spark.subscriptions.registry import RangeProgress, SnapshotVersion, SubscriptionRegistry
-
-from .config import ServerSettings
+from spark.subscriptions.settings import ServerSettings
 
 log = logging.getLogger(__name__)
 # Kafka is read from this long before a timestamp start: an event reaches Kafka after its write, on
@@ -173,7 +172,7 @@ class Delivery:
         self.subscription = subscription
         self.delivered = 0
         self.filtered = 0
-        self.late = 0  # rows read more than dedup_watermark after their write (spark.job.pipeline)
+        self.late = 0  # rows read more than dedup_watermark after their write (spark.delivery.pipeline)
         self.newest_kafka_time: dt.datetime | None = None
         self.batches_written = 0
         self.started = dt.datetime.now(dt.timezone.utc)

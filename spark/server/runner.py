@@ -20,13 +20,13 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
-from spark.job.generations import GenerationKeeper
-from spark.job.publications import Publications
+from spark.delivery.generations import GenerationKeeper
+from spark.delivery.publications import Publications
 from spark.subscriptions.leases import Leases
 from spark.subscriptions.model import Subscription
 from spark.subscriptions.registry import Status, SubscriptionRegistry
 
-from .config import ServerSettings
+from spark.subscriptions.settings import ServerSettings
 from .delivery import Delivery
 
 log = logging.getLogger(__name__)

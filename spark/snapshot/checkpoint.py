@@ -1,4 +1,4 @@
-"""The snapshot's positions as Spark's checkpoint records them (`spark.job.checkpoint`): its one source
+"""The snapshot's positions as Spark's checkpoint records them (`spark.delivery.checkpoint`): its one source
 line is the snapshot's offset as JSON. So the newest offsets file is where the next step starts from,
 and a batch's own file says which ranges it brought to which token.
 """
@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from os import PathLike
 
-from spark.job.checkpoint import newest_batch, source_offsets
+from spark.delivery.checkpoint import newest_batch, source_offsets
 from spark.location import Location
 
 

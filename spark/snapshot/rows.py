@@ -25,17 +25,17 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from schemas.avro.reader import as_is, value_reader
 from schemas.avro.types import value_type
 from schemas.cql import CqlType, UserType, maybe_quote, parse_type
 from schemas.cql.composite import compose
 from schemas.tables.model import ColumnKind, Table
-from spark.job import rows as R
-from spark.job.events import log_time
+from spark import rows as R
+from spark.delivery.events import log_time
 from spark.mirror.layout import LIST, MAP, SET, read_list_key, storage_of
 from spark.streams.generations import Generation
-
-import numpy as np
 
 _BIGINT = np.dtype(">i8")
 # writetime() and ttl() of a multi-cell column: one per element (Cassandra 5.0), a TTL null without one.
@@ -178,7 +178,7 @@ class TableRows:
         return out
 
     def _cells(self, key: dict, read: list[tuple], now: int, version_us: int) -> str:
-        """A read row as the change a mirror merges (`spark.job.events.cell_changes`): each cell with its write
+        """A read row as the change a mirror merges (`spark.delivery.events.cell_changes`): each cell with its write
         time and TTL (expiring `now` + TTL), a partition of static values only as its static row. CQL reads
         no row marker: a row is taken as written by INSERT at its oldest cell's write time (the version's
         time without cells), expiring with its last cell when all of them expire; nor a list element's

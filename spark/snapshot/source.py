@@ -25,12 +25,11 @@ from pyspark.sql.types import StructType
 from schemas.runtime.access import CassandraSecurity
 from schemas.tables.loader import read_table
 from schemas.tables.model import Table, UserType
-from schemas.tables.session import connect
-from spark.job import rows as R
+from schemas.runtime.session import connect
+from spark import rows as R
+from spark.location import Location
 from spark.streams.generations import Generation, Generations
 from spark.streams.storage import GenerationStore
-
-from spark.location import Location
 
 from .checkpoint import planned_offset
 from .ranges import advance, from_offset, refine, ring_ranges, to_offset
@@ -76,7 +75,7 @@ class SnapshotPlan:
 
     def option(self) -> str:
         """The plan as its option's text: with the Cassandra password, if any (the option's name is among
-        those `spark.sql.redaction.options.regex` hides, `spark.job.pipeline.spark_session`)."""
+        those `spark.sql.redaction.options.regex` hides, `spark.delivery.pipeline.spark_session`)."""
         security = self.security.revealed() if self.security is not None else None
         return json.dumps({**{f.name: getattr(self, f.name) for f in fields(self)}, "security": security})
 

@@ -92,14 +92,21 @@ def _cassandra(args: argparse.Namespace) -> Iterator[Any]:
     from cassandra.cluster import NoHostAvailable
     from pydantic import ValidationError
 
-    from schemas.runtime.access import AccessError
-    from schemas.tables.session import connect
-    from spark.server.config import ServerSettings
+    from pydantic_settings import SettingsConfigDict
+
+    from schemas.runtime.access import AccessError, CassandraSecurity
+    from schemas.runtime.settings import FileSettings
+    from schemas.runtime.session import connect
+
+    class ServerAccess(FileSettings):
+        """Of the server's settings, the one this tool needs (the streams library knows no server)."""
+        model_config = SettingsConfigDict(env_prefix="RINGTAIL_SERVER_", extra="ignore")
+        cassandra_security: CassandraSecurity = CassandraSecurity()
 
     host, port = args.cassandra
     cluster = None
     try:
-        security = ServerSettings.load(args.config).cassandra_security
+        security = ServerAccess.load(args.config).cassandra_security
         cluster, session = connect([host], port, security)
         yield session
     except (DriverException, NoHostAvailable, AccessError, ValidationError, FileNotFoundError) as exc:

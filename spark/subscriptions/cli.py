@@ -124,9 +124,9 @@ def _text(result: Any) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from schemas.tables.session import connect
-    from spark.job.config import admitted, load_or_report
-    from spark.server.config import ServerSettings
+    from schemas.runtime.session import connect
+    from spark.delivery.settings import admitted, load_or_report
+    from spark.subscriptions.settings import ServerSettings
 
     from .control import Control, as_json
     from .registry import ConcurrentChange, SubscriptionRegistry, UnknownSubscription

@@ -11,7 +11,7 @@ from dataclasses import asdict
 from typing import Any
 
 from schemas.tables.loader import read_table
-from spark.job.sinks.registry import shown
+from spark.sinks.registry import shown
 
 from .model import Change, InvalidSubscription, Subscription
 from .registry import SubscriptionRegistry

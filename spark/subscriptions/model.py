@@ -4,7 +4,7 @@ operations) and where to start; and the checks that need nothing but the subscri
 The filter is a Spark SQL boolean expression over the log row (its key and column values,
 `cdc$operation`, `write_time`); `columns` keeps the key plus the named columns; `operations` keeps
 insert, update and delete (row, partition and range deletions). Each sink's settings model
-(`spark.job.sinks.registry`) checks its settings when the subscription is created, before anything runs.
+(`spark.sinks.registry`) checks its settings when the subscription is created, before anything runs.
 """
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ import datetime as dt
 import re
 from dataclasses import dataclass, field, replace
 
-from spark.job.sinks.registry import InvalidSinkSettings, sink_settings
-from spark.job.sinks.settings import SinkSettings
+from spark.sinks.registry import InvalidSinkSettings, sink_settings
+from spark.sinks.settings import SinkSettings
 
 STATES = ("active", "paused", "cancelled", "failing")
 OPERATIONS = ("insert", "update", "delete")

@@ -84,7 +84,7 @@ def test_group_sync_gets_the_mutation_threads_its_writes_hold() -> None:
 
 def test_each_published_port_is_the_one_its_service_serves() -> None:
     from connector.config import ConnectorSettings
-    from spark.server.config import ServerSettings
+    from spark.subscriptions.settings import ServerSettings
 
     services = yaml.safe_load(COMPOSE.read_text())["services"]
     served = {"connector": ConnectorSettings.model_fields["metrics_port"].default,

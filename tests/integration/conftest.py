@@ -10,7 +10,7 @@ import pytest
 from deploy.local.endpoints import Stack
 from deploy.local.processes import ConnectorProcess
 from spark.job.config import JobSettings
-from spark.server.config import ServerSettings
+from spark.subscriptions.settings import ServerSettings
 from spark.server.runner import Runner
 from spark.subscriptions.control import Control, spark_filter_check
 from spark.subscriptions.registry import SubscriptionRegistry

@@ -1,5 +1,5 @@
 """The job's two decoders on events the real connector wrote, with the real registry: the native core
-(`spark.job.native_events`, what the job runs) must give the reference's (`spark.job.events`) rows."""
+(`spark.delivery.native_events`, what the job runs) must give the reference's (`spark.delivery.events`) rows."""
 from __future__ import annotations
 
 import datetime as dt
@@ -7,8 +7,8 @@ import datetime as dt
 import pyarrow as pa
 
 from schemas.avro.reader import event_readers
-from spark.job.events import decode_records
-from spark.job.native_events import NativeEvents
+from spark.delivery.events import decode_records
+from spark.delivery.native_events import NativeEvents
 
 
 def assert_decoders_agree(registry_url: str, messages: list, cells: bool = False) -> int:

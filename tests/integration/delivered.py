@@ -10,11 +10,11 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartiti
 
 from schemas.runtime.access import KafkaSecurity
 from spark.job.config import JobSettings
-from spark.job.generations import GenerationKeeper
-from spark.job.pipeline import BatchWriter, start
-from spark.job.sinks.delta.sink import DeltaSink
-from spark.job.sinks.mysql.log import connect_dsn
-from spark.job.tally import BatchCounts
+from spark.delivery.generations import GenerationKeeper
+from spark.delivery.pipeline import BatchWriter, start
+from spark.sinks.delta.sink import DeltaSink
+from spark.sinks.mysql.log import connect_dsn
+from spark.delivery.tally import BatchCounts
 
 
 def run_available(spark, settings: JobSettings, sink=None, counted: list[BatchCounts] | None = None) -> list[dict]:

@@ -83,14 +83,14 @@ def _float32(value: float) -> float:
 
 
 def _is_json(cql: CqlType) -> bool:
-    from spark.job.sinks.postgres.types import pg_column
+    from spark.sinks.postgres.types import pg_column
 
     return pg_column("x", cql).type == "jsonb"
 
 
 def postgres_values(conn: Any, table: str, types: dict[str, CqlType]) -> list[dict]:
     """The rows of a PostgreSQL table whose columns hold CQL types (`types`, by name) as ringtail writes
-    them (`spark.job.sinks.postgres.types`), in `spark.mirror.values`' JSON forms."""
+    them (`spark.sinks.postgres.types`), in `spark.mirror.values`' JSON forms."""
     reads = {}
     for name, cql in types.items():
         read, canonical = _from_pg(cql), json_value(cql)
@@ -161,8 +161,8 @@ def without_negative_zero(rows: list[dict], layout: MirrorLayout) -> list[dict]:
 
 def mysql_values(conn: Any, table: str, types: dict[str, CqlType]) -> list[dict]:
     """The rows of a MySQL table whose columns hold CQL types (`types`) as ringtail writes them
-    (`spark.job.sinks.mysql.types`), in `spark.mirror.values`' JSON forms."""
-    from spark.job.sinks.mysql.types import mysql_column
+    (`spark.sinks.mysql.types`), in `spark.mirror.values`' JSON forms."""
+    from spark.sinks.mysql.types import mysql_column
 
     reads = {}
     for name, cql in types.items():
@@ -187,7 +187,7 @@ def mysql_rows(conn: Any, layout: MirrorLayout) -> list[dict]:
 
 
 def log_json(cql: CqlType, value: Any) -> Any:
-    """A value in `spark.mirror.values`' JSON form → the JSON log's (`spark.job.rows`): a map with text keys
+    """A value in `spark.mirror.values`' JSON form → the JSON log's (`spark.rows`): a map with text keys
     as [key, value] pairs, as every map."""
     from schemas.cql import MapType, TupleType, UserType
 

@@ -155,7 +155,7 @@ def running(side: SideStack, main: Stack) -> Iterator[Stack]:
 @contextmanager
 def session_on(stack: Stack) -> Iterator[Any]:
     """A driver session on `stack`'s first Cassandra node."""
-    from schemas.tables.session import connect
+    from schemas.runtime.session import connect
 
     cluster, session = connect([stack.cassandra_host], stack.cassandra_port)
     try:

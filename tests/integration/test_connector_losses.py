@@ -30,7 +30,7 @@ from tests.support import unused_port, wait_for
 
 
 def ready(connector: ConnectorProcess) -> tuple[int, dict]:
-    url = f"http://127.0.0.1:{schemas.runtime.settings['metrics_port']}/ready"
+    url = f"http://127.0.0.1:{connector.settings['metrics_port']}/ready"
     try:
         with urllib.request.urlopen(url, timeout=2) as response:
             return response.status, json.loads(response.read())
@@ -170,7 +170,7 @@ def test_tables_dropped_before_the_connector_read_their_schema(stack, cql, keysp
 
 
 def metrics_text(connector: ConnectorProcess) -> str:
-    with urllib.request.urlopen(f"http://127.0.0.1:{schemas.runtime.settings['metrics_port']}/metrics", timeout=5) as r:
+    with urllib.request.urlopen(f"http://127.0.0.1:{connector.settings['metrics_port']}/metrics", timeout=5) as r:
         return r.read().decode()
 
 

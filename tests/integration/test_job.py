@@ -19,21 +19,21 @@ from schemas.runtime.access import CassandraCluster
 from schemas.avro.registry import SchemaRegistry
 from deploy.local.endpoints import ROOT
 from pyspark.sql import functions as F
-from spark.job import rows as R
-from spark.job.generations import GenerationKeeper
-from spark.job.pipeline import BatchWriter, start
-from spark.job.sinks import utc_time
-from spark.job.sinks.delta.sink import DeltaSink
-from spark.job.sinks.http.sink import HttpSink
-from spark.job.sinks.kafka.sink import KafkaSink
+from spark import rows as R
+from spark.delivery.generations import GenerationKeeper
+from spark.delivery.pipeline import BatchWriter, start
+from spark.sinks import utc_time
+from spark.sinks.delta.sink import DeltaSink
+from spark.sinks.http.sink import HttpSink
+from spark.sinks.kafka.sink import KafkaSink
 from schemas.cql import parse_type
 from schemas.tables.loader import read_table
-from spark.job.sinks.log_table import LogLayout
-from spark.job.sinks.mysql.log import MySqlSink, connect_dsn
-from spark.job.sinks.mysql.typed import MySqlTypedSink
-from spark.job.sinks.postgres.log import PostgresSink
-from spark.job.sinks.postgres.typed import PostgresTypedSink
-from spark.job.tally import BatchCounts
+from spark.sinks.log_table import LogLayout
+from spark.sinks.mysql.log import MySqlSink, connect_dsn
+from spark.sinks.mysql.typed import MySqlTypedSink
+from spark.sinks.postgres.log import PostgresSink
+from spark.sinks.postgres.typed import PostgresTypedSink
+from spark.delivery.tally import BatchCounts
 from tests.integration.decoders import assert_decoders_agree
 from tests.integration.delivered import dead_letters, drop_mysql_database, log_rows, mysql_database, run_available
 from tests.integration.mirrors import log_json, mysql_values, postgres_values
@@ -535,7 +535,7 @@ def test_every_column_type_reaches_every_sink_as_cql_returns_it(spark, cql, keys
     ScyllaDB log holds it, its elements by timeuuid), and Delta, PostgreSQL, MariaDB, the HTTP receiver
     and the Kafka sink's topic hold the same values under the same CQL names; Delta's typed layout holds
     them in their own Spark types, which read back as the same values."""
-    from spark.job.sinks.cassandra.sink import CassandraSink
+    from spark.sinks.cassandra.sink import CassandraSink
 
     connector, consumer, settings = job
     for statement in example_ddl(keyspace):

@@ -12,7 +12,7 @@ import pytest
 from cassandra import util
 
 from tests.support import micros, timeuuid
-from spark.job.rows import (
+from spark.rows import (
     DEAD_LETTER,
     LOG_ROW,
     PARTITION_DELETE,
@@ -22,7 +22,7 @@ from spark.job.rows import (
     ROW_UPDATE,
 )
 from tests.integration.micro_batches import micro_batch
-from spark.job.sinks.cassandra.sink import CassandraSink
+from spark.sinks.cassandra.sink import CassandraSink
 from spark.streams import build_topology_description, read_ring
 from spark.streams.generations import Generation, Generations
 from spark.streams.storage import GenerationStore

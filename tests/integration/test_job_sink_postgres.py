@@ -12,8 +12,8 @@ import psycopg
 import pytest
 
 from deploy.local.endpoints import Stack
-from spark.job.rows import DEAD_LETTER, LOG_ROW, PARTITION_DELETE, ROW_UPDATE
-from spark.job.sinks.postgres.log import PostgresSink
+from spark.rows import DEAD_LETTER, LOG_ROW, PARTITION_DELETE, ROW_UPDATE
+from spark.sinks.postgres.log import PostgresSink
 from spark.streams import Generation, Generations, build_topology_description
 from tests.integration.micro_batches import STREAM_A, WRITE_US, log_row, micro_batch
 from tests.support import micros

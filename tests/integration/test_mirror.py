@@ -27,9 +27,9 @@ from schemas.avro.reader import event_readers
 from schemas.avro.wire import frame, schema_id_of, unframe
 from deploy.local.endpoints import ROOT
 from spark.job.config import JobSettings
-from spark.job.sinks.delta.sink import DeltaSink
-from spark.job.sinks.mysql.log import connect_dsn
-from spark.job.sinks.mysql.mirror import MySqlMirrorSink
+from spark.sinks.delta.sink import DeltaSink
+from spark.sinks.mysql.log import connect_dsn
+from spark.sinks.mysql.mirror import MySqlMirrorSink
 from spark.subscriptions.model import Change
 from spark.subscriptions.statements import Statement
 from tests.integration.decoders import assert_decoders_agree

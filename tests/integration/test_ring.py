@@ -25,13 +25,13 @@ from confluent_kafka.admin import AdminClient, ConfigResource
 from schemas.runtime.access import CassandraCluster
 from deploy.local.endpoints import Stack
 from deploy.local.processes import ConnectorProcess
-from spark.job import rows as R
+from spark import rows as R
 from spark.job.config import JobSettings
-from spark.job.pipeline import records_per_batch
-from spark.job.sinks import open_sink
-from spark.job.sinks.delta.sink import DeltaSink
-from spark.job.sinks.postgres.log import PostgresSink
-from spark.job.sinks.postgres.mirror import PostgresMirrorSink
+from spark.delivery.pipeline import records_per_batch
+from spark.sinks import open_sink
+from spark.sinks.delta.sink import DeltaSink
+from spark.sinks.postgres.log import PostgresSink
+from spark.sinks.postgres.mirror import PostgresMirrorSink
 from spark.streams import read_ring
 from spark.streams.ring import copies_per_change
 from spark.streams.storage import GenerationStore
@@ -70,7 +70,7 @@ def ring(stack):
 
 @pytest.fixture(scope="module")
 def ring_cql(ring):
-    from schemas.tables.session import connect
+    from schemas.runtime.session import connect
 
     _, described = ring
     cluster, session = connect([n.host for n in described.nodes], described.cassandra_port)

@@ -24,15 +24,15 @@ import psycopg
 import pytest
 
 from schemas.runtime.access import CassandraSecurity, KafkaSecurity
-from schemas.tables.session import connect
+from schemas.runtime.session import connect
 from deploy.local.endpoints import ROOT, Stack
 from deploy.local.processes import ConnectorProcess
 from deploy.local.receiver import Receiver
 from deploy.local.secure import Secured as SecuredFiles
 from spark.job.config import JobSettings
-from spark.job.sinks import open_sink
-from spark.job.sinks.mysql.log import connect_dsn
-from spark.job.sinks.settings import with_password
+from spark.sinks import open_sink
+from spark.sinks.mysql.log import connect_dsn
+from spark.sinks.settings import with_password
 from tests.integration.mirrors import diff, layout_of, postgres_rows, source_rows
 from tests.integration.serving import runner_process
 from tests.integration.side_stacks import SECURED, forget, started

@@ -15,7 +15,7 @@ from urllib.request import urlopen
 import psycopg
 import pytest
 
-from spark.job import rows as R
+from spark import rows as R
 from spark.server.runner import Runner
 from spark.subscriptions.leases import Leases
 from spark.subscriptions.model import Change

@@ -13,10 +13,10 @@ import psycopg
 import pytest
 
 from schemas.runtime.access import CassandraCluster
-from spark.job.sinks import open_sink
-from spark.job.sinks.settings import SinkContext
-from spark.job.sinks.ledger import BatchMismatch
-from spark.job.sinks.mysql.log import connect_dsn
+from spark.sinks import open_sink
+from spark.sinks.settings import SinkContext
+from spark.sinks.ledger import BatchMismatch
+from spark.sinks.mysql.log import connect_dsn
 from tests.integration.delivered import drop_mysql_database, kafka_messages, mysql_database
 from tests.integration.micro_batches import log_row, micro_batch
 
@@ -136,7 +136,7 @@ def ledger_of(stack, kind: str, config: dict, app_id: str) -> list[tuple]:
 
 @pytest.mark.parametrize("store", ["postgres", "mysql"], indirect=True)
 def test_a_batch_cut_between_its_parts_is_finished_by_its_replay_each_row_once(spark, stack, store):
-    """The SQL sinks write a batch from the executors, a transaction per partition (`spark.job.sinks.parts`):
+    """The SQL sinks write a batch from the executors, a transaction per partition (`spark.sinks.parts`):
     a writer that dies after some parts leaves the batch unfinished; Spark's replay writes what is missing,
     even split otherwise, and each row is in the log once."""
     kind, config, ids = store

@@ -26,7 +26,7 @@ from cassandra.query import BatchStatement, BatchType
 
 from schemas.avro.serializer import topic_name
 from schemas.runtime.kafka import end_offsets
-from spark.job import rows as R
+from spark import rows as R
 from spark.streams.generations import Generation
 from spark.streams.ring import read_ring
 from spark.streams.storage import GenerationStore

@@ -113,7 +113,7 @@ def stopped_cleanly(log: Path, checkpoint: Path, name: str, posts: Posts, comman
     return how long after the command its last post came."""
     decided = wait_for(lambda: logged_at(log, NO_NEW_BATCH.format(name=name), commanded), 60, f"{name}: stop decided")
     # A trigger that had passed Spark's state check just before the decision still plans its batch
-    # (spark.job.stopping): at most that one, and it runs whole.
+    # (spark.delivery.stopping): at most that one, and it runs whole.
     started = planned_after(checkpoint, decided, until)
     assert len(started) <= 1, f"batches {started} of {name} planned after the stop was decided"
     late = {batch for batch, at, _ in posts.of(name) if decided < at < until}

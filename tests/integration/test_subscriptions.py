@@ -104,8 +104,8 @@ def test_two_creates_of_one_name_cannot_both_win(cql, keyspace, spark):
 def test_ringtails_keyspace_is_created_with_the_replication_set(cql, keyspace, stack, spark):
     """The runner (through the registry) and the job (through its generation keeper) each create the
     keyspace with `generations_replication` when it is missing; here as a cluster would set it."""
-    from spark.job.generations import GenerationKeeper
-    from spark.server.config import ServerSettings
+    from spark.delivery.generations import GenerationKeeper
+    from spark.subscriptions.settings import ServerSettings
     from spark.server.runner import Runner
 
     dc = cql.execute("SELECT data_center FROM system.local").one().data_center

@@ -5,10 +5,10 @@ from pathlib import Path
 
 import pytest
 
-from spark.job.checkpoint import batch_digest, newest_batch
+from spark.delivery.checkpoint import batch_digest, newest_batch
 from spark.job.config import JobSettings
 from spark.location import Location, S3Access, StorageAccessError
-from spark.server.config import ServerSettings
+from spark.subscriptions.settings import ServerSettings
 from spark.server.delivery import checkpoint_of
 from spark.subscriptions.model import Subscription
 

@@ -7,7 +7,7 @@ import time
 
 from spark import ship
 from spark.job.config import JobSettings
-from spark.job.pipeline import shipped, spark_master
+from spark.delivery.pipeline import shipped, spark_master
 
 
 def test_the_dependencies_are_what_ringtail_imports_on_executors_and_not_what_spark_has():
@@ -28,7 +28,7 @@ def test_markers_ask_for_an_extra_only_when_it_is_wanted():
 
 def test_ringtails_own_files_leave_out_the_crate_and_caches():
     names = [name for _, name in ship._own_files()]
-    assert "schemas/change.py" in names and "spark/job/pipeline.py" in names
+    assert "schemas/change.py" in names and "spark/delivery/pipeline.py" in names
     assert any(name.startswith("schemas/_native") for name in names)  # the native core
     assert not [n for n in names if n.startswith(("schemas/native/", "spark/native/")) or "__pycache__" in n]
     assert not [n for n in names if n.startswith("connector/")]  # Spark's side needs none of the connector

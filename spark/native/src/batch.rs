@@ -1,5 +1,5 @@
 //! A batch of Kafka records (topic, partition, offset, timestamp, key, value), as Spark hands it to
-//! `mapInArrow`, decoded into the `DECODED` columns of `spark.job.rows`: log rows, and for a record
+//! `mapInArrow`, decoded into the `DECODED` columns of `spark.rows`: log rows, and for a record
 //! that cannot be read, a dead letter keeping its bytes and saying why.
 
 use std::collections::HashMap;

@@ -8,7 +8,7 @@
 //! A digest covers the key, the schema id and every envelope field but `source` and `ts_ms`, so two
 //! records share one only if they carry the same change (the same `change_id`, which is computed from
 //! less). A record is skipped only after a record with its digest was decoded into rows; copies met in
-//! different tasks are the job's state's to remove (`spark.job.pipeline.remove_replica_copies`).
+//! different tasks are the job's state's to remove (`spark.delivery.pipeline.remove_replica_copies`).
 
 use std::collections::HashSet;
 

@@ -1,6 +1,6 @@
 //! Spark's native half: reading change events back, for the job and the runners: Confluent-framed Avro values of a Kafka batch →
 //! CDC log rows as Arrow columns, in one pass without Python objects per row. The reference is
-//! `spark.job.events` with `schemas.avro.reader`; the tests hold this one to it byte for byte.
+//! `spark.delivery.events` with `schemas.avro.reader`; the tests hold this one to it byte for byte.
 //!
 //! One module per step: `schema` (a writer schema), `datum` (Avro binary), `json` (Python's JSON
 //! text), `values` (a datum as JSON), `layout` (a schema version compiled for reading events),

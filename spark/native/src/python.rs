@@ -1,6 +1,6 @@
 //! The Python binding of `events`: `connector._native.EventDecoder`, handed the Arrow buffers of a
 //! Kafka batch by address (the caller keeps the batch alive for the call) and giving back the
-//! `DECODED` columns' buffers, which `spark.job.native_events` assembles into Arrow arrays.
+//! `DECODED` columns' buffers, which `spark.delivery.native_events` assembles into Arrow arrays.
 
 use std::collections::HashMap;
 

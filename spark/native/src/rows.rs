@@ -1,4 +1,4 @@
-//! One change event → its CDC log rows, as `spark.job.events.event_rows` makes them: ScyllaDB's
+//! One change event → its CDC log rows, as `spark.delivery.events.event_rows` makes them: ScyllaDB's
 //! operation codes, the key and written values as JSON text, deleted columns and elements, the
 //! largest TTL, a change id that is equal on every replica and a `cdc$time` timeuuid made from it;
 //! with `cells`, each change's cells with their timestamps for a mirror (`cell_changes`).
@@ -494,7 +494,7 @@ fn keyed_cell(
     Ok(())
 }
 
-/// The `cells` column: `{"k", "s", "l", "d", "c"[, "r"]}` as `spark.job.events.cell_changes` writes it.
+/// The `cells` column: `{"k", "s", "l", "d", "c"[, "r"]}` as `spark.delivery.events.cell_changes` writes it.
 fn cell_changes(
     layout: &EventLayout,
     kind: &str,

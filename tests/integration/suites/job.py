@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from spark.job import rows as R
+from spark import rows as R
 from spark.streams.storage import GenerationStore
 from tests.integration.delivered import dead_letters, log_rows, run_available
 from tests.integration.pipeline import has_marker, write_marker

@@ -9,8 +9,8 @@ from schemas.avro import ChangeEncoder, SchemaRegistry, SourceInfo, TableEncoder
 from schemas.avro.errors import UnknownSchemaId
 from schemas.avro.reader import EventReaders
 from schemas.avro.wire import frame
-from spark.job.events import decode_records
-from spark.job.native_events import NativeEvents
+from spark.delivery.events import decode_records
+from spark.delivery.native_events import NativeEvents
 from tests.unit.avro.support import PROCESSED_MS, SOURCE
 from tests.unit.commitlog.native_oracle import schema_ids
 from tests.unit.commitlog.testdata import SCHEMA_50 as SCHEMA, SEGMENT_50 as SEGMENT, changes_50 as changes

@@ -4,9 +4,9 @@ import datetime
 import pyarrow as pa
 import pytest
 
-from spark.job import rows as R
-from spark.job.assign import assign_batch
-from spark.job.events import decode_records
+from spark import rows as R
+from spark.delivery.assign import assign_batch
+from spark.delivery.events import decode_records
 from spark.streams.generations import Generation, Generations
 from spark.streams.tokens import token_of_key
 from spark.streams.topology import build_topology_description

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from spark.job.checkpoint import batch_digest, newest_batch, source_offsets
+from spark.delivery.checkpoint import batch_digest, newest_batch, source_offsets
 
 CHECKPOINT = Path(__file__).parent / "data" / "kafka-checkpoint"
 

@@ -8,9 +8,9 @@ from fastavro import parse_schema
 
 from schemas.avro import ChangeEncoder, SourceInfo, TableEncoder
 from schemas.avro.wire import frame
-from spark.job import rows as R
+from spark import rows as R
 from schemas.avro import RegistryError
-from spark.job.events import decode_records, log_time
+from spark.delivery.events import decode_records, log_time
 from tests.unit.avro.support import PROCESSED_MS, SOURCE
 from tests.unit.job.decoding import KAFKA_TIME, framed_events, preloaded_cache, records
 

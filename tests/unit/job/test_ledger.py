@@ -5,8 +5,8 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from spark.job.sinks.ledger import BatchMismatch, is_newest_replay, is_replay
-from spark.job.sinks.parts import held_to_write, part_digest
+from spark.sinks.ledger import BatchMismatch, is_newest_replay, is_replay
+from spark.sinks.parts import held_to_write, part_digest
 
 
 def test_a_batch_held_with_the_same_offsets_is_a_replay():
@@ -47,7 +47,7 @@ def test_a_batch_older_than_the_newest_held_is_never_a_replay():
 
 
 def _csv(*names: str) -> bytes:
-    from spark.job.sinks.postgres.log import csv_chunk
+    from spark.sinks.postgres.log import csv_chunk
 
     return csv_chunk(pa.RecordBatch.from_pydict({"name": list(names), "n": list(range(len(names)))}))
 

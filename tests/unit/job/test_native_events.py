@@ -1,5 +1,5 @@
-"""The native decoding of change events (`spark.job.native_events`, the Rust core's `events`) against
-the reference (`spark.job.events`): for the events of every real segment in the repository and of
+"""The native decoding of change events (`spark.delivery.native_events`, the Rust core's `events`) against
+the reference (`spark.delivery.events`): for the events of every real segment in the repository and of
 hand-built mutations of every cell kind and CQL type, for values Hypothesis chooses and for payloads
 it damages, both give the same `DECODED` rows byte for byte, with and without a mirror's `cells` — or
 both make the record a dead letter."""

@@ -1,4 +1,4 @@
-"""Generations given to the sinks in the background (`spark.job.publications`): once per version and
+"""Generations given to the sinks in the background (`spark.delivery.publications`): once per version and
 target, versions in order, a failure raised to the writer waiting and tried again."""
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from spark.job.publications import Publications
+from spark.delivery.publications import Publications
 
 WAIT = 5.0
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import threading
 import time
 
-from spark.job.config import StreamSettings
-from spark.job.pipeline import BatchWriter
+from spark.delivery.settings import StreamSettings
+from spark.delivery.pipeline import BatchWriter
 
 
 class CountingSink:

@@ -26,7 +26,7 @@ from schemas.avro import ChangeEncoder, SourceInfo
 from schemas.avro.wire import frame
 from connector.commitlog import SegmentReader, skip_unknown_tables
 from schemas.tables import parse_ddl
-from spark.job import rows as R
+from spark import rows as R
 from tests.unit.job.decoding import assert_same, records
 
 DATA = Path(__file__).parents[1] / "commitlog" / "data" / "read_repair"

@@ -8,8 +8,8 @@ import pytest
 from schemas.avro import SourceInfo
 from schemas.avro.reader import EventReaders
 from schemas.avro.wire import frame, unframe
-from spark.job.events import decode_records
-from spark.job.native_events import NativeEvents, ReplicaCopies
+from spark.delivery.events import decode_records
+from spark.delivery.native_events import NativeEvents, ReplicaCopies
 from tests.unit.avro.support import PROCESSED_MS, SOURCE
 from tests.unit.job.decoding import Registry, framed_events, records
 

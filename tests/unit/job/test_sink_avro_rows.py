@@ -9,8 +9,8 @@ from pyspark.sql import Row
 from pyspark.sql.types import IntegerType, MapType, StructField, StructType
 
 from schemas.avro.wire import frame, unframe
-from spark.job import rows as R
-from spark.job.sinks.kafka.avro_rows import avro_datum, record_schema
+from spark import rows as R
+from spark.sinks.kafka.avro_rows import avro_datum, record_schema
 
 UTC = dt.timezone.utc
 WRITTEN = dt.datetime(2026, 3, 1, 12, 0, 0, 123456, tzinfo=UTC)

@@ -13,7 +13,7 @@ from cassandra import cqltypes, util
 
 from schemas.avro.names import avro_name
 from schemas.tables.model import UserType
-from spark.job.sinks.cql_values import PairMap, UdtValue, field_indices, type_converter
+from spark.sinks.cql_values import PairMap, UdtValue, field_indices, type_converter
 
 KS = "ks"
 UDTS = {

@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 from pyspark.sql import Row
 
-from spark.job.sinks import chunks
-from spark.job.sinks.http.sink import HttpSink, HttpSinkError
-from spark.job.sinks.json_rows import log_row_json
-from spark.job.sinks.parts import part_digest
+from spark.sinks import chunks
+from spark.sinks.http.sink import HttpSink, HttpSinkError
+from spark.sinks.json_rows import log_row_json
+from spark.sinks.parts import part_digest
 from deploy.local.receiver import Receiver
 from tests.support import unused_port
 

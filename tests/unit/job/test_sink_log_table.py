@@ -9,7 +9,7 @@ import pytest
 from cassandra.query import UNSET_VALUE
 
 from schemas.tables.model import ClusteringOrder, Column, ColumnKind, Table, UserType
-from spark.job.sinks.log_table import (
+from spark.sinks.log_table import (
     DataColumn,
     LogLayout,
     LogRowEncoder,

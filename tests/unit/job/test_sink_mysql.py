@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from spark.job.sinks.mysql.log import connect_dsn, json_text
+from spark.sinks.mysql.log import connect_dsn, json_text
 
 
 def test_json_text_is_strict_json_with_non_finite_numbers_as_strings():

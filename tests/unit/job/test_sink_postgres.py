@@ -7,9 +7,9 @@ import io
 
 import pyarrow as pa
 
-from spark.job.rows import DEAD_LETTER, LOG_ROW
-from spark.job.sinks import generation_rows, utc_time
-from spark.job.sinks.postgres.log import (
+from spark.rows import DEAD_LETTER, LOG_ROW
+from spark.sinks import generation_rows, utc_time
+from spark.sinks.postgres.log import (
     DEAD_LETTER_COLUMNS,
     DEAD_LETTER_KEY,
     LOG_COLUMNS,

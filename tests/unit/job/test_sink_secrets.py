@@ -12,11 +12,11 @@ from pydantic import ValidationError
 from schemas.runtime.access import CassandraCluster
 from deploy.local.receiver import Receiver
 from deploy.local.secure import Secured
-from spark.job.sinks.http.settings import HttpSettings
-from spark.job.sinks.http.sink import HttpSinkError
-from spark.job.sinks.mysql.settings import MySqlSettings, tls_options
-from spark.job.sinks.postgres.settings import PostgresSettings
-from spark.job.sinks.settings import SinkContext, with_password
+from spark.sinks.http.settings import HttpSettings
+from spark.sinks.http.sink import HttpSinkError
+from spark.sinks.mysql.settings import MySqlSettings, tls_options
+from spark.sinks.postgres.settings import PostgresSettings
+from spark.sinks.settings import SinkContext, with_password
 
 CONTEXT = SinkContext(app_id="test", cluster=CassandraCluster(("127.0.0.1",)), keyspace="ringtail_cdc",
                       kafka="127.0.0.1:9092", registry="http://127.0.0.1:8081")

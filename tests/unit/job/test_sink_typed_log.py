@@ -12,9 +12,9 @@ from pyspark.sql.types import (ArrayType, BinaryType, ByteType, DateType, Intege
 
 from schemas.cql import parse_type
 from schemas.tables.model import ClusteringOrder, Column, ColumnKind, Table, UserType
-from spark.job.rows import arrow_schema
-from spark.job.sinks.log_table import LogLayout, LogRowEncoder
-from spark.job.sinks.typed_log import CQL_TYPE, OTHER_COLUMNS, TypedLog, TypedLogError, spark_type
+from spark.rows import arrow_schema
+from spark.sinks.log_table import LogLayout, LogRowEncoder
+from spark.sinks.typed_log import CQL_TYPE, OTHER_COLUMNS, TypedLog, TypedLogError, spark_type
 
 KS = "shop"
 UDTS = {"addr": UserType(KS, "addr", ("street", "zip code"), ("text", "int"))}

@@ -10,8 +10,8 @@ ROOT = Path(__file__).resolve().parents[3]
 
 PROBE = """
 from pyspark.sql.types import TimestampType
-from spark.job.pipeline import use_utc
-from spark.job.sinks.json_rows import _json_value
+from spark.delivery.pipeline import use_utc
+from spark.sinks.json_rows import _json_value
 
 collected = lambda: TimestampType().fromInternal(0)  # how PySpark turns a timestamp into a Python value
 print(_json_value(collected()))

@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from spark.job.events import decode_records
+from spark.delivery.events import decode_records
 from spark.mirror.engine import Change
 from spark.mirror.layout import MirrorError, MirrorLayout
 from tests.unit.commitlog.testdata import SCHEMA_50 as SCHEMA

@@ -10,7 +10,7 @@ import numpy as np
 from schemas.cql import parse_type
 from schemas.cql.composite import compose
 from schemas.tables.model import Column, ColumnKind, Table
-from spark.job import rows as R
+from spark import rows as R
 from spark.snapshot.rows import TableRows
 from spark.streams.generations import Generation
 from spark.streams.tokens import tokens_of_keys

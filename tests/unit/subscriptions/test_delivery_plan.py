@@ -10,9 +10,9 @@ import pytest
 from pydantic import ValidationError
 
 from schemas.runtime.access import CassandraCluster
-from spark.job.sinks.registry import sink_settings
-from spark.job.sinks.settings import SinkContext
-from spark.server.config import ServerSettings
+from spark.sinks.registry import sink_settings
+from spark.sinks.settings import SinkContext
+from spark.subscriptions.settings import ServerSettings
 from spark.server.delivery import START_SLACK, checkpoint_of, source_of
 from spark.subscriptions.control import as_json
 from spark.subscriptions.model import Change, InvalidSubscription, Subscription, start_time

@@ -22,21 +22,21 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
 
-from schemas.tables.session import STATEMENTS_ONLY, connect
+from schemas.runtime.session import STATEMENTS_ONLY, connect
+from spark import rows as R
 from spark.location import Location, S3Access
+from spark.sinks import MicroBatch, Sink
 from spark.streams.generations import MICROS_PER_SECOND
 from spark.streams.ring import copies_per_change
 
-from . import rows as R
 from .assign import StreamAssigner
 from .checkpoint import batch_digest
-from .config import StreamSettings
+from .settings import StreamSettings
 from .events import decode_partition
 from .generations import GenerationKeeper
 from .native_events import EventDecoder
 from .publications import Publications
 from .selection import Selection
-from .sinks import MicroBatch, Sink
 from .stopping import request_end
 from .tally import BatchCounts, Tally
 
@@ -288,7 +288,7 @@ class BatchWriter:
             log.error("%s", self.error, exc_info=True)
             # Spark gets the reason alone, not the traceback (with a Java one inside, from Py4J): a failure
             # while the query is ending is matched against a regex that recurses once per character
-            # (`spark.job.stopping`), and a long message overflows the stream thread's stack.
+            # (`spark.delivery.stopping`), and a long message overflows the stream thread's stack.
             raise BatchFailed(self.error) from None
 
     def purge_when_due(self, wait: float = 1.0) -> None:
@@ -360,7 +360,7 @@ class Job:
                 return
 
     def request_stop(self) -> None:
-        """Start no micro-batch after the running one (`spark.job.stopping`); `stop_between_batches`
+        """Start no micro-batch after the running one (`spark.delivery.stopping`); `stop_between_batches`
         then waits for that one. Asking several queries first lets their batches end side by side."""
         if not self._stop_requested:
             self._stop_requested = True
@@ -434,7 +434,7 @@ def start(spark: SparkSession, settings: StreamSettings, sink: Sink, *, availabl
                 settings.cluster, settings.generations_keyspace, settings.ignore_msb,
                 int(settings.leeway * MICROS_PER_SECOND),
                 None if settings.max_age is None else int(settings.max_age * MICROS_PER_SECOND),
-                # A mirror's rows are never rejected for their write time (spark.job.assign).
+                # A mirror's rows are never rejected for their write time (spark.delivery.assign).
                 reject_rows=not sink.merges_cells,
                 # Workers learn a new generation well before it starts (the job publishes it that much ahead).
                 refresh=min(10.0, settings.generation_delay / 4))

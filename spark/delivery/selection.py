@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from . import rows as R
+from spark import rows as R
 
 OPERATION_CODES = {
     "insert": (R.ROW_INSERT,),

@@ -9,7 +9,7 @@ from typing import Literal
 from pydantic import Field, model_validator
 from pydantic_settings import SettingsConfigDict
 
-from spark.job.config import StreamSettings
+from spark.delivery.settings import StreamSettings
 
 
 def _runner_id() -> str:

@@ -19,10 +19,10 @@ from schemas.avro.errors import MalformedPayload, RegistryError, UnknownSchemaId
 from schemas.avro.reader import ColumnReader, EventReader, EventReaders, event_readers
 from schemas.avro.wire import schema_id_of, unframe
 
-from . import rows as R
+from spark import rows as R
 from .assign import StreamAssigner
 from .native_events import ReplicaCopies, native_events
-from .rows import DECODED, arrow_schema
+from spark.rows import DECODED, arrow_schema
 
 _OPS = {"insert": R.ROW_INSERT, "update": R.ROW_UPDATE, "row_delete": R.ROW_DELETE,
         "partition_delete": R.PARTITION_DELETE}
@@ -226,7 +226,7 @@ def decode_partition(registry_url: str, cells: bool = False, assigner: StreamAss
                      decoder: str = "native", registry_security: RegistrySecurity = RegistrySecurity(),
                      skip_copies: bool = False) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """The `mapInArrow` function decoding Kafka records with schemas from `registry_url` (reached as
-    `registry_security` says), with the native core (`spark.job.native_events`) or this module (`decoder`
+    `registry_security` says), with the native core (`spark.delivery.native_events`) or this module (`decoder`
     "python"), and with an `assigner` giving each row its stream id in the same pass. With `skip_copies`
     (for a job that removes replica copies) the native core skips the copies of a change that its task
     has already decoded, before decoding them; the rest are left to the job's state, as every copy is

@@ -106,7 +106,7 @@ DECODED = StructType(
 )
 CELLS = "cells"
 # Added to the log rows a sink takes: true for a row the job read more than `dedup_watermark` after its
-# write, past what the replica-copy state can vouch for (`spark.job.pipeline.remove_replica_copies`).
+# write, past what the replica-copy state can vouch for (`spark.delivery.pipeline.remove_replica_copies`).
 LATE = "late"
 UNDECODABLE = "undecodable"
 NO_GENERATION = "no_generation"

@@ -13,12 +13,12 @@ import threading
 import time
 from collections.abc import Callable
 
-from schemas.tables.session import STATEMENTS_ONLY, connect
+from schemas.runtime.session import STATEMENTS_ONLY, connect
 from spark.streams.generations import MICROS_PER_SECOND, Generations
 from spark.streams.ring import read_ring
 from spark.streams.storage import GenerationStore
 
-from .config import StreamSettings
+from .settings import StreamSettings
 
 log = logging.getLogger(__name__)
 

@@ -6,7 +6,7 @@ in ScyllaDB's CDC log layout with every column in its own Spark type (`typed_log
 when its base table does (Delta's schema merge), and its names keep any character (column mapping by
 name). Rows of a table that no longer exists and never had a typed log go to `cdc_log`, so none is lost.
 
-A row the job read late (more than `dedup_watermark` after its write: `spark.job.pipeline`) may be a
+A row the job read late (more than `dedup_watermark` after its write: `spark.delivery.pipeline`) may be a
 replica's copy of a change logged long before: it is looked up in the table by its key first and
 appended only when absent. In `cdc_log` the look-up reads only the files whose write times cover the
 late rows' (Delta's file statistics); a typed log has no write-time column, and its look-up reads the
@@ -41,12 +41,12 @@ from pyspark.sql.types import ArrayType, BinaryType, LongType, StructField, Stru
 
 from schemas.runtime.access import CassandraCluster
 from schemas.tables.loader import read_table
-from schemas.tables.session import connect
-from spark.streams.generations import Generations
+from schemas.runtime.session import connect
+from spark import rows as R
 from spark.mirror.layout import MirrorLayout
 from spark.mirror.tables import Layouts, batch_changes, merge_batch, prepare_tables
+from spark.streams.generations import Generations
 
-from ... import rows as R
 from .. import MicroBatch, Sink, generation_rows, of_tables
 from .mirror import DeltaMirrorStore, known_mirrors
 from ..layouts import MIRROR, Layout

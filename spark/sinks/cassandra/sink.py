@@ -216,7 +216,7 @@ def _executor_writer(job: _WriteJob) -> RowWriter:
     with _WRITERS_LOCK:
         writer = _WRITERS.get(key)
         if writer is None or writer.session.is_shutdown:
-            from schemas.tables.session import connect
+            from schemas.runtime.session import connect
 
             cluster, session = connect(job.connection.hosts, job.connection.port, job.connection.security)
             atexit.register(cluster.shutdown)
@@ -267,7 +267,7 @@ class CassandraSink(Sink):
             raise ValueError(f"ttl must be non-negative, got {ttl}")
         self._cluster = None
         if session is None:
-            from schemas.tables.session import connect
+            from schemas.runtime.session import connect
 
             self._cluster, session = connect(list(hosts or ("127.0.0.1",)), port or 9042, security)
         if hosts is None:

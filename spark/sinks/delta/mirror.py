@@ -120,7 +120,7 @@ class DeltaMirrorStore:
     def _replace(self, rows: Sequence[MirrorRow]) -> None:
         from delta.tables import DeltaTable
 
-        from spark.job.rows import arrow_schema
+        from spark.rows import arrow_schema
 
         source = self.spark.createDataFrame(
             pa.Table.from_pylist([self._values(r) for r in rows], schema=arrow_schema(self._rows_schema)),

@@ -17,8 +17,9 @@ from dataclasses import dataclass
 from pyspark.sql import Column, DataFrame, Observation
 from pyspark.sql import functions as F
 
+from spark.sinks import utc_time
+
 from .selection import Selection
-from .sinks import utc_time
 
 
 @dataclass(frozen=True)

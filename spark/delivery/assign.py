@@ -22,10 +22,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from schemas.runtime.access import CassandraCluster
+from spark import rows as R
 from spark.streams.generations import Generations
 from spark.streams.tokens import tokens_of_keys
-
-from . import rows as R
 
 def assign_batch(batch: pa.RecordBatch, generations: Generations, leeway_us: int,
                  max_age_us: int | None, reject_rows: bool = True) -> pa.RecordBatch:
@@ -115,7 +114,7 @@ _SESSIONS: dict[tuple, Any] = {}
 def _session(cluster: CassandraCluster) -> Any:
     """One session per worker process and cluster (Spark reuses its Python workers)."""
     if cluster not in _SESSIONS:
-        from schemas.tables.session import STATEMENTS_ONLY, connect
+        from schemas.runtime.session import STATEMENTS_ONLY, connect
 
         _SESSIONS[cluster] = connect(*cluster, **STATEMENTS_ONLY)[1]
     return _SESSIONS[cluster]

@@ -23,12 +23,12 @@ import json
 import math
 import uuid
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, NamedTuple
+from typing import Any, Iterable, Mapping
 
 from cassandra.query import UNSET_VALUE
 
 from schemas.cql import ListType, MapType, SetType, UserType, parse_type, type_arguments
-from schemas.tables.model import Table, UserType as UserTypeDefinition
+from schemas.tables.model import Table, UdtDefinition, UserType as UserTypeDefinition
 
 from .cql_values import Converter, field_indices, type_converter
 
@@ -50,14 +50,6 @@ DELETED_ELEMENTS = "cdc$deleted_elements_"
 def quote(identifier: str) -> str:
     """A CQL identifier, always quoted so case and any character survive."""
     return '"' + identifier.replace('"', '""') + '"'
-
-
-class UdtDefinition(NamedTuple):
-    """What the type parser needs of a UDT (as schemas.tables.model.UserType), as plain tuples."""
-
-    name: str
-    field_names: tuple[str, ...]
-    field_types: tuple[str, ...]
 
 
 @dataclass(frozen=True)

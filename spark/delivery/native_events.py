@@ -1,6 +1,6 @@
 """Kafka records → `DECODED` rows with the native core (`schemas._native.EventDecoder`, the Rust
 crate's `events` modules): the Arrow buffers of Spark's batch go in by address and the columns come
-back as buffers, without a Python object per row or value. `spark.job.events` is the reference it is
+back as buffers, without a Python object per row or value. `spark.delivery.events` is the reference it is
 tested against byte for byte; the job uses it when the extension is missing or `decoder` is `python`.
 """
 from __future__ import annotations
@@ -9,11 +9,10 @@ import json
 
 import pyarrow as pa
 
-from schemas.runtime.access import RegistrySecurity
 from schemas.avro.errors import UnknownSchemaId
 from schemas.avro.reader import EventReaders, event_readers
-
-from .rows import DECODED, SOURCE, arrow_schema
+from schemas.runtime.access import RegistrySecurity
+from spark.rows import DECODED, SOURCE, arrow_schema
 
 try:
     from schemas._native import EventDecoder, ReplicaCopies

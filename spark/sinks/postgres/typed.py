@@ -19,8 +19,8 @@ from typing import Any
 
 from pyspark.sql import Row
 
-from schemas.runtime.access import CassandraCluster
 from schemas.cql import parse_type
+from schemas.runtime.access import CassandraCluster
 from spark.mirror.tables import Layouts
 from spark.mirror.values import StoreColumn
 

@@ -175,7 +175,7 @@ class TypedLog:
 
     def encode(self) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
         """The `mapInArrow` function: LOG_ROW batches of this layout's table → batches of `schema`."""
-        from spark.job.rows import arrow_schema
+        from spark.rows import arrow_schema
 
         layout, schema = self.layout, arrow_schema(self.schema)
 

@@ -34,10 +34,10 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaExcepti
 from confluent_kafka.admin import AdminClient, NewTopic
 from pyspark.sql import DataFrame, Row
 
-from schemas.runtime.access import KafkaSecurity, RegistrySecurity
 from schemas.avro.wire import frame
+from schemas.runtime.access import KafkaSecurity, RegistrySecurity
 from schemas.runtime.kafka import create_topic, produce
-from spark.job import rows as R
+from spark import rows as R
 from spark.streams.generations import Generations
 
 from .. import MicroBatch, Sink
@@ -175,7 +175,7 @@ class KafkaSink(Sink):
         count = 0
         for key, value, change_id, late in records:
             headers = [("ringtail-change-id", change_id.encode())] if change_id else []
-            if late:  # a replica's copy of it may be in the topic already (spark.job.pipeline)
+            if late:  # a replica's copy of it may be in the topic already (spark.delivery.pipeline)
                 headers.append(LATE_HEADER)
             produce(self._producer, topic, key, value, headers=headers, on_delivery=self._report)
             count += 1

@@ -1,6 +1,6 @@
 """LOG_ROW's JSON values as cassandra-driver values of a column's CQL type.
 
-The JSON follows the conventions in :mod:`spark.job.rows` (Avro values without logical types):
+The JSON follows the conventions in :mod:`spark.rows` (Avro values without logical types):
 timestamp as ms, date as days and time as ns since their epochs, blob as ``"0x…"``, uuid, timeuuid,
 varint, decimal and inet as strings, duration as ``{months, days, nanoseconds}``, sets and tuples as
 arrays, maps as arrays of ``[key, value]``, UDTs as objects of field names. A converter is built once
