@@ -106,3 +106,58 @@ pub fn segment_id_from_name(name: &str) -> Option<i64> {
     }
     id.parse().ok()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{read_descriptor, segment_id_from_name};
+    use crate::error::Kind;
+
+    /// A header as CommitLogDescriptor.writeHeader makes it.
+    fn header(version: i32, id: i64, params: &str) -> Vec<u8> {
+        let mut out = Vec::new();
+        out.extend_from_slice(&version.to_be_bytes());
+        out.extend_from_slice(&id.to_be_bytes());
+        out.extend_from_slice(&(params.len() as u16).to_be_bytes());
+        out.extend_from_slice(params.as_bytes());
+        let mut crc = crc32fast::Hasher::new();
+        crc.update(&version.to_be_bytes());
+        crc.update(&(id as u32).to_be_bytes());
+        crc.update(&((id as u64 >> 32) as u32).to_be_bytes());
+        crc.update(&(params.len() as u32).to_be_bytes());
+        crc.update(params.as_bytes());
+        out.extend_from_slice(&crc.finalize().to_be_bytes());
+        out
+    }
+
+    #[test]
+    fn a_header_gives_its_version_id_and_compressor() {
+        let params = r#"{"compressionParameters":{},"compressionClass":"org.apache.cassandra.io.compress.LZ4Compressor"}"#;
+        let bytes = header(7, 1_795_323_511_297, params);
+        let d = read_descriptor(&bytes, Some(1_795_323_511_297)).unwrap();
+        assert_eq!((d.version, d.segment_id, d.messaging_version()), (7, 1_795_323_511_297, 12));
+        assert_eq!(d.compression.as_deref(), Some("LZ4Compressor"));
+        assert_eq!(d.header_length, bytes.len());
+    }
+
+    #[test]
+    fn damage_is_a_typed_error_at_its_position() {
+        let mut bytes = header(8, 42, "{}");
+        bytes[9] ^= 1; // inside the id: the CRC no longer matches
+        let error = read_descriptor(&bytes, None).unwrap_err();
+        assert_eq!((error.kind, error.position), (Kind::Crc, 16));
+        let error = read_descriptor(&header(8, 42, "{}")[..10], None).unwrap_err();
+        assert_eq!(error.kind, Kind::Truncated);
+        let error = read_descriptor(&header(5, 42, "{}"), None).unwrap_err();
+        assert_eq!(error.kind, Kind::UnsupportedVersion);
+        let error = read_descriptor(&header(7, 42, "{}"), Some(43)).unwrap_err();
+        assert_eq!((error.kind, error.position), (Kind::Corrupt, 4));
+        let encrypted = header(7, 42, r#"{"encKeyAlias":"k","encCipher":"AES"}"#);
+        assert_eq!(read_descriptor(&encrypted, None).unwrap_err().kind, Kind::Encrypted);
+    }
+
+    #[test]
+    fn segment_ids_come_from_file_names() {
+        assert_eq!(segment_id_from_name("CommitLog-7-1795323511297.log"), Some(1_795_323_511_297));
+        assert_eq!(segment_id_from_name("CommitLog-7-1795323511297_cdc.idx"), None);
+    }
+}

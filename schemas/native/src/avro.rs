@@ -70,3 +70,35 @@ impl Writer {
         self.buf.extend_from_slice(b);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::Writer;
+
+    fn written(f: impl FnOnce(&mut Writer)) -> Vec<u8> {
+        let mut w = Writer::default();
+        f(&mut w);
+        w.buf
+    }
+
+    #[test]
+    fn longs_are_zig_zag_varints() {
+        // The Avro specification's examples.
+        assert_eq!(written(|w| w.long(0)), [0x00]);
+        assert_eq!(written(|w| w.long(-1)), [0x01]);
+        assert_eq!(written(|w| w.long(1)), [0x02]);
+        assert_eq!(written(|w| w.long(-64)), [0x7f]);
+        assert_eq!(written(|w| w.long(64)), [0x80, 0x01]);
+        assert_eq!(written(|w| w.long(i64::MIN)), [0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01]);
+    }
+
+    #[test]
+    fn strings_and_unions_and_blocks() {
+        assert_eq!(written(|w| w.string("foo")), [0x06, b'f', b'o', b'o']);
+        assert_eq!(written(|w| w.null_or(false)), [0x00]);
+        assert_eq!(written(|w| { w.null_or(true); w.boolean(true) }), [0x02, 0x01]);
+        // An empty array is its end marker alone; a non-empty one a count, the items, the end.
+        assert_eq!(written(|w| { w.block(0); w.end_blocks() }), [0x00]);
+        assert_eq!(written(|w| { w.block(2); w.int(1); w.int(2); w.end_blocks() }), [0x04, 0x02, 0x04, 0x00]);
+    }
+}

@@ -171,3 +171,26 @@ impl<'a> Input<'a> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::Input;
+
+    #[test]
+    fn zig_zag_varints_as_fastavro_reads_them() {
+        let bytes = [0x00, 0x01, 0x02, 0x80, 0x01, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01];
+        let mut input = Input::new(&bytes, 0);
+        let read: Vec<i64> = (0..5).map(|_| input.long().unwrap()).collect();
+        assert_eq!(read, [0, -1, 1, 64, i64::MIN]);
+        assert_eq!(input.remaining(), 0);
+    }
+
+    #[test]
+    fn a_varint_that_overruns_the_payload_names_where_it_began() {
+        let mut input = Input::new(&[0x02, 0x80, 0x80], 0);
+        assert_eq!(input.long().unwrap(), 1);
+        let error = input.long().unwrap_err();
+        assert_eq!(error.position, 1);
+        assert!(error.message.contains("overruns"), "{}", error.message);
+    }
+}

@@ -145,3 +145,34 @@ pub fn hex(out: &mut String, bytes: &[u8]) {
         out.push(DIGITS[(b & 15) as usize] as char);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{float, string};
+
+    fn repr(x: f64) -> String {
+        let mut out = String::new();
+        float(&mut out, x);
+        out
+    }
+
+    #[test]
+    fn floats_read_as_python_s_repr() {
+        // Each right-hand side is what `json.dumps` writes in CPython 3.11.
+        let cases = [
+            (0.0, "0.0"), (-0.0, "-0.0"), (1.0, "1.0"), (0.1, "0.1"), (1.5e-5, "1.5e-05"), (1e16, "1e+16"),
+            (1e15, "1000000000000000.0"), (123456789.125, "123456789.125"), (0.0001, "0.0001"), (-2.5e-7, "-2.5e-07"),
+            (562949953421312.25, "562949953421312.2"), (f64::INFINITY, "Infinity"), (f64::NAN, "NaN"),
+        ];
+        for (x, expected) in cases {
+            assert_eq!(repr(x), expected, "{x:e}");
+        }
+    }
+
+    #[test]
+    fn only_quotes_backslashes_and_controls_are_escaped() {
+        let mut out = String::new();
+        string(&mut out, "a\"b\\c\nd\u{1}é€");
+        assert_eq!(out, "\"a\\\"b\\\\c\\nd\\u0001é€\"");
+    }
+}

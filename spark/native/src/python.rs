@@ -1,4 +1,4 @@
-//! The Python binding of `events`: `connector._native.EventDecoder`, handed the Arrow buffers of a
+//! The Python binding of `events`: `schemas._native.EventDecoder`, handed the Arrow buffers of a
 //! Kafka batch by address (the caller keeps the batch alive for the call) and giving back the
 //! `DECODED` columns' buffers, which `spark.delivery.native_events` assembles into Arrow arrays.
 

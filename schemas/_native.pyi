@@ -1,0 +1,97 @@
+"""ringtail's native core (Rust, the cargo workspace in Cargo.toml): the connector's half reads commit-log
+segments into change events (`Segment`, `Decoder`), Spark's half reads events back into CDC log rows
+(`EventDecoder`, `ReplicaCopies`). The reference for every value here is the Python code named beside
+it; `tests/unit/test_native_stub.py` holds this stub to the module."""
+from __future__ import annotations
+
+from typing import TypeAlias
+
+# -- the connector's half (connector/native, `connector.native_source`, `connector.native_core`) --------
+
+CqlTypeTree: TypeAlias = tuple  # ("native", name) | ("list" | "set", element, multi_cell) | ("map", key, value,
+#   multi_cell) | ("tuple", [types]) | ("udt", [field names], [types], multi_cell) | ("vector", element, dimension)
+ColumnSpec: TypeAlias = tuple[bytes, CqlTypeTree, bool]  # (UTF-8 name, type, live)
+# (id, keyspace, name, key schema id, value schema id, partition key types, clustering types, columns,
+# mode: 0 skip its changes, 1 make them events, 2 hand off the entries holding them)
+TableSpec: TypeAlias = tuple[bytes, str, str, int, int, list[CqlTypeTree], list[CqlTypeTree], list[ColumnSpec], int]
+# (entry offset, table number, update index, row index, write time µs, framed key, framed value)
+Event: TypeAlias = tuple[int, int, int, int, int, bytes, bytes]
+
+
+class Segment:
+    """A commit log segment mapped read-only, its descriptor verified (`connector.commitlog.reader`)."""
+
+    def __init__(self, path: str) -> None: ...
+    @property
+    def segment_id(self) -> int: ...
+    @property
+    def version(self) -> int: ...
+    @property
+    def messaging_version(self) -> int: ...
+    @property
+    def header_length(self) -> int: ...
+    @property
+    def parameters(self) -> str:
+        """The descriptor's parameters, as the JSON text written."""
+    @property
+    def compression(self) -> str | None: ...
+    @property
+    def size(self) -> int: ...
+    def sections(self, limit: int | None = None) -> list[tuple[int, int, int]]:
+        """(marker, start, end) of each section up to `limit`, the `_cdc.idx` offset."""
+    def entries(self, limit: int | None = None, start: int | None = None
+                ) -> tuple[list[tuple[int, bytes]], int, bool, Exception | None]:
+        """(entries as (logical offset, mutation bytes), end of the last section read, whether a zero
+        entry size ended the segment, the damage that ended the read as `connector.commitlog.errors`
+        names it, returned after the entries before it)."""
+    def events(self, decoder: Decoder, file: str, ts_ms: int, limit: int | None = None, start: int | None = None,
+               max_events: int | None = None, skip: int | None = None
+               ) -> tuple[list[Event], int, bool, int | None, Exception | None, tuple[int, bytes] | None, int]:
+        """One pass, the GIL released: (events, end, end of segment, resume offset when `max_events`
+        stopped the pass, the error that ended it, an entry handed off as (offset, mutation bytes),
+        changes skipped)."""
+
+
+class Decoder:
+    """The mutations of one schema version into changes, or straight into framed events."""
+
+    def __init__(self, tables: list[TableSpec], messaging_version: int, source: tuple[str, str, str, str]) -> None:
+        """`source`: (version, connector name, cluster, node) of the events' `source` record."""
+    def changes(self, mutation: bytes, segment: str, entry_offset: int
+                ) -> tuple[list[tuple], list[tuple[int, int, bytes]], Exception | None]:
+        """(changes as tuples `connector.native_changes` reads, the keys of updates holding no change as
+        (table, update index, key), the entry's UnknownTable or SchemaMismatch for the caller to raise)."""
+    def events(self, mutation: bytes, segment: str, segment_id: int, entry_offset: int, file: str, ts_ms: int
+               ) -> list[Event]:
+        """The events of the mutation's changes to the tables that emit them; raises UnknownTable or
+        SchemaMismatch with the entry's position."""
+
+
+# -- Spark's half (spark/native, `spark.delivery.native_events`) -----------------------------------------
+
+# (validity address or 0, offsets address or 0, data address, data size, offset, length) of an Arrow column
+ColumnAddress: TypeAlias = tuple[int, int, int, int, int, int]
+
+
+class EventDecoder:
+    """A Kafka batch's Confluent-framed Avro values → the `DECODED` columns' Arrow buffers."""
+
+    def __init__(self, cells: bool = False) -> None: ...
+    def add_schema(self, schema_id: int, text: str) -> None:
+        """A writer schema, by its registry id."""
+    def missing(self, values: ColumnAddress) -> list[int]:
+        """Schema ids of the batch's framed values not given yet."""
+    def decode(self, columns: tuple[ColumnAddress, ColumnAddress, ColumnAddress, ColumnAddress, ColumnAddress,
+                                    ColumnAddress], unknown: dict[int, str], copies: ReplicaCopies | None = None
+               ) -> dict[str, object]:
+        """The buffers of the `DECODED` columns by name (topic, partition, offset, timestamp, key and value
+        columns in); with `copies`, without the records whose change the task has decoded already."""
+
+
+class ReplicaCopies:
+    """The changes one task has decoded, so that it skips the other replicas' copies of them."""
+
+    def __init__(self) -> None: ...
+    @property
+    def skipped(self) -> int:
+        """Records skipped as copies so far."""

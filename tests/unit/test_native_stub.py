@@ -1,0 +1,55 @@
+"""`schemas/_native.pyi` says what the native module is: every class, property and method of the built
+module is in the stub, with the same parameters (names, order, which have defaults), and nothing else is."""
+from __future__ import annotations
+
+import ast
+import inspect
+from pathlib import Path
+
+import pytest
+
+from schemas import _native
+
+STUB = ast.parse((Path(_native.__file__).parent / "_native.pyi").read_text())
+CLASSES = {node.name: node for node in STUB.body if isinstance(node, ast.ClassDef)}
+
+
+def stub_members(cls: ast.ClassDef) -> dict[str, tuple[str, list[tuple[str, bool]]]]:
+    """name → (property | method, [(parameter, has a default)] without self)."""
+    out = {}
+    for node in cls.body:
+        if isinstance(node, ast.FunctionDef):
+            kind = "property" if any(isinstance(d, ast.Name) and d.id == "property" for d in node.decorator_list) \
+                else "method"
+            positional = node.args.args[1:]
+            defaults = len(node.args.defaults)
+            params = [(a.arg, i >= len(positional) - defaults) for i, a in enumerate(positional)]
+            out[node.name] = (kind, params)
+    return out
+
+
+def native_members(cls: type) -> dict[str, tuple[str, list[tuple[str, bool]]]]:
+    out = {"__init__": ("method", signature(cls.__text_signature__))}
+    for name, value in vars(cls).items():
+        if name.startswith("__"):
+            continue
+        if inspect.isgetsetdescriptor(value):
+            out[name] = ("property", [])
+        else:
+            out[name] = ("method", signature(value.__text_signature__.replace("$self, ", "").replace("$self", "")))
+    return out
+
+
+def signature(text: str) -> list[tuple[str, bool]]:
+    arguments = ast.parse(f"def f{text}: pass").body[0].args
+    defaults = len(arguments.defaults)
+    return [(a.arg, i >= len(arguments.args) - defaults) for i, a in enumerate(arguments.args)]
+
+
+def test_the_stub_names_every_class_of_the_module_and_no_other():
+    assert set(CLASSES) == {name for name in dir(_native) if isinstance(getattr(_native, name), type)}
+
+
+@pytest.mark.parametrize("name", sorted(CLASSES))
+def test_a_class_s_members_and_parameters_are_the_module_s(name):
+    assert stub_members(CLASSES[name]) == native_members(getattr(_native, name))
