@@ -131,7 +131,8 @@ mod tests {
 
     #[test]
     fn a_header_gives_its_version_id_and_compressor() {
-        let params = r#"{"compressionParameters":{},"compressionClass":"org.apache.cassandra.io.compress.LZ4Compressor"}"#;
+        let params =
+            r#"{"compressionParameters":{},"compressionClass":"org.apache.cassandra.io.compress.LZ4Compressor"}"#;
         let bytes = header(7, 1_795_323_511_297, params);
         let d = read_descriptor(&bytes, Some(1_795_323_511_297)).unwrap();
         assert_eq!((d.version, d.segment_id, d.messaging_version()), (7, 1_795_323_511_297, 12));

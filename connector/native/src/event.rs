@@ -2,10 +2,10 @@
 //! (`connector.avro.table`, `connector.avro.cells`) in Avro, framed with their schema ids
 //! (Confluent's wire format: magic byte 0, the id as a big-endian int32, the datum).
 
-use ringtail_contract::avro::Writer;
 use crate::change::{Bound, Cell, Change, ColumnCells, Op};
-use ringtail_contract::cql::CqlType;
 use crate::header::DeletionTime;
+use ringtail_contract::avro::Writer;
+use ringtail_contract::cql::CqlType;
 use ringtail_contract::value::{element, optional, Value, ValueError};
 
 /// What a table's events are made of, compiled once per schema version.

@@ -12,7 +12,6 @@ use std::collections::HashMap;
 use pyo3::types::PyTuple;
 
 use crate::change::{Bound as RowBound, Cell, Change, ColumnCells, Value};
-use ringtail_contract::cql::CqlType;
 use crate::error::{Error, Kind};
 use crate::event::{write_time, Place, SourceInfo, TablePlan};
 use crate::header::DeletionTime;
@@ -20,6 +19,7 @@ use crate::layout::{ColumnLayout, TableLayout};
 use crate::mutation::{BareKey, MutationDecoder, MutationError};
 use crate::segment::{self, Flow};
 use pyo3::exceptions::PyValueError;
+use ringtail_contract::cql::CqlType;
 
 fn raise(py: Python<'_>, path: &str, error: Error) -> PyErr {
     let class = match error.kind {

@@ -96,9 +96,29 @@ mod tests {
     fn strings_and_unions_and_blocks() {
         assert_eq!(written(|w| w.string("foo")), [0x06, b'f', b'o', b'o']);
         assert_eq!(written(|w| w.null_or(false)), [0x00]);
-        assert_eq!(written(|w| { w.null_or(true); w.boolean(true) }), [0x02, 0x01]);
+        assert_eq!(
+            written(|w| {
+                w.null_or(true);
+                w.boolean(true)
+            }),
+            [0x02, 0x01]
+        );
         // An empty array is its end marker alone; a non-empty one a count, the items, the end.
-        assert_eq!(written(|w| { w.block(0); w.end_blocks() }), [0x00]);
-        assert_eq!(written(|w| { w.block(2); w.int(1); w.int(2); w.end_blocks() }), [0x04, 0x02, 0x04, 0x00]);
+        assert_eq!(
+            written(|w| {
+                w.block(0);
+                w.end_blocks()
+            }),
+            [0x00]
+        );
+        assert_eq!(
+            written(|w| {
+                w.block(2);
+                w.int(1);
+                w.int(2);
+                w.end_blocks()
+            }),
+            [0x04, 0x02, 0x04, 0x00]
+        );
     }
 }

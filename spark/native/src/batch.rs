@@ -7,6 +7,7 @@ use std::collections::HashMap;
 use crate::columns::{Bits, Fixed, Items, Pairs, Var};
 use crate::copies::{digest, Copies};
 use crate::datum::Input;
+use crate::error::EventError;
 use crate::layout::EventLayout;
 use crate::rows::{change, Change};
 use crate::schema::Schema;
@@ -20,7 +21,7 @@ pub struct VarIn<'a> {
 }
 
 impl<'a> VarIn<'a> {
-    pub fn get(&self, i: usize) -> Result<Option<&'a [u8]>, String> {
+    pub fn get(&self, i: usize) -> Result<Option<&'a [u8]>, EventError> {
         let at = self.offset + i;
         if let Some(bits) = self.valid {
             if bits.get(at / 8).is_none_or(|b| b & (1 << (at % 8)) == 0) {
@@ -28,10 +29,13 @@ impl<'a> VarIn<'a> {
             }
         }
         let (Some(&start), Some(&end)) = (self.offsets.get(at), self.offsets.get(at + 1)) else {
-            return Err(format!("row {i} is beyond the column's offsets"));
+            return Err(EventError::Buffers(format!("row {i} is beyond the column's offsets")));
         };
         if start < 0 || end < start || end as usize > self.data.len() {
-            return Err(format!("row {i} has offsets {start}..{end} outside the column's {} bytes", self.data.len()));
+            let size = self.data.len();
+            return Err(EventError::Buffers(format!(
+                "row {i} has offsets {start}..{end} outside the column's {size} bytes"
+            )));
         }
         Ok(Some(&self.data[start as usize..end as usize]))
     }
@@ -186,15 +190,16 @@ impl Decoded {
 }
 
 /// The schema id of a Confluent-framed payload, or why it is not one (as `connector.avro.wire` says).
-pub fn schema_id(payload: &[u8]) -> Result<i32, String> {
+pub fn schema_id(payload: &[u8]) -> Result<i32, EventError> {
     if payload.len() < 5 {
-        return Err(format!("MalformedPayload: {} bytes are too few for a Confluent-framed payload", payload.len()));
+        let size = payload.len();
+        return Err(EventError::MalformedPayload(format!("{size} bytes are too few for a Confluent-framed payload")));
     }
     if payload[0] != 0 {
-        return Err(format!(
-            "MalformedPayload: magic byte {} instead of 0: not a Confluent-framed payload",
-            payload[0] as i8
-        ));
+        let magic = payload[0] as i8;
+        return Err(EventError::MalformedPayload(format!(
+            "magic byte {magic} instead of 0: not a Confluent-framed payload"
+        )));
     }
     Ok(i32::from_be_bytes(payload[1..5].try_into().unwrap()))
 }
@@ -203,7 +208,7 @@ pub fn schema_id(payload: &[u8]) -> Result<i32, String> {
 pub struct Decoder {
     /// With each change's cells and their timestamps (for a mirror).
     pub cells: bool,
-    layouts: HashMap<i32, Result<EventLayout, String>>,
+    layouts: HashMap<i32, Result<EventLayout, EventError>>,
 }
 
 impl Decoder {
@@ -215,12 +220,12 @@ impl Decoder {
     /// dead letters saying why.
     pub fn add(&mut self, id: i32, text: &str) {
         let layout = Schema::parse(text).and_then(EventLayout::compile);
-        self.layouts.insert(id, layout.map_err(|e| format!("UnreadableSchema: schema id {id}: {e}")));
+        self.layouts.insert(id, layout.map_err(|why| EventError::UnreadableSchema { id, why }));
     }
 
     /// The schema ids of framed payloads in `values` that this decoder was not given, in order of
     /// first appearance.
-    pub fn missing(&self, values: &VarIn<'_>, len: usize) -> Result<Vec<i32>, String> {
+    pub fn missing(&self, values: &VarIn<'_>, len: usize) -> Result<Vec<i32>, EventError> {
         let mut out = Vec::new();
         for i in 0..len {
             if let Some(Ok(id)) = values.get(i)?.map(schema_id) {
@@ -239,7 +244,7 @@ impl Decoder {
         records: &Records<'_>,
         unknown: &HashMap<i32, String>,
         mut copies: Option<&mut Copies>,
-    ) -> Result<Decoded, String> {
+    ) -> Result<Decoded, EventError> {
         let mut out = Decoded::default();
         for i in 0..records.len {
             let origin = Origin {
@@ -265,7 +270,7 @@ impl Decoder {
                         copies.decoded(d);
                     }
                 }
-                Err(detail) => out.dead_letter(&origin, &detail, key, value),
+                Err(why) => out.dead_letter(&origin, &why.to_string(), key, value),
             }
         }
         Ok(out)
@@ -279,25 +284,25 @@ impl Decoder {
         digest(layout, key, value).ok()
     }
 
-    fn record<'a>(&self, value: Option<&'a [u8]>, unknown: &HashMap<i32, String>) -> Result<(Change<'a>, i32), String> {
-        let value = value.ok_or("MalformedPayload: a record without a value")?;
+    fn record<'a>(
+        &self,
+        value: Option<&'a [u8]>,
+        unknown: &HashMap<i32, String>,
+    ) -> Result<(Change<'a>, i32), EventError> {
+        let value = value.ok_or(EventError::MalformedPayload("a record without a value".into()))?;
         let id = schema_id(value)?;
         let layout = match self.layouts.get(&id) {
             Some(Ok(layout)) => layout,
             Some(Err(why)) => return Err(why.clone()),
-            None => {
-                return Err(unknown
-                    .get(&id)
-                    .cloned()
-                    .unwrap_or_else(|| format!("UnknownSchemaId: schema id {id} was not looked up")))
-            }
+            None => return Err(EventError::UnknownSchemaId { id, why: unknown.get(&id).cloned() }),
         };
         let mut input = Input::new(value, 5);
         let datum = input
             .read(&layout.schema, layout.schema.root)
-            .map_err(|e| format!("MalformedPayload: {} at byte {}", e.message, e.position))?;
+            .map_err(|e| EventError::MalformedPayload(format!("{} at byte {}", e.message, e.position)))?;
         if input.remaining() > 0 {
-            return Err(format!("MalformedPayload: {} bytes follow the datum", input.remaining()));
+            let left = input.remaining();
+            return Err(EventError::MalformedPayload(format!("{left} bytes follow the datum")));
         }
         let c = change(layout, &datum, self.cells)?;
         Ok((c, id))

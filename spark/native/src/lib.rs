@@ -5,12 +5,13 @@
 //! One module per step: `schema` (a writer schema), `datum` (Avro binary), `json` (Python's JSON
 //! text), `values` (a datum as JSON), `layout` (a schema version compiled for reading events),
 //! `rows` (an event's log rows), `columns` (the Arrow buffers), `copies` (replica copies met in a task),
-//! `batch` (a Kafka batch); `python` is the binding.
+//! `batch` (a Kafka batch); `error` why a record cannot become rows; `python` is the binding.
 
 pub mod batch;
 pub mod columns;
 pub mod copies;
 pub mod datum;
+pub mod error;
 pub mod json;
 pub mod layout;
 pub mod rows;

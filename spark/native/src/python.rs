@@ -11,6 +11,13 @@ use pyo3::types::{PyBytes, PyDict};
 use crate::batch::{Decoded, Decoder, FixedIn, Flags, Records, VarIn};
 use crate::columns::{Bits, Fixed, Items, Pairs, Var};
 use crate::copies::Copies;
+use crate::error::EventError;
+
+/// The one place an `EventError` becomes a Python exception. A record's own error never gets here (it
+/// is its dead letter): only buffers that do not hold what they claim, the caller's mistake.
+fn raise(error: EventError) -> PyErr {
+    PyValueError::new_err(error.to_string())
+}
 
 /// (validity address or 0, offsets address, data address, data size, offset, length) of a text or
 /// binary column; (validity address or 0, 0, values address, values size, offset, length) of a
@@ -60,7 +67,7 @@ impl EventDecoder {
     /// Schema ids of the batch's framed values not given yet.
     fn missing(&self, values: ColumnAddress) -> PyResult<Vec<i32>> {
         let column = unsafe { var(values) };
-        self.inner.missing(&column, values.5).map_err(PyValueError::new_err)
+        self.inner.missing(&column, values.5).map_err(raise)
     }
 
     /// The buffers of the `DECODED` columns, by name; with `copies`, without the records whose change
@@ -86,7 +93,7 @@ impl EventDecoder {
             }
         };
         let seen = copies.as_deref_mut().map(|c| &mut c.inner);
-        let decoded = py.detach(|| self.inner.decode(&records, &unknown, seen)).map_err(PyValueError::new_err)?;
+        let decoded = py.detach(|| self.inner.decode(&records, &unknown, seen)).map_err(raise)?;
         buffers(py, decoded)
     }
 }

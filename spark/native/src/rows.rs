@@ -9,6 +9,7 @@ use blake2::digest::{Update, VariableOutput};
 use blake2::Blake2bVar;
 
 use crate::datum::Datum;
+use crate::error::EventError;
 use crate::json::{self, Style, COMPACT, SPACED};
 use crate::layout::{Cell, Collection, Column, ColumnKind, Elements, EventLayout, Live};
 use crate::values::{content, pair, value};
@@ -53,24 +54,24 @@ pub struct Change<'a> {
     pub rows: Vec<LogRow>,
 }
 
-fn fields<'d, 'a>(datum: &'d Datum<'a>) -> Result<&'d [Datum<'a>], String> {
+fn fields<'d, 'a>(datum: &'d Datum<'a>) -> Result<&'d [Datum<'a>], EventError> {
     match datum {
         Datum::Record(fields) => Ok(fields),
-        _ => Err("InvalidEvent: a record expected".into()),
+        _ => Err(EventError::InvalidEvent("a record expected")),
     }
 }
 
-fn long(datum: &Datum<'_>) -> Result<i64, String> {
+fn long(datum: &Datum<'_>) -> Result<i64, EventError> {
     match datum {
         Datum::Long(v) => Ok(*v),
-        _ => Err("InvalidEvent: a number expected".into()),
+        _ => Err(EventError::InvalidEvent("a number expected")),
     }
 }
 
-fn text<'a>(datum: &Datum<'a>) -> Result<&'a str, String> {
+fn text<'a>(datum: &Datum<'a>) -> Result<&'a str, EventError> {
     match datum {
         Datum::Str(s) => Ok(s),
-        _ => Err("InvalidEvent: a string expected".into()),
+        _ => Err(EventError::InvalidEvent("a string expected")),
     }
 }
 
@@ -89,7 +90,7 @@ pub fn log_time(written_us: i64, digest: &[u8]) -> String {
     )
 }
 
-pub fn change<'a>(layout: &EventLayout, event: &Datum<'a>, with_cells: bool) -> Result<Change<'a>, String> {
+pub fn change<'a>(layout: &EventLayout, event: &Datum<'a>, with_cells: bool) -> Result<Change<'a>, EventError> {
     let schema = &layout.schema;
     let envelope = fields(event)?;
     let source = fields(&envelope[layout.source])?;
@@ -100,7 +101,7 @@ pub fn change<'a>(layout: &EventLayout, event: &Datum<'a>, with_cells: bool) -> 
     let keyspace = text(&source[s.keyspace])?;
     let table = text(&source[s.table])?;
     let Datum::Bytes(partition_key) = source[s.partition_key] else {
-        return Err("InvalidEvent: partition_key is not bytes".into());
+        return Err(EventError::InvalidEvent("partition_key is not bytes"));
     };
     let range = layout.range.map(|r| &envelope[r]);
 
@@ -134,7 +135,7 @@ pub fn change<'a>(layout: &EventLayout, event: &Datum<'a>, with_cells: bool) -> 
     let static_row = matches!(envelope[layout.static_row], Datum::Bool(true));
     let liveness = &envelope[layout.liveness];
     let deletion = &envelope[layout.deletion];
-    let cells = |layout: &EventLayout| -> Result<Option<String>, String> {
+    let cells = |layout: &EventLayout| -> Result<Option<String>, EventError> {
         if !with_cells {
             return Ok(None);
         }
@@ -155,7 +156,7 @@ pub fn change<'a>(layout: &EventLayout, event: &Datum<'a>, with_cells: bool) -> 
     if kind == "range_delete" {
         let bounds = match range {
             Some(Datum::Record(bounds)) => bounds,
-            _ => return Err("InvalidEvent: a range deletion without its range".into()),
+            _ => return Err(EventError::InvalidEvent("a range deletion without its range")),
         };
         let ends = [
             (RANGE_DELETE_START_INCLUSIVE, RANGE_DELETE_START_EXCLUSIVE),
@@ -169,7 +170,7 @@ pub fn change<'a>(layout: &EventLayout, event: &Datum<'a>, with_cells: bool) -> 
                     let inclusive = matches!(b[1], Datum::Bool(true));
                     (if inclusive { inclusive_op } else { exclusive_op }, Some(fields(&b[0])?))
                 }
-                _ => return Err("InvalidEvent: a range bound is not a record".into()),
+                _ => return Err(EventError::InvalidEvent("a range bound is not a record")),
             };
             let key = key_json(layout, after, Some(clustering.unwrap_or(&[])))?;
             rows.push(plain(seq as i32, operation, seq == 1, key));
@@ -181,7 +182,7 @@ pub fn change<'a>(layout: &EventLayout, event: &Datum<'a>, with_cells: bool) -> 
             "update" => ROW_UPDATE,
             "row_delete" => ROW_DELETE,
             "partition_delete" => PARTITION_DELETE,
-            other => return Err(format!("KeyError: '{other}'")),
+            other => return Err(EventError::UnknownOperation(other.to_string())),
         };
         let mut row = plain(0, operation, true, key_json(layout, after, None)?);
         if kind == "insert" || kind == "update" {
@@ -215,7 +216,9 @@ pub fn change<'a>(layout: &EventLayout, event: &Datum<'a>, with_cells: bool) -> 
     }
     for (name, value) in [("update_index", place[2]), ("row_index", place[3])] {
         if i32::try_from(value).is_err() {
-            return Err(format!("MalformedPayload: source.position.{name} {value} is out of an int's range"));
+            return Err(EventError::MalformedPayload(format!(
+                "source.position.{name} {value} is out of an int's range"
+            )));
         }
     }
     Ok(Change {
@@ -234,7 +237,12 @@ pub fn change<'a>(layout: &EventLayout, event: &Datum<'a>, with_cells: bool) -> 
 /// Whether a row's liveness, deletion and cells carry more than one write timestamp: it is no one write
 /// but several merged, as a read repair sends them to a replica that missed them. A collection's own
 /// deletion is left out: a collection overwritten is deleted a microsecond before its elements are written.
-fn restates(layout: &EventLayout, after: &[Datum<'_>], liveness: &Datum<'_>, deletion: &Datum<'_>) -> Result<bool, String> {
+fn restates(
+    layout: &EventLayout,
+    after: &[Datum<'_>],
+    liveness: &Datum<'_>,
+    deletion: &Datum<'_>,
+) -> Result<bool, EventError> {
     let mut first: Option<i64> = None;
     let mut several = false;
     let mut see = |t: i64| match first {
@@ -266,7 +274,7 @@ fn restates(layout: &EventLayout, after: &[Datum<'_>], liveness: &Datum<'_>, del
                     }
                     Elements::Collection { live, .. } => {
                         let Datum::Array(items) = &cell_fields[*added] else {
-                            return Err("InvalidEvent: added is not an array".into());
+                            return Err(EventError::InvalidEvent("added is not an array"));
                         };
                         for item in items {
                             see(long(&fields(item)?[live.timestamp])?);
@@ -274,7 +282,7 @@ fn restates(layout: &EventLayout, after: &[Datum<'_>], liveness: &Datum<'_>, del
                     }
                 }
                 let Datum::Array(gone) = &cell_fields[*removed] else {
-                    return Err("InvalidEvent: removed is not an array".into());
+                    return Err(EventError::InvalidEvent("removed is not an array"));
                 };
                 for r in gone {
                     see(long(&fields(r)?[*removed_timestamp])?);
@@ -286,7 +294,7 @@ fn restates(layout: &EventLayout, after: &[Datum<'_>], liveness: &Datum<'_>, del
 }
 
 /// The primary key columns set, as a JSON object; a range bound's clustering comes from the bound.
-fn key_json(layout: &EventLayout, after: &[Datum<'_>], clustering: Option<&[Datum<'_>]>) -> Result<String, String> {
+fn key_json(layout: &EventLayout, after: &[Datum<'_>], clustering: Option<&[Datum<'_>]>) -> Result<String, EventError> {
     let mut out = String::from("{");
     let mut first = true;
     for column in layout.columns.iter().filter(|c| c.kind != ColumnKind::Cell) {
@@ -319,7 +327,12 @@ fn bound_value<'d, 'a>(bound: &'d [Datum<'a>], column: &Column) -> &'d Datum<'a>
 }
 
 /// A non-key column's cell into `row` (value written, deleted, elements removed); its largest TTL.
-fn read_cell(layout: &EventLayout, column: &Column, cell: &Datum<'_>, row: &mut LogRow) -> Result<Option<i64>, String> {
+fn read_cell(
+    layout: &EventLayout,
+    column: &Column,
+    cell: &Datum<'_>,
+    row: &mut LogRow,
+) -> Result<Option<i64>, EventError> {
     let schema = &layout.schema;
     let cell_fields = fields(cell)?;
     match column.cell.as_ref().unwrap() {
@@ -363,7 +376,7 @@ fn read_cell(layout: &EventLayout, column: &Column, cell: &Datum<'_>, row: &mut 
                 }
                 Elements::Collection { kind, key, live } => {
                     let Datum::Array(items) = &cell_fields[*added] else {
-                        return Err("InvalidEvent: added is not an array".into());
+                        return Err(EventError::InvalidEvent("added is not an array"));
                     };
                     let mut entries: Vec<(String, String)> = Vec::with_capacity(items.len());
                     for item in items {
@@ -387,7 +400,7 @@ fn read_cell(layout: &EventLayout, column: &Column, cell: &Datum<'_>, row: &mut 
                 row.deleted_columns.push(column.name.clone());
             }
             let Datum::Array(gone) = &cell_fields[*removed] else {
-                return Err("InvalidEvent: removed is not an array".into());
+                return Err(EventError::InvalidEvent("removed is not an array"));
             };
             if !gone.is_empty() {
                 let mut out = String::from("[");
@@ -459,7 +472,7 @@ fn live_cell(
     live: &Live,
     cell: &[Datum<'_>],
     style: Style,
-) -> Result<(), String> {
+) -> Result<(), EventError> {
     let ttl = long(&cell[live.ttl])?;
     let _ = write!(out, "{}{}{}{}", long(&cell[live.timestamp])?, style.item, ttl, style.item);
     if ttl != 0 {
@@ -485,7 +498,7 @@ fn keyed_cell(
     cell: &[Datum<'_>],
     style: Style,
     key: impl FnOnce(&mut String),
-) -> Result<(), String> {
+) -> Result<(), EventError> {
     out.push('[');
     key(out);
     out.push_str(style.item);
@@ -503,7 +516,7 @@ fn cell_changes(
     liveness: &Datum<'_>,
     deletion: &Datum<'_>,
     range: Option<&Datum<'_>>,
-) -> Result<String, String> {
+) -> Result<String, EventError> {
     let schema = &layout.schema;
     let style = COMPACT;
     let clustering: Vec<&Column> = layout.columns.iter().filter(|c| c.kind == ColumnKind::Clustering).collect();
@@ -584,7 +597,7 @@ fn cell_changes(
                     }
                     Elements::Collection { key, live, .. } => {
                         let Datum::Array(items) = &cell[*added] else {
-                            return Err("InvalidEvent: added is not an array".into());
+                            return Err(EventError::InvalidEvent("added is not an array"));
                         };
                         for item in items {
                             let element = fields(item)?;
@@ -596,7 +609,7 @@ fn cell_changes(
                     }
                 }
                 let Datum::Array(gone) = &cell[*removed] else {
-                    return Err("InvalidEvent: removed is not an array".into());
+                    return Err(EventError::InvalidEvent("removed is not an array"));
                 };
                 for r in gone {
                     let r = fields(r)?;
@@ -613,7 +626,7 @@ fn cell_changes(
     if kind == "range_delete" {
         out.push_str(",\"r\":[");
         let Some(Datum::Record(bounds)) = range else {
-            return Err("InvalidEvent: a range deletion without its range".into());
+            return Err(EventError::InvalidEvent("a range deletion without its range"));
         };
         for (i, bound) in bounds.iter().enumerate() {
             if i > 0 {
