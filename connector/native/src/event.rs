@@ -55,7 +55,7 @@ fn key_components(key: &[u8], count: usize) -> Result<Vec<&[u8]>, ValueError> {
     if count == 1 {
         return Ok(vec![key]);
     }
-    let short = || "composite partition key is shorter than its columns".to_string();
+    let short = || ValueError::Overrun("composite partition key is shorter than its columns");
     let mut components = Vec::with_capacity(count);
     let mut p = 0;
     for _ in 0..count {
@@ -68,7 +68,7 @@ fn key_components(key: &[u8], count: usize) -> Result<Vec<&[u8]>, ValueError> {
         p = end + 1;
     }
     if p != key.len() {
-        return Err("composite partition key has more components than the table".into());
+        return Err(ValueError::Malformed("composite partition key has more components than the table"));
     }
     Ok(components)
 }
@@ -97,7 +97,7 @@ fn live(w: &mut Writer, cell: &Cell<'_>) {
 
 fn removed(w: &mut Writer, cell: &Cell<'_>) -> Result<(), ValueError> {
     w.long(cell.timestamp);
-    w.long(cell.local_deletion_time.ok_or("a removed element without a deletion time")?);
+    w.long(cell.local_deletion_time.ok_or(ValueError::Malformed("a removed element without a deletion time"))?);
     Ok(())
 }
 
@@ -107,11 +107,12 @@ fn timeuuid(w: &mut Writer, path: &[u8]) -> Result<(), ValueError> {
 
 /// The index a UDT cell path names (an int16, Python's indexing from the end when negative).
 fn field_index(path: &[u8], count: usize) -> Result<usize, ValueError> {
-    let raw: [u8; 2] = path.try_into().map_err(|_| format!("{} bytes for a UDT field index", path.len()))?;
+    let raw: [u8; 2] =
+        path.try_into().map_err(|_| ValueError::Size { bytes: path.len(), of: "a UDT field index".into() })?;
     let index = i16::from_be_bytes(raw) as i64;
     let resolved = if index < 0 { index + count as i64 } else { index };
     if resolved < 0 || resolved >= count as i64 {
-        return Err(format!("UDT field index {index} out of range"));
+        return Err(ValueError::OutOfRange(format!("UDT field index {index} out of range")));
     }
     Ok(resolved as usize)
 }
@@ -154,7 +155,7 @@ fn complex(
             CqlType::List { .. } => timeuuid(w, path(cell)),
             CqlType::Set { element: e, .. } => element(w, e, Value::of(path(cell))),
             CqlType::Map { key: k, .. } => element(w, k, Value::of(path(cell))),
-            _ => Err("cells with a path in a column that is not a collection".into()),
+            _ => Err(ValueError::Malformed("cells with a path in a column that is not a collection")),
         }
     };
     let live_cells: Vec<&Cell<'_>> = cells.iter().filter(|c| !c.tombstone).collect();
@@ -283,7 +284,10 @@ impl TablePlan {
             // are not written, but checked: the reference reader decodes every cell it reads.
             let dead = if index < self.live { cells[index].replace(column) } else { Some(column) };
             if let Some(dead) = dead {
-                let cql = self.columns.get(index).ok_or("a cell of a column the table does not have")?;
+                let cql = self
+                    .columns
+                    .get(index)
+                    .ok_or(ValueError::Malformed("a cell of a column the table does not have"))?;
                 column_cells(&mut Writer::default(), cql, dead)?;
             }
         }

@@ -20,6 +20,7 @@ use crate::mutation::{BareKey, MutationDecoder, MutationError};
 use crate::segment::{self, Flow};
 use pyo3::exceptions::PyValueError;
 use ringtail_contract::cql::CqlType;
+use ringtail_contract::value::ValueError;
 
 fn raise(py: Python<'_>, path: &str, error: Error) -> PyErr {
     let class = match error.kind {
@@ -348,7 +349,7 @@ enum Failure {
     HandOff,
     Mutation(MutationError),
     /// A value that does not fit its type: (update index, table number, why).
-    Value(u32, usize, String),
+    Value(u32, usize, ValueError),
 }
 
 impl Decoder {
