@@ -49,7 +49,8 @@ from deploy.local.endpoints import StackUnavailable, connect_stack  # noqa: E402
 from spark import rows as R  # noqa: E402
 from spark.job.config import JobSettings  # noqa: E402
 from spark.delivery.pipeline import spark_session  # noqa: E402
-from spark.sinks import MicroBatch, open_sink  # noqa: E402
+from spark.sinks.contract import MicroBatch  # noqa: E402
+from spark.sinks.registry import open_sink  # noqa: E402
 from spark.sinks.settings import SinkContext  # noqa: E402
 from deploy.local.receiver import Receiver  # noqa: E402
 
@@ -98,7 +99,7 @@ def targets(stack, sink: str, run: str, tmp: Path, receiver_url: str) -> dict[st
     if sink == "postgres":
         return {"dsn": stack.postgres_dsn, "schema": run}
     if sink == "mysql":
-        from spark.sinks.mysql.log import connect_dsn
+        from spark.sinks.mysql.connection import connect_dsn
 
         conn = connect_dsn(stack.mysql_dsn)
         with conn.cursor() as cursor:
@@ -121,7 +122,7 @@ def cleanup(stack, sink: str, run: str) -> None:
         with psycopg.connect(stack.postgres_dsn, autocommit=True) as conn:
             conn.execute(f"DROP SCHEMA IF EXISTS {run}, {BENCH_KEYSPACE} CASCADE")
     elif sink == "mysql":
-        from spark.sinks.mysql.log import connect_dsn
+        from spark.sinks.mysql.connection import connect_dsn
 
         conn = connect_dsn(stack.mysql_dsn)
         with conn.cursor() as cursor:

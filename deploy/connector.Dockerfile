@@ -12,6 +12,7 @@ COPY pyproject.toml README.md Cargo.toml Cargo.lock rustfmt.toml ./
 COPY connector ./connector
 COPY spark ./spark
 COPY schemas ./schemas
+COPY native ./native
 RUN pip wheel --no-cache-dir --no-deps -w /wheels .
 
 FROM python:3.11-slim

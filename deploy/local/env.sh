@@ -38,7 +38,7 @@ if [ ! -x "$VENV/bin/python" ] || [ "$ROOT/pyproject.toml" -nt "$stamp" ]; then
   "$VENV/bin/pip" install -q --disable-pip-version-check --upgrade pip
   "$VENV/bin/pip" install -q --disable-pip-version-check -e "$ROOT[dev]"
   touch "$stamp"
-elif [ -n "$(find "$ROOT/Cargo.toml" "$ROOT/schemas/native" "$ROOT/connector/native" "$ROOT/spark/native" -newer "$stamp" -type f -print -quit)" ]; then
+elif [ -n "$(find "$ROOT/Cargo.toml" "$ROOT/native" "$ROOT/schemas/native" "$ROOT/connector/native" "$ROOT/spark/native" -newer "$stamp" -type f -print -quit)" ]; then
   echo "[env] rebuilding the native core"
   "$VENV/bin/pip" install -q --disable-pip-version-check --no-deps -e "$ROOT"
   touch "$stamp"

@@ -25,7 +25,7 @@ from pyspark.sql.streaming import StreamingQuery
 from schemas.runtime.session import STATEMENTS_ONLY, connect
 from spark import rows as R
 from spark.location import Location, S3Access
-from spark.sinks import MicroBatch, Sink
+from spark.sinks.contract import MicroBatch, Sink
 from spark.streams.generations import MICROS_PER_SECOND
 from spark.streams.ring import copies_per_change
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pyspark.sql import Column, DataFrame, Observation
 from pyspark.sql import functions as F
 
-from spark.sinks import utc_time
+from spark.sinks.contract import utc_time
 
 from .selection import Selection
 

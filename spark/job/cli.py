@@ -12,7 +12,7 @@ from pyspark.sql import SparkSession
 
 from schemas.runtime.signals import on_stop_signals
 from spark.delivery.settings import S, admitted, load_or_report
-from spark.sinks import Sink
+from spark.sinks.contract import Sink
 
 from .config import JobSettings
 

@@ -10,7 +10,7 @@ from pyspark.sql import Row
 
 from spark.streams.generations import Generations
 
-from . import utc_time
+from .contract import utc_time
 
 # Log-row columns whose values are JSON text.
 _JSON_TEXT = {"key"}

@@ -13,7 +13,8 @@ from .http.settings import HttpSettings
 from .kafka.settings import KafkaSettings
 from .mysql.settings import MySqlSettings
 from .postgres.settings import PostgresSettings
-from .settings import SinkSettings, is_secret, without_password
+from .contract import Sink
+from .settings import SinkContext, SinkSettings, is_secret, without_password
 
 # The sinks a subscription can deliver to.
 SINKS: dict[str, type[SinkSettings]] = {s.kind: s for s in (DeltaSettings, PostgresSettings, MySqlSettings,
@@ -54,3 +55,9 @@ def _reason(kind: str, model: type[SinkSettings], config: Mapping[str, str], err
         return f"sink {kind} has no setting {name!r} (settings: {known})"
     value = shown(kind, {name: str(config.get(name))})[name]  # as printed: a secret as ***, a DSN without password
     return f"sink {kind} setting {name} = {value!r}: {error['msg'].removeprefix('Value error, ')}"
+
+
+def open_sink(spark: Any, kind: str, config: Mapping[str, str], context: SinkContext) -> Sink:
+    """The sink `kind` with its settings as text (a subscription's `sink_config`), checked
+    (`InvalidSinkSettings`)."""
+    return sink_settings(kind, config).open(spark, context)

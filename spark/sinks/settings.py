@@ -20,7 +20,7 @@ from spark.streams.storage import Replication
 from .layouts import MIRROR, Layout
 
 if TYPE_CHECKING:
-    from . import Sink
+    from .contract import Sink
 
 
 def _flag(value: Any) -> Any:

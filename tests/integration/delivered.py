@@ -13,7 +13,7 @@ from spark.job.config import JobSettings
 from spark.delivery.generations import GenerationKeeper
 from spark.delivery.pipeline import BatchWriter, start
 from spark.sinks.delta.sink import DeltaSink
-from spark.sinks.mysql.log import connect_dsn
+from spark.sinks.mysql.connection import connect_dsn
 from spark.delivery.tally import BatchCounts
 
 

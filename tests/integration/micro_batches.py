@@ -6,7 +6,7 @@ import json
 from pyspark.sql import functions as F
 
 from spark.rows import DEAD_LETTER, LATE, LOG_ROW, ROW_INSERT
-from spark.sinks import MicroBatch
+from spark.sinks.contract import MicroBatch
 from tests.support import micros, timeuuid
 
 WRITE_US = 1_699_284_279_123_456

@@ -22,14 +22,15 @@ from pyspark.sql import functions as F
 from spark import rows as R
 from spark.delivery.generations import GenerationKeeper
 from spark.delivery.pipeline import BatchWriter, start
-from spark.sinks import utc_time
+from spark.sinks.contract import utc_time
 from spark.sinks.delta.sink import DeltaSink
 from spark.sinks.http.sink import HttpSink
 from spark.sinks.kafka.sink import KafkaSink
 from schemas.cql import parse_type
 from schemas.tables.loader import read_table
 from spark.sinks.log_table import LogLayout
-from spark.sinks.mysql.log import MySqlSink, connect_dsn
+from spark.sinks.mysql.connection import connect_dsn
+from spark.sinks.mysql.log import MySqlSink
 from spark.sinks.mysql.typed import MySqlTypedSink
 from spark.sinks.postgres.log import PostgresSink
 from spark.sinks.postgres.typed import PostgresTypedSink

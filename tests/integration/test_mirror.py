@@ -28,7 +28,7 @@ from schemas.avro.wire import frame, schema_id_of, unframe
 from deploy.local.endpoints import ROOT
 from spark.job.config import JobSettings
 from spark.sinks.delta.sink import DeltaSink
-from spark.sinks.mysql.log import connect_dsn
+from spark.sinks.mysql.connection import connect_dsn
 from spark.sinks.mysql.mirror import MySqlMirrorSink
 from spark.subscriptions.model import Change
 from spark.subscriptions.statements import Statement

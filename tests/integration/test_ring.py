@@ -28,7 +28,7 @@ from deploy.local.processes import ConnectorProcess
 from spark import rows as R
 from spark.job.config import JobSettings
 from spark.delivery.pipeline import records_per_batch
-from spark.sinks import open_sink
+from spark.sinks.registry import open_sink
 from spark.sinks.delta.sink import DeltaSink
 from spark.sinks.postgres.log import PostgresSink
 from spark.sinks.postgres.mirror import PostgresMirrorSink

@@ -30,8 +30,8 @@ from deploy.local.processes import ConnectorProcess
 from deploy.local.receiver import Receiver
 from deploy.local.secure import Secured as SecuredFiles
 from spark.job.config import JobSettings
-from spark.sinks import open_sink
-from spark.sinks.mysql.log import connect_dsn
+from spark.sinks.registry import open_sink
+from spark.sinks.mysql.connection import connect_dsn
 from spark.sinks.settings import with_password
 from tests.integration.mirrors import diff, layout_of, postgres_rows, source_rows
 from tests.integration.serving import runner_process

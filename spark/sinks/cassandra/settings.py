@@ -8,7 +8,7 @@ from pydantic import BeforeValidator, Field
 from ..settings import SinkContext, SinkSettings
 
 if TYPE_CHECKING:
-    from .. import Sink
+    from ..contract import Sink
 
 
 def _hosts(value: Any) -> Any:

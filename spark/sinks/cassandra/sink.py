@@ -37,7 +37,7 @@ from schemas.tables.loader import read_table
 from spark.streams.generations import Generations
 from spark.streams.storage import DEFAULT_KEYSPACE, GenerationStore, Replication
 
-from .. import MicroBatch, Sink
+from ..contract import MicroBatch, Sink
 from ..log_table import LOG_SUFFIX, LogLayout, LogRowEncoder, quote
 
 log = logging.getLogger(__name__)

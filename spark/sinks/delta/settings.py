@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any
 from ..settings import LaidOut, SinkContext
 
 if TYPE_CHECKING:
-    from .. import Sink
+    from ..contract import Sink
 
 
 class DeltaSettings(LaidOut, kind="delta"):

@@ -47,7 +47,7 @@ from spark.mirror.layout import MirrorLayout
 from spark.mirror.tables import Layouts, batch_changes, merge_batch, prepare_tables
 from spark.streams.generations import Generations
 
-from .. import MicroBatch, Sink, generation_rows, of_tables
+from ..contract import MicroBatch, Sink, generation_rows, of_tables
 from .mirror import DeltaMirrorStore, known_mirrors
 from ..layouts import MIRROR, Layout
 from ..ledger import is_newest_replay

@@ -11,7 +11,7 @@ from schemas.runtime.access import secret
 from ..settings import Flag, HttpUrl, SinkContext, SinkSettings
 
 if TYPE_CHECKING:
-    from .. import Sink
+    from ..contract import Sink
 
 
 class HttpSettings(SinkSettings, kind="http"):

@@ -38,7 +38,7 @@ from pyspark.sql import Row
 from schemas.runtime.access import tls_context
 from spark.streams.generations import Generations
 
-from .. import MicroBatch, Sink, chunks
+from ..contract import MicroBatch, Sink, chunks
 from ..json_rows import dead_letter_json, generations_json, log_row_json
 from ..parts import part_digest, write_each_row_part
 

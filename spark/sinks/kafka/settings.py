@@ -9,7 +9,7 @@ from ..layouts import KafkaFormat
 from ..settings import Flag, HttpUrl, SinkContext, SinkSettings
 
 if TYPE_CHECKING:
-    from .. import Sink
+    from ..contract import Sink
 
 
 class KafkaSettings(SinkSettings, kind="kafka"):

@@ -40,7 +40,7 @@ from schemas.runtime.kafka import create_topic, produce
 from spark import rows as R
 from spark.streams.generations import Generations
 
-from .. import MicroBatch, Sink
+from ..contract import MicroBatch, Sink
 from ..json_rows import dead_letter_json, generations_json, log_row_json
 from ..layouts import KafkaFormat
 from .avro_rows import avro_datum

@@ -22,16 +22,14 @@ import math
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import unquote, urlsplit
 
 from pyspark.sql import DataFrame, Row
 
 from spark.streams.generations import Generations
 
-from .. import MicroBatch, Sink, chunks, generation_rows
+from ..contract import MicroBatch, Sink, chunks, generation_rows
 from ..parts import DRIVER_PART, held_to_write, part_digest, write_each_row_part
-from ..settings import without_password
-from .settings import tls_options
+from .connection import connect_dsn
 
 log = logging.getLogger(__name__)
 _CHUNK = 500
@@ -106,20 +104,6 @@ def log_row_values(row: Row) -> tuple:
             _json_object(row.deleted_elements), row.write_time, row.write_time_us, bytes(row.partition_key),
             row.token, row.generation, row.change_id, row.kafka_time,
             json.dumps(row.source.asDict(), separators=(",", ":")))
-
-
-def connect_dsn(dsn: str) -> Any:
-    """A PyMySQL connection from `mysql://user[:password]@host[:port]/database[?ssl_ca=…]` (`tls_options`),
-    in UTC, autocommit off."""
-    import pymysql
-
-    parts = urlsplit(dsn)
-    if parts.scheme not in ("mysql", "mariadb") or not parts.path.strip("/"):
-        raise ValueError(f"DSN {without_password(dsn)!r}: give it as mysql://user[:password]@host[:port]/database")
-    return pymysql.connect(host=parts.hostname or "127.0.0.1", port=parts.port or 3306,
-                           user=unquote(parts.username or ""), password=unquote(parts.password or ""),
-                           database=parts.path.strip("/"), charset="utf8mb4", autocommit=False,
-                           init_command="SET time_zone = '+00:00'", connect_timeout=10, **tls_options(parts.query))
 
 
 _INSERT_LOG = _insert("cdc_log", _LOG_COLUMNS)

@@ -26,8 +26,9 @@ from spark.mirror.state import canonical
 from spark.mirror.tables import Layouts, batch_changes, merge_batch, prepare_tables
 from spark.mirror.values import row_values
 
-from .. import MicroBatch, chunks
-from .log import _SCHEMA, MySqlSink, connect_dsn
+from ..contract import MicroBatch, chunks
+from .connection import connect_dsn
+from .log import _SCHEMA, MySqlSink
 from .types import CHUNK, mysql_column, quote
 
 

@@ -25,12 +25,13 @@ from schemas.runtime.access import CassandraCluster
 from spark.mirror.tables import Layouts
 from spark.mirror.values import StoreColumn
 
-from .. import MicroBatch, chunks
+from ..contract import MicroBatch, chunks
 from ..log_table import BATCH_SEQ_NO, LOG_SUFFIX, STREAM_ID, TIME, LogLayout, LogRowValues
-from .log import MySqlSink, connect_dsn, write_part
+from .connection import connect_dsn
+from .log import MySqlSink, write_part
 from .types import CHUNK, mysql_column, quote
 from ..typed_log import OTHER_COLUMNS
-from .. import of_tables
+from ..contract import of_tables
 from ..parts import write_each_row_part
 from ..typed_sql import TypedPart, sql_log_layout, typed_layouts, typed_row
 

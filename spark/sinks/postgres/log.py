@@ -40,7 +40,7 @@ from pyspark.sql import functions as F
 
 from spark.streams.generations import Generations
 
-from .. import MicroBatch, Sink, generation_rows
+from ..contract import MicroBatch, Sink, generation_rows
 from ..parts import DRIVER_PART, held_to_write, part_digest, write_each_part
 
 log = logging.getLogger(__name__)

@@ -23,7 +23,7 @@ from spark.mirror.layout import MirrorLayout
 from spark.mirror.tables import Layouts, batch_changes, merge_batch, prepare_tables
 from spark.mirror.values import StoreColumn, row_values
 
-from .. import MicroBatch
+from ..contract import MicroBatch
 from .log import PostgresSink, ident, schema_statements
 from .types import copy_staged, pg_column
 

@@ -9,7 +9,7 @@ from ..layouts import MIRROR
 from ..settings import Database, SinkContext, without_password
 
 if TYPE_CHECKING:
-    from .. import Sink
+    from ..contract import Sink
 
 
 class PostgresSettings(Database, kind="postgres"):

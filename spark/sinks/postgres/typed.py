@@ -28,7 +28,7 @@ from ..log_table import BATCH_SEQ_NO, LOG_SUFFIX, STREAM_ID, TIME, LogLayout, Lo
 from .log import Ledger, PostgresSink, ident
 from .types import copy_staged, pg_column
 from ..typed_log import OTHER_COLUMNS
-from .. import MicroBatch, of_tables
+from ..contract import MicroBatch, of_tables
 from ..parts import write_each_row_part
 from ..typed_sql import TypedPart, sql_log_layout, typed_layouts, typed_row
 

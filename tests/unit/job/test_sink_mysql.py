@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from spark.sinks.mysql.log import connect_dsn, json_text
+from spark.sinks.mysql.connection import connect_dsn
+from spark.sinks.mysql.log import json_text
 
 
 def test_json_text_is_strict_json_with_non_finite_numbers_as_strings():

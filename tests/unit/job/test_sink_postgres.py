@@ -8,7 +8,7 @@ import io
 import pyarrow as pa
 
 from spark.rows import DEAD_LETTER, LOG_ROW
-from spark.sinks import generation_rows, utc_time
+from spark.sinks.contract import generation_rows, utc_time
 from spark.sinks.postgres.log import (
     DEAD_LETTER_COLUMNS,
     DEAD_LETTER_KEY,

@@ -14,7 +14,8 @@ from deploy.local.receiver import Receiver
 from deploy.local.secure import Secured
 from spark.sinks.http.settings import HttpSettings
 from spark.sinks.http.sink import HttpSinkError
-from spark.sinks.mysql.settings import MySqlSettings, tls_options
+from spark.sinks.mysql.connection import tls_options
+from spark.sinks.mysql.settings import MySqlSettings
 from spark.sinks.postgres.settings import PostgresSettings
 from spark.sinks.settings import SinkContext, with_password
 
