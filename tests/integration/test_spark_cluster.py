@@ -59,7 +59,7 @@ def on_cluster(cluster: dict) -> dict:
 
 def unpacked(described) -> list[Path]:
     """The native cores the workers' executors unpacked from the shipped archive."""
-    return sorted(described.run_dir.glob("spark-worker@*/apps/app-*/*/ringtail/connector/_native*.so"))
+    return sorted(described.run_dir.glob("spark-worker@*/apps/app-*/*/ringtail/schemas/_native*.so"))
 
 
 def in_bucket(stack, *parts: str) -> Location:
@@ -109,7 +109,7 @@ def test_the_job_submitted_to_the_cluster_ships_ringtail_and_a_worker_killed_mid
     cql, keyspace = cluster_cql, cluster_keyspace
     for name, value in on.object_store.environment().items():  # this process reads the bucket too
         monkeypatch.setenv(name, value)
-    for module in ("connector", "pydantic", "pyarrow"):  # nothing of ringtail's on the executors
+    for module in ("schemas", "connector", "pydantic", "pyarrow"):  # nothing of ringtail's on the executors
         bare = subprocess.run([master["python"], "-c", f"import {module}"], capture_output=True, text=True,
                               cwd=tmp_path, env={"PATH": os.environ["PATH"]})
         assert f"No module named '{module}'" in bare.stderr, bare
@@ -137,6 +137,7 @@ def test_the_job_submitted_to_the_cluster_ships_ringtail_and_a_worker_killed_mid
         wait_for(lambda: "batch 1 written" in output.read_text(), 300, "the job's second micro-batch")
         workers = {path.relative_to(on.run_dir).parts[0] for path in unpacked(on)}
         assert workers == {"spark-worker@1", "spark-worker@2"}, unpacked(on)  # both ran ringtail's code
+        assert not list(on.run_dir.glob("spark-worker@*/apps/app-*/*/ringtail/connector"))  # Spark's side alone
         CLUSTER.command(stack.run_dir, "kill", "spark-worker@2")
         assert job.wait(600) == 0, output.read_text()[-5000:]
     finally:
