@@ -27,7 +27,7 @@ import decimal
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from schemas.cql import CqlType, ListType, MapType, SetType, TupleType, UserType, VectorType
+from schemas.cql import CqlType, CqlTypeError, Kind, ListType, MapType, SetType, TupleType, UserType, VectorType
 
 from .names import ENTRY, TUPLE, avro_name, field, record
 
@@ -71,11 +71,10 @@ def avro_type(cql: CqlType, namespace: str, hashable: bool = False) -> AvroType:
         return _tuple(cql, namespace, hashable)
     if isinstance(cql, UserType):
         return _user_type(cql, namespace, hashable)
-    if cql.cql == "duration":
+    if cql.kind is Kind.DURATION:
         return AvroType(record("Duration", namespace, [
             field("months", "int"), field("days", "int"), field("nanoseconds", "long")]), _duration)
-    schema = _NATIVE[cql.cql]
-    return AvroType(dict(schema) if isinstance(schema, dict) else schema, _NATIVE_CONVERT.get(cql.cql))
+    return _native(cql)
 
 
 def varint_text(value: int) -> str:
@@ -90,19 +89,33 @@ def _duration(value) -> dict:
     return {"months": months, "days": days, "nanoseconds": nanoseconds}
 
 
-_UUID = {"type": "string", "logicalType": "uuid"}
-_NATIVE: dict[str, Any] = {
-    "ascii": "string", "text": "string", "blob": "bytes", "boolean": "boolean",
-    "tinyint": "int", "smallint": "int", "int": "int", "bigint": "long", "counter": "long",
-    "float": "float", "double": "double", "time": "long", "varint": "string", "decimal": "string",
-    "inet": "string", "uuid": _UUID, "timeuuid": _UUID,
-    "timestamp": {"type": "long", "logicalType": "timestamp-millis"},
-    "date": {"type": "int", "logicalType": "date"},
-}
-# uuid, date and timestamp values (UUID, date, aware datetime, or int beyond Python's date
-# range) are turned into their datum by fastavro's logical type writers.
-_NATIVE_CONVERT: dict[str, Convert] = {"varint": varint_text, "decimal": str, "inet": str}
-_TEXT_KEYS = ("ascii", "text")  # varchar parses to text
+def _native(cql: CqlType) -> AvroType:
+    """A native type's Avro type. uuid, date and timestamp values (UUID, date, aware datetime, or int beyond
+    Python's date range) are turned into their datum by fastavro's logical type writers."""
+    match cql.kind:
+        case Kind.TEXT:
+            return AvroType("string")
+        case Kind.BLOB:
+            return AvroType("bytes")
+        case Kind.BOOLEAN:
+            return AvroType("boolean")
+        case Kind.INTEGER:
+            return AvroType("long" if cql.bits == 64 else "int")
+        case Kind.FLOAT:
+            return AvroType("float" if cql.bits == 32 else "double")
+        case Kind.TIME:
+            return AvroType("long")
+        case Kind.VARINT:
+            return AvroType("string", varint_text)
+        case Kind.DECIMAL | Kind.INET:
+            return AvroType("string", str)
+        case Kind.UUID:
+            return AvroType({"type": "string", "logicalType": "uuid"})
+        case Kind.TIMESTAMP:
+            return AvroType({"type": "long", "logicalType": "timestamp-millis"})
+        case Kind.DATE:
+            return AvroType({"type": "int", "logicalType": "date"})
+    raise CqlTypeError(f"no Avro type for CQL type {cql.cql}")
 
 
 def _pairs(mapping):
@@ -124,7 +137,7 @@ def _map(cql: MapType, namespace: str, hashable: bool) -> AvroType:
     key = value_type(cql.key, f"{namespace}.key", hashable=True)
     value = value_type(cql.value, f"{namespace}.value", hashable)
     to_value = value.convert
-    if cql.key.cql in _TEXT_KEYS:
+    if cql.key.kind is Kind.TEXT:
         schema = {"type": "map", "values": value.schema}
         if to_value is None:
             return AvroType(schema, dict if hashable else None)

@@ -21,7 +21,7 @@ from typing import Any, Callable
 from .encoding import ENCODERS
 from .vint import read_vint
 
-from .types import CqlType, Duration
+from .types import CqlType, Duration, Kind
 
 _EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
 _EPOCH_DATE = datetime.date(1970, 1, 1)
@@ -30,11 +30,14 @@ _NANOS_PER_SECOND = 1_000_000_000
 
 
 class NativeType(CqlType):
-    __slots__ = ("decode", "encode", "to_json", "fixed_length", "empty")
+    __slots__ = ("decode", "encode", "to_json", "fixed_length", "empty", "kind", "bits", "counter", "time_ordered",
+                 "ascii")
 
-    def __init__(self, cql: str, decode: Callable[[bytes], Any], to_json: Callable[[Any], Any] | None = None,
-                 fixed_length: int | None = None, empty: Any = None) -> None:
+    def __init__(self, cql: str, kind: Kind, decode: Callable[[bytes], Any], to_json: Callable[[Any], Any] | None = None,
+                 fixed_length: int | None = None, empty: Any = None, bits: int = 0, counter: bool = False,
+                 time_ordered: bool = False, ascii: bool = False) -> None:
         super().__init__(cql)
+        self.kind, self.bits, self.counter, self.time_ordered, self.ascii = kind, bits, counter, time_ordered, ascii
         self.decode = decode
         self.encode = ENCODERS[cql]
         self.to_json = to_json or _identity
@@ -177,28 +180,29 @@ def _blob_json(value: bytes) -> str:
     return "0x" + value.hex()
 
 
-_text_type = NativeType("text", _text, empty="")
+K = Kind
+_text_type = NativeType("text", K.TEXT, _text, empty="")
 
 NATIVE_TYPES: dict[str, CqlType] = {t.cql: t for t in (
-    NativeType("ascii", _ascii, empty=""),
-    NativeType("bigint", _unpacker(">q"), fixed_length=8),
-    NativeType("blob", bytes, _blob_json, empty=b""),
-    NativeType("boolean", _boolean, fixed_length=1),
-    NativeType("counter", _counter),
-    NativeType("date", _date, _date_json),
-    NativeType("decimal", _decimal, str),
-    NativeType("double", _unpacker(">d"), _float_json, fixed_length=8),
-    NativeType("duration", _duration, _duration_json),
-    NativeType("float", _unpacker(">f"), _float_json, fixed_length=4),
-    NativeType("inet", _inet, str),
-    NativeType("int", _unpacker(">i"), fixed_length=4),
-    NativeType("smallint", _unpacker(">h")),
+    NativeType("ascii", K.TEXT, _ascii, empty="", ascii=True),
+    NativeType("bigint", K.INTEGER, _unpacker(">q"), fixed_length=8, bits=64),
+    NativeType("blob", K.BLOB, bytes, _blob_json, empty=b""),
+    NativeType("boolean", K.BOOLEAN, _boolean, fixed_length=1),
+    NativeType("counter", K.INTEGER, _counter, bits=64, counter=True),
+    NativeType("date", K.DATE, _date, _date_json),
+    NativeType("decimal", K.DECIMAL, _decimal, str),
+    NativeType("double", K.FLOAT, _unpacker(">d"), _float_json, fixed_length=8, bits=64),
+    NativeType("duration", K.DURATION, _duration, _duration_json),
+    NativeType("float", K.FLOAT, _unpacker(">f"), _float_json, fixed_length=4, bits=32),
+    NativeType("inet", K.INET, _inet, str),
+    NativeType("int", K.INTEGER, _unpacker(">i"), fixed_length=4, bits=32),
+    NativeType("smallint", K.INTEGER, _unpacker(">h"), bits=16),
     _text_type,
-    NativeType("time", _unpacker(">q"), _time_json),
-    NativeType("timestamp", _timestamp, _timestamp_json, fixed_length=8),
-    NativeType("timeuuid", _uuid, str, fixed_length=16),
-    NativeType("tinyint", _unpacker(">b")),
-    NativeType("uuid", _uuid, str, fixed_length=16),
-    NativeType("varint", _varint, str),
+    NativeType("time", K.TIME, _unpacker(">q"), _time_json),
+    NativeType("timestamp", K.TIMESTAMP, _timestamp, _timestamp_json, fixed_length=8),
+    NativeType("timeuuid", K.UUID, _uuid, str, fixed_length=16, time_ordered=True),
+    NativeType("tinyint", K.INTEGER, _unpacker(">b"), bits=8),
+    NativeType("uuid", K.UUID, _uuid, str, fixed_length=16),
+    NativeType("varint", K.VARINT, _varint, str),
 )}
 NATIVE_TYPES["varchar"] = _text_type

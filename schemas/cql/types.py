@@ -10,6 +10,7 @@ An empty byte string is a legitimate value of every type (Cassandra's "empty" va
 """
 from __future__ import annotations
 
+import enum
 from typing import Any, NamedTuple
 
 
@@ -33,6 +34,28 @@ class Duration(NamedTuple):
     nanoseconds: int
 
 
+class Kind(enum.Enum):
+    """What a native type's values are, whatever its name: the trait every target maps from (with `bits`
+    for integers and floats), so no target lists the type names again."""
+
+    TEXT = enum.auto()  # ascii, text (varchar)
+    BLOB = enum.auto()
+    BOOLEAN = enum.auto()
+    INTEGER = enum.auto()  # tinyint, smallint, int, bigint, counter: `bits` wide
+    VARINT = enum.auto()  # arbitrary precision
+    DECIMAL = enum.auto()
+    FLOAT = enum.auto()  # float, double: `bits` wide
+    TIMESTAMP = enum.auto()  # milliseconds since the epoch
+    DATE = enum.auto()  # days since the epoch
+    TIME = enum.auto()  # nanoseconds since midnight
+    UUID = enum.auto()  # uuid, timeuuid (`time_ordered`)
+    INET = enum.auto()
+    DURATION = enum.auto()
+
+
+_STRING_JSON = frozenset({Kind.TEXT, Kind.BLOB, Kind.UUID, Kind.INET, Kind.VARINT, Kind.DECIMAL})
+
+
 class CqlType:
     """Base of every CQL type."""
 
@@ -40,9 +63,19 @@ class CqlType:
     fixed_length: int | None = None  # serialized size if every value has it
     multi_cell = False  # stored as one cell per element (non-frozen collection / UDT)
     empty: Any = None  # Python value of an empty serialized value
+    kind: Kind | None = None  # a native type's trait; None for collections, tuples and UDTs
+    bits = 0  # an integer's or a float's width
+    counter = False  # a counter: its cells are deltas, never in a key, never TTL'd
+    time_ordered = False  # a timeuuid: ordered by its time first
+    ascii = False  # ascii: text of 7-bit characters only
 
     def __init__(self, cql: str) -> None:
         self.cql = cql
+
+    @property
+    def json_is_string(self) -> bool:
+        """Whether `to_json` gives a string (so a JSON object key can be the value's JSON itself)."""
+        return self.kind in _STRING_JSON
 
     def decode(self, raw: bytes) -> Any:
         raise NotImplementedError

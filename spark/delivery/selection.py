@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from schemas.cql import NATIVE_TYPES, Kind
 from spark import rows as R
 
 OPERATION_CODES = {
@@ -28,13 +29,9 @@ OPERATION_CODES = {
     "delete": (R.ROW_DELETE, R.PARTITION_DELETE, R.RANGE_DELETE_START_INCLUSIVE, R.RANGE_DELETE_START_EXCLUSIVE,
                R.RANGE_DELETE_END_INCLUSIVE, R.RANGE_DELETE_END_EXCLUSIVE),
 }
-# The Spark type a column of these CQL types has in the filter; any other type is its JSON text.
-_FILTER_TYPES = {
-    "tinyint": "bigint", "smallint": "bigint", "int": "bigint", "bigint": "bigint", "counter": "bigint",
-    "varint": "decimal(38,0)", "float": "double", "double": "double", "decimal": "double", "boolean": "boolean",
-    "text": "string", "varchar": "string", "ascii": "string", "uuid": "string", "timeuuid": "string",
-    "inet": "string", "date": "bigint", "time": "bigint",
-}
+# The Spark type a column of a native type of these kinds has in the filter; any other is its JSON text.
+_FILTER_TYPES = {Kind.INTEGER: "bigint", Kind.DATE: "bigint", Kind.TIME: "bigint", Kind.VARINT: "decimal(38,0)",
+                 Kind.FLOAT: "double", Kind.DECIMAL: "double", Kind.BOOLEAN: "boolean"}
 _LOG_ROW_NAMES = frozenset(f.name for f in R.LOG_ROW.fields)
 
 
@@ -76,10 +73,11 @@ class Selection:
         path = "$['" + name.replace("\\", "\\\\").replace("'", "\\'") + "']"
         text = (F.get_json_object(F.col("key"), path) if name in self.key_columns
                 else F.get_json_object(F.col("columns")[name], "$"))
-        cql_type = self.column_types[name]
-        if cql_type == "timestamp":
+        native = NATIVE_TYPES.get(self.column_types[name])
+        kind = native.kind if native is not None else None
+        if kind is Kind.TIMESTAMP:
             return F.timestamp_millis(text.cast("bigint"))
-        return text.cast(_FILTER_TYPES.get(cql_type, "string"))
+        return text.cast(_FILTER_TYPES.get(kind, "string"))
 
     def _project(self, rows: DataFrame) -> DataFrame:
         """Only the key and the named columns; an update left with nothing to say is not delivered."""

@@ -91,7 +91,7 @@ class MirrorLayout:
         udts = tuple(UdtDefinition(name, tuple(u.field_names), tuple(u.field_types))
                      for name, u in sorted(user_types.items()))
         by_name = {u.name: u for u in udts}
-        if any(c.type == "counter" for c in table.columns):
+        if any(parse_type(c.type, by_name, table.keyspace).counter for c in table.columns):
             raise MirrorError(f"{table.qualified_name}: a counter table has no mirror (a counter's change"
                               " events carry the shard of the replica that counted, not the total)")
         columns = []

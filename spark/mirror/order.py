@@ -25,7 +25,7 @@ from collections.abc import Callable
 from functools import total_ordering
 from typing import Any
 
-from schemas.cql import CqlType, Duration, ListType, MapType, SetType, TupleType, UserType, VectorType
+from schemas.cql import CqlType, Duration, Kind, ListType, MapType, SetType, TupleType, UserType, VectorType
 
 Key = Callable[[Any], Any]
 
@@ -81,12 +81,9 @@ def _as_is(value: Any) -> Any:
     return value
 
 
-_NATIVE: dict[str, Key] = {
-    "ascii": _as_is, "text": _as_is, "varchar": _as_is,
-    "tinyint": int, "smallint": int, "int": int, "bigint": int, "counter": int, "varint": int,
-    "timestamp": int, "date": int, "time": int,
-    "float": _float, "double": _float, "decimal": _decimal,
-    "boolean": int, "blob": _blob, "inet": _inet, "uuid": _uuid, "timeuuid": _timeuuid,
+_NATIVE: dict[Kind, Key] = {
+    Kind.TEXT: _as_is, Kind.INTEGER: int, Kind.VARINT: int, Kind.TIMESTAMP: int, Kind.DATE: int, Kind.TIME: int,
+    Kind.FLOAT: _float, Kind.DECIMAL: _decimal, Kind.BOOLEAN: int, Kind.BLOB: _blob, Kind.INET: _inet,
 }
 
 
@@ -110,8 +107,10 @@ def _key(cql: CqlType) -> Key:
     if isinstance(cql, UserType):
         fields = [(name, sort_key(t)) for name, t in zip(cql.field_names, cql.field_types)]
         return lambda value: tuple(k(value.get(name)) for name, k in fields)
+    if cql.kind is Kind.UUID:
+        return _timeuuid if cql.time_ordered else _uuid
     try:
-        return _NATIVE[cql.cql]
+        return _NATIVE[cql.kind]
     except KeyError:
         raise UnorderedType(f"Cassandra does not order values of type {cql.cql}") from None
 
@@ -157,7 +156,7 @@ def _encoder(cql: CqlType) -> Callable[[Any], bytes]:
 
 
 def _holds_duration(cql: CqlType) -> bool:
-    if cql.cql == "duration":
+    if cql.kind is Kind.DURATION:
         return True
     if isinstance(cql, (ListType, SetType, VectorType)):
         return _holds_duration(cql.element)
@@ -172,7 +171,7 @@ def _holds_duration(cql: CqlType) -> bool:
 
 def _duration_values(cql: CqlType) -> Callable[[Any], Any]:
     """The log's `{months, days, nanoseconds}` objects as the type layer's Duration, at any depth."""
-    if cql.cql == "duration":
+    if cql.kind is Kind.DURATION:
         return lambda v: None if v is None else Duration(v["months"], v["days"], v["nanoseconds"])
     if isinstance(cql, (ListType, SetType, VectorType)):
         element = _duration_values(cql.element)

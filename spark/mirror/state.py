@@ -90,10 +90,6 @@ def _live(cell: Cell, shadow: int, now: int) -> bool:
     return cell[0] > shadow and not cell[3] and (not cell[1] or cell[2] > now)
 
 
-# Types whose values a change event carries as JSON strings: their element keys are stored as they are.
-_STRING_KEYS = frozenset({"ascii", "text", "varchar", "uuid", "timeuuid", "inet", "blob", "varint", "decimal"})
-
-
 def _as_is(value: Any) -> Any:
     return value
 
@@ -108,7 +104,7 @@ class ColumnRules:
         self._field_ties: dict[str, Callable[[Any], bytes]] = {}
         key_type = None if self.single or column.storage in (LIST, UDT) else (
             cql.element if column.storage == SET else cql.key)
-        strings = key_type is None or key_type.cql in _STRING_KEYS
+        strings = key_type is None or key_type.json_is_string
         self.store_key, self.read_key = (_as_is, _as_is) if strings else (canonical, json.loads)
         if self.single:
             self.tie = value_bytes(cql)

@@ -16,12 +16,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from schemas.cql import CqlType, ListType, MapType, SetType, TupleType, UserType, VectorType
+from schemas.cql import CqlType, Kind, ListType, MapType, SetType, TupleType, UserType, VectorType
 
 from .engine import MirrorRow
 from .layout import MirrorError, MirrorLayout
-
-TEXT_KEYS = frozenset({"ascii", "text", "varchar"})
 
 
 def json_value(cql: CqlType) -> Callable[[Any], Any]:
@@ -36,7 +34,7 @@ def _json(cql: CqlType) -> Callable[[Any], Any]:
         return lambda values: [element(v) for v in values]
     if isinstance(cql, MapType):
         key, value = json_value(cql.key), json_value(cql.value)
-        if cql.key.cql in TEXT_KEYS:
+        if cql.key.kind is Kind.TEXT:
             return lambda pairs: {k: value(v) for k, v in pairs}
         return lambda pairs: [[key(k), value(v)] for k, v in pairs]
     if isinstance(cql, TupleType):
@@ -45,7 +43,7 @@ def _json(cql: CqlType) -> Callable[[Any], Any]:
     if isinstance(cql, UserType):
         fields = [(name, json_value(t)) for name, t in zip(cql.field_names, cql.field_types)]
         return lambda value: {name: convert(value.get(name)) for name, convert in fields}
-    if cql.cql in ("float", "double"):
+    if cql.kind is Kind.FLOAT:
         return finite
     return _as_is
 

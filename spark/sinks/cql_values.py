@@ -16,14 +16,12 @@ from typing import Any, Callable, Mapping, Sequence
 
 from cassandra import util
 
-from schemas.cql import CqlType, ListType, MapType, SetType, TupleType, UserType, VectorType, parse_type
+from schemas.cql import CqlType, Kind, ListType, MapType, SetType, TupleType, UserType, VectorType, parse_type
 
 Converter = Callable[[Any], Any]
 
 _EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
 _MILLI = datetime.timedelta(milliseconds=1)
-# Native types whose JSON form is a string, so a JSON object key is the value itself.
-_STRING_JSON = frozenset({"ascii", "text", "varchar", "blob", "uuid", "timeuuid", "inet", "varint", "decimal"})
 
 
 class UdtValue(tuple):
@@ -141,13 +139,10 @@ def _duration(value: Any) -> util.Duration:
     return util.Duration(_integer(months), _integer(days), _integer(nanoseconds))
 
 
-_NATIVE: dict[str, Converter] = {
-    "ascii": _text, "text": _text, "varchar": _text,
-    "tinyint": _integer, "smallint": _integer, "int": _integer, "bigint": _integer, "counter": _integer,
-    "float": _float, "double": _float, "boolean": _boolean, "blob": _blob,
-    "timestamp": _timestamp, "date": _date, "time": _time,
-    "uuid": _uuid, "timeuuid": _uuid, "varint": _varint, "decimal": _decimal, "inet": _inet,
-    "duration": _duration,
+_NATIVE: dict[Kind, Converter] = {
+    Kind.TEXT: _text, Kind.INTEGER: _integer, Kind.FLOAT: _float, Kind.BOOLEAN: _boolean, Kind.BLOB: _blob,
+    Kind.TIMESTAMP: _timestamp, Kind.DATE: _date, Kind.TIME: _time, Kind.UUID: _uuid, Kind.VARINT: _varint,
+    Kind.DECIMAL: _decimal, Kind.INET: _inet, Kind.DURATION: _duration,
 }
 
 
@@ -173,7 +168,7 @@ def _converter(cql: CqlType) -> Converter:
     if isinstance(cql, UserType):
         return _user_type(cql)
     try:
-        return _NATIVE[cql.cql]
+        return _NATIVE[cql.kind]
     except KeyError:
         raise TypeError(f"no conversion for CQL type {cql.cql}") from None
 
@@ -192,7 +187,7 @@ def _sequence(element: Converter) -> Converter:
 def _map(cql: MapType) -> Converter:
     key, value = converter(cql.key), converter(cql.value)
     # JSON object keys are strings: values of string-like types as they are, others as JSON text.
-    object_key = (lambda k: k) if cql.key.cql in _STRING_JSON else _json_text
+    object_key = (lambda k: k) if cql.key.json_is_string else _json_text
 
     def convert(mapping: Any) -> Any:
         if isinstance(mapping, Mapping):

@@ -164,7 +164,7 @@ class LogLayout:
         data = tuple(
             data_column(c.name, c.type, by_name, table.keyspace)
             for c in sorted((*table.static_columns, *table.regular_columns), key=lambda c: c.name)
-            if counters or c.type != "counter"
+            if counters or not parse_type(c.type, by_name, table.keyspace).counter
         )
         return cls(table.keyspace, table.name, keys, data, udts)
 

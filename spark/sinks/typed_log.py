@@ -39,7 +39,7 @@ from pyspark.sql.types import (ArrayType, BinaryType, BooleanType, ByteType, Dat
                                StructField, StructType, TimestampType)
 
 from schemas.avro.types import varint_text
-from schemas.cql import CqlType, ListType, MapType, SetType, TupleType, UserType, VectorType, parse_type
+from schemas.cql import CqlType, Kind, ListType, MapType, SetType, TupleType, UserType, VectorType, parse_type
 
 from .log_table import METADATA, LogLayout, LogRowEncoder, other_columns
 
@@ -54,20 +54,17 @@ class TypedLogError(ValueError):
     """A log row whose values do not fit its table's column types: which row, and why."""
 
 
-_NATIVE: dict[str, tuple[DataType, Convert]] = {
-    "ascii": (StringType(), str), "text": (StringType(), str), "varchar": (StringType(), str),
-    "tinyint": (ByteType(), int), "smallint": (ShortType(), int), "int": (IntegerType(), int),
-    "bigint": (LongType(), int), "counter": (LongType(), int),
-    "float": (FloatType(), float), "double": (DoubleType(), float), "boolean": (BooleanType(), bool),
-    "blob": (BinaryType(), bytes),
-    "timestamp": (TimestampType(), lambda ms: ms * 1000),  # Arrow's timestamp[us, UTC] from an int
-    "date": (DateType(), lambda d: d.days_from_epoch),  # Arrow's date32 from days since the epoch
-    "time": (LongType(), lambda t: t.nanosecond_time),
-    "uuid": (StringType(), str), "timeuuid": (StringType(), str), "inet": (StringType(), str),
-    "varint": (StringType(), varint_text), "decimal": (StringType(), str),
-    "duration": (StructType([StructField("months", IntegerType()), StructField("days", IntegerType()),
-                             StructField("nanoseconds", LongType())]),
-                 lambda d: {"months": d.months, "days": d.days, "nanoseconds": d.nanoseconds}),
+_INTEGERS = {8: ByteType(), 16: ShortType(), 32: IntegerType(), 64: LongType()}
+_NATIVE: dict[Kind, tuple[DataType, Convert]] = {
+    Kind.TEXT: (StringType(), str), Kind.BOOLEAN: (BooleanType(), bool), Kind.BLOB: (BinaryType(), bytes),
+    Kind.TIMESTAMP: (TimestampType(), lambda ms: ms * 1000),  # Arrow's timestamp[us, UTC] from an int
+    Kind.DATE: (DateType(), lambda d: d.days_from_epoch),  # Arrow's date32 from days since the epoch
+    Kind.TIME: (LongType(), lambda t: t.nanosecond_time),
+    Kind.UUID: (StringType(), str), Kind.INET: (StringType(), str),
+    Kind.VARINT: (StringType(), varint_text), Kind.DECIMAL: (StringType(), str),
+    Kind.DURATION: (StructType([StructField("months", IntegerType()), StructField("days", IntegerType()),
+                                StructField("nanoseconds", LongType())]),
+                    lambda d: {"months": d.months, "days": d.days, "nanoseconds": d.nanoseconds}),
 }
 
 
@@ -112,8 +109,12 @@ def _typed(cql: CqlType) -> tuple[DataType, Convert]:
         struct = StructType([StructField(n, t) for n, t in zip(names, types)])
         # A UDT value binds by index; fields past its end (the type grew since) read as null.
         return struct, lambda value: {n: c(value[i]) for i, (n, c) in enumerate(zip(names, fields))}
+    if cql.kind is Kind.INTEGER:
+        return _INTEGERS[cql.bits], int
+    if cql.kind is Kind.FLOAT:
+        return (FloatType() if cql.bits == 32 else DoubleType()), float
     try:
-        return _NATIVE[cql.cql]
+        return _NATIVE[cql.kind]
     except KeyError:
         raise TypeError(f"no Spark type for CQL type {cql.cql}") from None
 
@@ -128,12 +129,6 @@ def _holds_map(data_type: DataType) -> bool:
     return False
 
 
-_METADATA_TYPES: dict[str, tuple[DataType, Convert]] = {
-    "blob": (BinaryType(), bytes), "timeuuid": (StringType(), str), "int": (IntegerType(), int),
-    "tinyint": (ByteType(), int), "bigint": (LongType(), int), "boolean": (BooleanType(), bool),
-}
-
-
 class TypedLog:
     """The Spark schema of a layout's log and the `mapInArrow` function filling it from LOG_ROW rows."""
 
@@ -144,7 +139,7 @@ class TypedLog:
         fields, converts = [], []
         for name, type_text in layout.columns().items():
             if name in metadata:
-                data_type, convert = _METADATA_TYPES[type_text]
+                data_type, convert = typed(parse_type(type_text))
                 convert = _nullable(convert)
             else:
                 data_type, convert = typed(parse_type(type_text, udts, layout.keyspace))

@@ -97,7 +97,7 @@ class TableRows:
             if c.kind in (ColumnKind.STATIC, ColumnKind.REGULAR):
                 cql = parse_type(c.type, user_types, table.keyspace)
                 elements = storage_of(cql) if cells and cql.multi_cell else None
-                single = not cql.multi_cell and cql.cql != "counter"
+                single = not cql.multi_cell and not cql.counter
                 self.cells.append(_Cell(c.name, json_of(c.name, c.type), single, elements,
                                         tuple(getattr(cql, "field_names", ())), written=element_times or single,
                                         element_times=element_times and elements is not None))

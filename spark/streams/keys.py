@@ -12,14 +12,13 @@ from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any
 
-from schemas.cql import CqlType, CqlTypeError, CqlValueError, parse_type
+from schemas.cql import CqlType, CqlTypeError, CqlValueError, Kind, parse_type
 from schemas.cql.composite import compose as _compose
 from schemas.cql.composite import encode_partition_key
 
 from .errors import InvalidKeyValue, UnsupportedKeyType
 
 _PRESERIALIZED_PREFIXES = ("frozen<", "tuple<")
-_NEVER_IN_KEYS = ("duration", "counter")
 
 
 def normalize_type(cql_type: str) -> str:
@@ -33,13 +32,11 @@ def key_type(cql_type: str) -> CqlType:
     name = normalize_type(cql_type)
     if name.startswith(_PRESERIALIZED_PREFIXES):
         return parse_type("blob")
-    if name in _NEVER_IN_KEYS:
-        raise UnsupportedKeyType(f"CQL type {cql_type!r} is not allowed in a partition key")
     try:
         parsed = parse_type(name)
     except CqlTypeError:
         raise UnsupportedKeyType(f"CQL type {cql_type!r} is not supported") from None
-    if parsed.multi_cell:
+    if parsed.multi_cell or parsed.counter or parsed.kind is Kind.DURATION:  # as Cassandra refuses them
         raise UnsupportedKeyType(f"CQL type {cql_type!r} is not allowed in a partition key")
     return parsed
 

@@ -17,7 +17,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from schemas.cql import CqlType
+from schemas.cql import CqlType, Kind
 from spark.mirror.values import StoreColumn, json_value
 
 _EPOCH = dt.datetime(1970, 1, 1)
@@ -36,20 +36,38 @@ def _float(value: Any) -> float:
     return number
 
 
-_NATIVE: dict[str, tuple[str, Callable[[Any], Any]]] = {
-    "ascii": ("LONGTEXT", str), "text": ("LONGTEXT", str), "varchar": ("LONGTEXT", str),
-    "varint": ("LONGTEXT", str), "decimal": ("LONGTEXT", str),
-    "tinyint": ("TINYINT", int), "smallint": ("SMALLINT", int), "int": ("INT", int), "bigint": ("BIGINT", int),
-    "float": ("DOUBLE", _float), "double": ("DOUBLE", _float), "boolean": ("BOOLEAN", bool),
-    "blob": ("LONGBLOB", lambda v: bytes.fromhex(v[2:])),
-    "timestamp": ("DATETIME(3)", lambda ms: _EPOCH + dt.timedelta(milliseconds=ms)),  # sessions are in UTC
-    "date": ("DATE", lambda days: _EPOCH_DATE + dt.timedelta(days=days)),
-    "time": ("BIGINT", int), "uuid": ("CHAR(36)", str), "timeuuid": ("CHAR(36)", str), "inet": ("VARCHAR(45)", str),
-}
+_INTEGERS = {8: "TINYINT", 16: "SMALLINT", 32: "INT", 64: "BIGINT"}
+
+
+def _native(cql: CqlType) -> tuple[str, Callable[[Any], Any]] | None:
+    """(MySQL type, the function from the event's value to what PyMySQL writes) of a native type stored as
+    itself; None for one stored as JSON (duration, counter)."""
+    match cql.kind:
+        case Kind.TEXT | Kind.VARINT | Kind.DECIMAL:
+            return "LONGTEXT", str
+        case Kind.INTEGER if not cql.counter:
+            return _INTEGERS[cql.bits], int
+        case Kind.FLOAT:
+            return "DOUBLE", _float
+        case Kind.BOOLEAN:
+            return "BOOLEAN", bool
+        case Kind.BLOB:
+            return "LONGBLOB", lambda v: bytes.fromhex(v[2:])
+        case Kind.TIMESTAMP:
+            return "DATETIME(3)", lambda ms: _EPOCH + dt.timedelta(milliseconds=ms)  # sessions are in UTC
+        case Kind.DATE:
+            return "DATE", lambda days: _EPOCH_DATE + dt.timedelta(days=days)
+        case Kind.TIME:
+            return "BIGINT", int
+        case Kind.UUID:
+            return "CHAR(36)", str
+        case Kind.INET:
+            return "VARCHAR(45)", str
+    return None
 
 
 def mysql_column(name: str, cql: CqlType) -> StoreColumn:
-    native = _NATIVE.get(cql.cql)
+    native = _native(cql)
     if native is not None:
         return StoreColumn(name, *native)
     to_json = json_value(cql)

@@ -16,7 +16,7 @@ import uuid
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from schemas.cql import CqlType, ListType, SetType, VectorType
+from schemas.cql import CqlType, Kind, ListType, SetType, VectorType
 from spark.mirror.values import StoreColumn, json_value
 
 from .log import ident
@@ -37,23 +37,44 @@ def _blob(text: str) -> bytes:
     return bytes.fromhex(text[2:])
 
 
-# CQL type → (PostgreSQL type, the function from the event's value to what psycopg writes for it).
-_NATIVE: dict[str, tuple[str, Callable[[Any], Any]]] = {
-    "ascii": ("text", str), "text": ("text", str), "varchar": ("text", str),
-    "tinyint": ("smallint", int), "smallint": ("smallint", int), "int": ("integer", int), "bigint": ("bigint", int),
-    "varint": ("numeric", decimal.Decimal), "decimal": ("numeric", decimal.Decimal),
-    "float": ("real", float), "double": ("double precision", float), "boolean": ("boolean", bool),
-    "blob": ("bytea", _blob), "timestamp": ("timestamp with time zone", _timestamp), "date": ("date", _date),
-    "time": ("bigint", int), "uuid": ("uuid", uuid.UUID), "timeuuid": ("uuid", uuid.UUID), "inet": ("inet", str),
-}
+_INTEGERS = {8: "smallint", 16: "smallint", 32: "integer", 64: "bigint"}  # PostgreSQL has no 1-byte integer
+
+
+def _native(cql: CqlType) -> tuple[str, Callable[[Any], Any]] | None:
+    """(PostgreSQL type, the function from the event's value to what psycopg writes for it) of a native type
+    stored as itself; None for one stored as jsonb (duration, counter)."""
+    match cql.kind:
+        case Kind.TEXT:
+            return "text", str
+        case Kind.INTEGER if not cql.counter:
+            return _INTEGERS[cql.bits], int
+        case Kind.VARINT | Kind.DECIMAL:
+            return "numeric", decimal.Decimal
+        case Kind.FLOAT:
+            return ("real" if cql.bits == 32 else "double precision"), float
+        case Kind.BOOLEAN:
+            return "boolean", bool
+        case Kind.BLOB:
+            return "bytea", _blob
+        case Kind.TIMESTAMP:
+            return "timestamp with time zone", _timestamp
+        case Kind.DATE:
+            return "date", _date
+        case Kind.TIME:
+            return "bigint", int
+        case Kind.UUID:
+            return "uuid", uuid.UUID
+        case Kind.INET:
+            return "inet", str
+    return None
 
 
 def pg_column(name: str, cql: CqlType) -> StoreColumn:
-    native = _NATIVE.get(cql.cql)
+    native = _native(cql)
     if native is not None:
         return StoreColumn(name, *native)
-    if isinstance(cql, (ListType, SetType, VectorType)) and cql.element.cql in _NATIVE:
-        element_type, element = _NATIVE[cql.element.cql]
+    if isinstance(cql, (ListType, SetType, VectorType)) and _native(cql.element) is not None:
+        element_type, element = _native(cql.element)
         return StoreColumn(name, element_type + "[]",
                            lambda values: [None if v is None else element(v) for v in values])
     from psycopg.types.json import Jsonb
