@@ -3,20 +3,21 @@ events/s from segment bytes to framed Avro key and value: the Python reader with
 contract's writer (TableEncoder, fastavro) beside the native core, on the same segments.
 
     python bench/decode.py [SEGMENT ...] [--schema FILE.cql] [--seconds S] [--decoder both|native|python]
-    python bench/decode.py --rich N
+    python bench/decode.py --rich [--seconds S] [--decoder both|native|python]
 
 Segments given (with the DDL of their tables, e.g. `cqlsh -e "DESCRIBE KEYSPACE ks"`, or a `cdc_raw`
 copy of a bench/pipeline.py run), or without any, Cassandra's legacy 4.0.11 test segment with its
-Standard1 schema (a simple table). `--rich N` builds a segment of N copies of the unit tests' mutations
-of every cell kind and CQL type (collections, a UDT, static, range and cell deletions) for the rich
-case. `--decoder` measures one path alone; by default both, side by side.
+Standard1 schema (a simple table). `--rich` measures the mutations a Cassandra 5.0 node wrote for every
+CQL type, statics, collections, a UDT, TTLs, cell, row, range and partition deletions and counters (the
+repository's test segment and its tables' DDL, data files read here), decoded into events again and again,
+without the segment's framing: the rich case. `--decoder` measures one path alone; by default both, side by
+side.
 """
 from __future__ import annotations
 
 import argparse
 import resource
 import sys
-import tempfile
 import time
 import tracemalloc
 from pathlib import Path
@@ -32,9 +33,13 @@ from schemas.avro import ChangeEncoder  # noqa: E402
 from schemas.avro.table import SourceInfo  # noqa: E402
 from schemas.avro.wire import frame  # noqa: E402
 from connector.commitlog import SegmentReader, UnknownTable, skip_unknown_tables  # noqa: E402
+from connector.commitlog.mutation import MutationDecoder  # noqa: E402
 from schemas.tables import SchemaSnapshot, parse_ddl, parse_ddl_file  # noqa: E402
 
-LEGACY_SEGMENT = REPO_ROOT / "tests" / "unit" / "commitlog" / "data" / "legacy" / "CommitLog-7-1699285478684.log"
+DATA = REPO_ROOT / "tests" / "unit" / "commitlog" / "data"  # segments read as files, not test code
+LEGACY_SEGMENT = DATA / "legacy" / "CommitLog-7-1699285478684.log"
+RICH_SEGMENT = DATA / "CommitLog-7-1795323511297.log"
+RICH_SCHEMA = parse_ddl_file(RICH_SEGMENT.with_suffix(".cql"))
 LEGACY_SCHEMA = ('CREATE TABLE "Keyspace1"."Standard1" (key ascii, col ascii, val blob, val0 blob, '
                  'PRIMARY KEY ((key), col)) WITH ID = 657e5210-7cbb-11ee-9858-c9aa1eb53e69;')
 MB = 1 << 20
@@ -100,16 +105,62 @@ def timed(function, seconds: float) -> tuple[float, int, object]:
             return elapsed / runs, runs, result
 
 
-def rich_segment(directory: Path, copies: int) -> tuple[Path, SchemaSnapshot]:
-    """A segment of `copies` × the unit tests' hand-built mutations of every cell kind and CQL type."""
-    from tests.unit.commitlog.segment_builder import segment
-    from tests.unit.commitlog.mutations import SCHEMA, sample_mutations
+def rich_mutations() -> tuple[list[tuple[int, bytes]], _native.Segment]:
+    """The entries of the rich segment that hold changes of its tables (the system tables' left out)."""
+    segment = _native.Segment(RICH_SEGMENT)
+    entries, _, _, error = segment.entries()
+    assert error is None, error
+    reference = MutationDecoder(RICH_SCHEMA, RICH_SEGMENT.name, segment.segment_id, segment.messaging_version)
+    kept = []
+    for offset, mutation in entries:
+        try:
+            reference.decode(mutation, offset)
+        except UnknownTable:
+            continue
+        kept.append((offset, mutation))
+    return kept, segment
 
-    mutations = sample_mutations()
-    sections = [mutations * 50 for _ in range(max(1, copies // 50))]
-    path = directory / "CommitLog-7-1700000000000.log"
-    path.write_bytes(segment(1_700_000_000_000, sections))
-    return path, SCHEMA
+
+def measure_rich(seconds: float, decoder: str) -> None:
+    mutations, segment = rich_mutations()
+    schema = RICH_SCHEMA
+    reference = MutationDecoder(schema, RICH_SEGMENT.name, segment.segment_id, segment.messaging_version)
+    changes = [c for offset, m in mutations for c in reference.decode(m, offset)]
+    size = sum(len(m) for _, m in mutations)
+    print(f"{RICH_SEGMENT.name} (Cassandra 5.0, every CQL type): {len(mutations)} mutations, {size:,} bytes, "
+          f"{len(changes)} changes")
+    per_python = per_native = None
+    if decoder in ("both", "python"):
+        encoder, parsed = ChangeEncoder(SOURCE, schema), {}
+
+        def python() -> int:
+            events = 0
+            for offset, mutation in mutations:
+                for change in reference.decode(mutation, offset):
+                    table = encoder.table(change.table)
+                    if table not in parsed:
+                        parsed[table] = parse_schema(table.key_schema), parse_schema(table.value_schema)
+                    key, value = encoder.encode(change, RICH_SEGMENT.name, 0)
+                    frame(1, parsed[table][0], key), frame(2, parsed[table][1], value)
+                    events += 1
+            return events
+
+        per_python, _, count = timed(python, seconds)
+        assert count == len(changes), (count, len(changes))
+        print(f"  events, Python  {count / per_python:12,.0f} events/s  (decode, TableEncoder, fastavro, framing)")
+    if decoder in ("both", "native"):
+        native, _ = native_core.decoder(schema, segment.messaging_version, SOURCE,
+                                        {table_id: (1, 2) for table_id in schema.tables})
+
+        def in_native() -> int:
+            return sum(len(native.events(m, RICH_SEGMENT.name, segment.segment_id, offset, RICH_SEGMENT.name, 0))
+                       for offset, m in mutations)
+
+        per_native, _, count = timed(in_native, seconds)
+        assert count == len(changes), (count, len(changes))
+        print(f"  events, native  {count / per_native:12,.0f} events/s  (decode, Avro, framing in one call a mutation)")
+    if per_python and per_native:
+        print(f"  native / Python events: {per_python / per_native:.1f}x")
 
 
 def measure(path: Path, schema: SchemaSnapshot, seconds: float, decoder: str) -> None:
@@ -147,12 +198,10 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=2.0, help="time spent per measurement")
     parser.add_argument("--decoder", choices=("both", "native", "python"), default="both",
                         help="the path measured: the native core, the Python reference, or both side by side")
-    parser.add_argument("--rich", type=int, metavar="N", help="measure a built segment of N × every cell kind")
+    parser.add_argument("--rich", action="store_true", help="measure the mutations of every CQL type of a 5.0 node")
     args = parser.parse_args()
     if args.rich:
-        with tempfile.TemporaryDirectory(prefix="ringtail-bench-") as scratch:
-            path, schema = rich_segment(Path(scratch), args.rich)
-            measure(path, schema, args.seconds, args.decoder)
+        measure_rich(args.seconds, args.decoder)
     else:
         schema = parse_ddl_file(args.schema) if args.schema else parse_ddl(LEGACY_SCHEMA)
         for path in args.segments or [LEGACY_SEGMENT]:

@@ -13,9 +13,11 @@ from schemas.avro import ChangeEncoder, ChangeSerializer, SchemaRegistry, Schema
 from connector.commitlog import Change
 from schemas.tables import SchemaSnapshot, parse_ddl
 from deploy.local.endpoints import Stack
-from tests.unit.commitlog.testdata import DDL_50 as DDL, SCHEMA_50 as SCHEMA, SEGMENT_50 as SEGMENT, changes_50 as changes
+from tests.unit.commitlog.testdata import DDL_50, SCHEMA_50 as SCHEMA, SEGMENT_50 as SEGMENT, changes_50 as changes
 
 PROCESSED_MS = 1795323700000
+
+DDL = DDL_50.read_text(encoding="utf-8")
 
 
 @pytest.fixture

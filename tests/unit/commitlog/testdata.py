@@ -5,7 +5,7 @@ import uuid
 from pathlib import Path
 
 from connector.commitlog import SegmentReader, skip_unknown_tables
-from schemas.tables import Column, ColumnKind, SchemaSnapshot, Table, parse_ddl
+from schemas.tables import Column, ColumnKind, SchemaSnapshot, Table, parse_ddl, parse_ddl_file
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 DATA = Path(__file__).resolve().parent / "data"
@@ -32,25 +32,8 @@ skip_unknown = skip_unknown_tables
 
 # Cassandra 5.0, storage_compatibility_mode CASSANDRA_4: segment format 7, messaging 12.
 SEGMENT_50 = DATA / "CommitLog-7-1795323511297.log"
-DDL_50 = """
-CREATE KEYSPACE ringtail_decoder_check WITH replication = {'class': 'SimpleStrategy', 'replication_factor': '1'};
-CREATE TYPE ringtail_decoder_check.addr (street text, zip int);
-CREATE TABLE ringtail_decoder_check.everything (
-    p1 int, p2 text, c1 int, c2 text, s text static,
-    v_ascii ascii, v_bigint bigint, v_blob blob, v_boolean boolean, v_date date, v_decimal decimal,
-    v_double double, v_duration duration, v_float float, v_inet inet, v_int int, v_smallint smallint,
-    v_text text, v_time time, v_timestamp timestamp, v_timeuuid timeuuid, v_tinyint tinyint, v_uuid uuid,
-    v_varint varint, v_vector vector<float, 3>, v_vtext vector<text, 2>,
-    f_list frozen<list<int>>, f_set frozen<set<text>>, f_map frozen<map<text, int>>,
-    f_tuple frozen<tuple<int, text>>, f_udt frozen<addr>,
-    l list<text>, st set<int>, m map<text, int>, u addr, dropme int,
-    PRIMARY KEY ((p1, p2), c1, c2)
-) WITH ID = c61dbe20-e631-11f1-b597-43589d361815 AND CLUSTERING ORDER BY (c1 ASC, c2 DESC) AND cdc = true;
-ALTER TABLE ringtail_decoder_check.everything DROP dropme USING TIMESTAMP 1795323688835000;
-CREATE TABLE ringtail_decoder_check.counters (k int PRIMARY KEY, n counter)
-    WITH ID = c62a4140-e631-11f1-b597-43589d361815 AND cdc = true;
-"""
-SCHEMA_50 = parse_ddl(DDL_50)
+DDL_50 = DATA / "CommitLog-7-1795323511297.cql"
+SCHEMA_50 = parse_ddl_file(DDL_50)
 
 
 def changes_50() -> list:
