@@ -79,8 +79,8 @@ def native_events(path: Path, schema: SchemaSnapshot) -> int:
     decoder, _ = native_core.decoder(schema, segment.messaging_version, SOURCE, ids)
     events, start, skip = 0, None, None
     while True:
-        found, _, _, _, error, _, _ = segment.events(decoder, path.name, 0, start=start, skip=skip)
-        events += len(found)
+        read = segment.events(decoder, path.name, 0, start=start, skip=skip)
+        events, error = events + len(read.events), read.error
         if not isinstance(error, UnknownTable):  # system tables missing from the schema are passed over
             return events
         start = skip = error.position

@@ -102,10 +102,10 @@ class NativeSegmentTail(SegmentTail):
         while True:
             decoder = self.decoders.decoder(self.schema.snapshot, str(self.segment.path), segment_id,
                                             segment.messaging_version)
-            events, end, _, resume, error, hand_off, skipped = segment.events(
-                decoder.native, name, time.time_ns() // 1_000_000, limit=limit, start=start, skip=skip,
-                max_events=PASS_EVENTS)
-            self.skipped += skipped
+            read = segment.events(decoder.native, name, time.time_ns() // 1_000_000, limit=limit, start=start,
+                                  skip=skip, max_events=PASS_EVENTS)
+            events, resume, error, hand_off = read.events, read.resume, read.error, read.hand_off
+            self.skipped += read.skipped
             batch = NativeBatch(segment_id, events, decoder.tables, decoder.topics)
             if after is not None:  # resuming inside an entry: its rows up to `after` were delivered
                 first = 0

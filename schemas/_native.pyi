@@ -45,11 +45,34 @@ class Segment:
         entry size ended the segment, the damage that ended the read as `connector.commitlog.errors`
         names it, returned after the entries before it)."""
     def events(self, decoder: Decoder, file: str, ts_ms: int, limit: int | None = None, start: int | None = None,
-               max_events: int | None = None, skip: int | None = None
-               ) -> tuple[list[Event], int, bool, int | None, Exception | None, tuple[int, bytes] | None, int]:
-        """One pass, the GIL released: (events, end, end of segment, resume offset when `max_events`
-        stopped the pass, the error that ended it, an entry handed off as (offset, mutation bytes),
-        changes skipped)."""
+               max_events: int | None = None, skip: int | None = None) -> Pass:
+        """One pass over the entries, the GIL released."""
+
+
+class Pass:
+    """What one pass of `Segment.events` read."""
+
+    @property
+    def events(self) -> list[Event]: ...
+    @property
+    def end(self) -> int:
+        """The logical end of the last section read completely."""
+    @property
+    def end_of_segment(self) -> bool:
+        """Whether a zero entry size ended the segment."""
+    @property
+    def resume(self) -> int | None:
+        """The offset of the first entry not read when `max_events` stopped the pass early."""
+    @property
+    def error(self) -> Exception | None:
+        """The error that ended the pass (damage, an unknown table, a schema that does not fit), as the
+        reference reader's exception, returned after the events before it."""
+    @property
+    def hand_off(self) -> tuple[int, bytes] | None:
+        """(offset, mutation bytes) of an entry holding a change of a table the decoder hands off."""
+    @property
+    def skipped(self) -> int:
+        """Changes of tables the decoder skips."""
 
 
 class Decoder:

@@ -29,11 +29,12 @@ def stub_members(cls: ast.ClassDef) -> dict[str, tuple[str, list[tuple[str, bool
 
 
 def native_members(cls: type) -> dict[str, tuple[str, list[tuple[str, bool]]]]:
-    out = {"__init__": ("method", signature(cls.__text_signature__))}
+    # A class Python code cannot make (only the module returns one) has no signature, and no __init__ in the stub.
+    out = {} if cls.__text_signature__ is None else {"__init__": ("method", signature(cls.__text_signature__))}
     for name, value in vars(cls).items():
         if name.startswith("__"):
             continue
-        if inspect.isgetsetdescriptor(value):
+        if inspect.isgetsetdescriptor(value) or inspect.ismemberdescriptor(value):
             out[name] = ("property", [])
         else:
             out[name] = ("method", signature(value.__text_signature__.replace("$self, ", "").replace("$self", "")))

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use pyo3::exceptions::PyOSError;
 use pyo3::prelude::*;
-use pyo3::types::{IntoPyDict, PyBytes};
+use pyo3::types::{IntoPyDict, PyBytes, PyList};
 
 use std::collections::HashMap;
 
@@ -127,16 +127,11 @@ impl Segment {
     }
 
     /// One pass over the entries of the sections up to `limit` from logical position `start` (an
-    /// entry's offset), decoded by `decoder` into the events of its emitting tables, the GIL
-    /// released meanwhile. Returns (events, end, end_of_segment, resume, error, hand_off, skipped): each event
-    /// (entry offset, table, update index, row index, write time µs, key, value); the logical end
-    /// of the last section read completely; whether a zero entry size ended the segment; the
-    /// offset of the first entry not read when `max_events` stopped the pass early (else None);
-    /// the error that ended the pass (damage, an unknown table, a schema that does not fit, as
-    /// the reference reader's exception), returned after the events before it, not raised; the
-    /// (offset, mutation bytes) of an entry holding a change of a table the decoder hands off (the
-    /// pass stops before it, for the caller to read it another way); the count of changes of
-    /// tables it skips. `skip`: the offset of an entry to pass over unread (one a schema miss made the caller give up).
+    /// entry's offset), decoded by `decoder` into the events of its emitting tables, the GIL released
+    /// meanwhile: a `Pass`. The error that ends a pass (damage, an unknown table, a schema that does not
+    /// fit) is returned after the events before it, not raised; an entry of a table handed off stops the
+    /// pass before it, for the caller to read it another way. `skip`: the offset of an entry to pass
+    /// over unread (one a schema miss made the caller give up).
     #[pyo3(signature = (decoder, file, ts_ms, limit=None, start=None, max_events=None, skip=None))]
     #[allow(clippy::too_many_arguments)]
     fn events<'py>(
@@ -149,7 +144,7 @@ impl Segment {
         start: Option<usize>,
         max_events: Option<usize>,
         skip: Option<usize>,
-    ) -> PyResult<Bound<'py, PyTuple>> {
+    ) -> PyResult<Pass> {
         let mut events = Vec::new();
         let mut failure = None;
         let mut resume = None;
@@ -186,10 +181,37 @@ impl Segment {
             (None, Some((offset, f))) => Some(decoder.exception(py, &self.path, offset, f)?.into_any()),
             (None, None) => None,
         };
-        let events = events.iter().map(|e| e.tuple(py)).collect::<Vec<_>>();
-        let hand_off = hand_off.map(|(offset, m)| (offset, PyBytes::new(py, &m)));
-        (events, visit.end, visit.end_of_segment, resume, error, hand_off, skipped).into_pyobject(py)
+        let events = PyList::new(py, events.iter().map(|e| e.tuple(py)))?.unbind();
+        let hand_off = hand_off.map(|(offset, m)| (offset, PyBytes::new(py, &m).unbind()));
+        Ok(Pass {
+            events,
+            end: visit.end,
+            end_of_segment: visit.end_of_segment,
+            resume,
+            error: error.map(Bound::unbind),
+            hand_off,
+            skipped,
+        })
     }
+}
+
+/// What one pass of `Segment.events` read.
+#[pyclass(module = "schemas._native", frozen, get_all)]
+pub struct Pass {
+    /// Each event: (entry offset, table, update index, row index, write time µs, key, value), framed.
+    events: Py<PyList>,
+    /// The logical end of the last section read completely.
+    end: usize,
+    /// Whether a zero entry size ended the segment.
+    end_of_segment: bool,
+    /// The offset of the first entry not read when `max_events` stopped the pass early.
+    resume: Option<usize>,
+    /// The error that ended the pass, as the reference reader's exception (after the events before it).
+    error: Option<Py<PyAny>>,
+    /// (offset, mutation bytes) of an entry holding a change of a table the decoder hands off.
+    hand_off: Option<(usize, Py<PyBytes>)>,
+    /// Changes of tables the decoder skips.
+    skipped: usize,
 }
 
 /// A column as the Python side describes it: its UTF-8 name, its type, and whether it is live
@@ -534,5 +556,6 @@ fn change_tuple<'py>(py: Python<'py>, c: &Change<'_>) -> PyResult<Bound<'py, PyT
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Segment>()?;
     m.add_class::<Decoder>()?;
+    m.add_class::<Pass>()?;
     Ok(())
 }

@@ -53,8 +53,8 @@ def segment_events(path, schema, limit=None, max_events=None):
     decoder, _ = native_core.decoder(schema, segment.messaging_version, SOURCE, schema_ids(schema))
     found, start, skip = [], None, None
     while True:
-        events, end, end_of_segment, resume, error, _, _ = segment.events(
-            decoder, path.name, TS_MS, limit=limit, start=start, max_events=max_events, skip=skip)
+        read = segment.events(decoder, path.name, TS_MS, limit=limit, start=start, max_events=max_events, skip=skip)
+        events, end, end_of_segment, resume, error = read.events, read.end, read.end_of_segment, read.resume, read.error
         found += [((segment.segment_id, offset, update, row), written, key, value)
                   for offset, _, update, row, written, key, value in events]
         if isinstance(error, UnknownTable):
