@@ -52,11 +52,10 @@ def _cell(column: ColumnLayout, complex_: bool, cell) -> Cell:
     return Cell(None if tombstone else _value(column, raw), timestamp, ttl, ldt, tombstone)
 
 
-def _change(layouts, segment_id: int, offset: int, found) -> Change:
-    table, update, row, op, key, clustering, liveness, deletion, flags, (start, end), columns = found
-    layout, by_index = layouts[table]
+def _change(layouts, segment_id: int, offset: int, found: _native.RawChange) -> Change:
+    layout, by_index = layouts[found.table]
     cells = {}
-    for index, complex_, column_deletion, column_cells in columns:
+    for index, complex_, column_deletion, column_cells in found.columns:
         column = by_index[index]
         if complex_:
             cells[column.name] = ComplexColumn(
@@ -64,10 +63,12 @@ def _change(layouts, segment_id: int, offset: int, found) -> Change:
                 [_cell(column, True, c) for c in column_cells])
         else:
             cells[column.name] = _cell(column, False, column_cells[0])
+    start, end, key = found.range_start, found.range_end, found.partition_key
     return Change(
-        Position(segment_id, offset, update, row), layout.table, Op(op), layout.decode_partition_key(key),
-        _clustering(layout, clustering), cells, None if liveness is None else Liveness(*liveness),
-        None if deletion is None else DeletionTime(*deletion), flags[0], flags[1],
+        Position(segment_id, offset, found.update_index, found.row_index), layout.table, Op(found.op),
+        layout.decode_partition_key(key), _clustering(layout, found.clustering), cells,
+        None if found.liveness is None else Liveness(*found.liveness),
+        None if found.deletion is None else DeletionTime(*found.deletion), found.shadowable, found.is_static,
         None if start is None else Bound(_clustering(layout, start[0]), start[1]),
         None if end is None else Bound(_clustering(layout, end[0]), end[1]), partition_key_bytes=key)
 

@@ -81,13 +81,49 @@ class Decoder:
     def __init__(self, tables: list[TableSpec], messaging_version: int, source: tuple[str, str, str, str]) -> None:
         """`source`: (version, connector name, cluster, node) of the events' `source` record."""
     def changes(self, mutation: bytes, segment: str, entry_offset: int
-                ) -> tuple[list[tuple], list[tuple[int, int, bytes]], Exception | None]:
-        """(changes as tuples `connector.native_changes` reads, the keys of updates holding no change as
-        (table, update index, key), the entry's UnknownTable or SchemaMismatch for the caller to raise)."""
+                ) -> tuple[list[RawChange], list[tuple[int, int, bytes]], Exception | None]:
+        """(the changes, the keys of updates holding no change as (table, update index, key), the entry's
+        UnknownTable or SchemaMismatch for the caller to raise once it has decoded the values before it)."""
     def events(self, mutation: bytes, segment: str, segment_id: int, entry_offset: int, file: str, ts_ms: int
                ) -> list[Event]:
         """The events of the mutation's changes to the tables that emit them; raises UnknownTable or
         SchemaMismatch with the entry's position."""
+
+
+class RawChange:
+    """One change, its values still raw bytes (`connector.native_changes` decodes them)."""
+
+    @property
+    def table(self) -> int: ...
+    @property
+    def update_index(self) -> int: ...
+    @property
+    def row_index(self) -> int: ...
+    @property
+    def op(self) -> str: ...
+    @property
+    def partition_key(self) -> bytes: ...
+    @property
+    def clustering(self) -> tuple[bytes | None, ...]: ...
+    @property
+    def liveness(self) -> tuple[int, int, int | None] | None:
+        """(timestamp, ttl, expires at when the ttl is set)."""
+    @property
+    def deletion(self) -> tuple[int, int] | None:
+        """(marked for delete at, local deletion time)."""
+    @property
+    def shadowable(self) -> bool: ...
+    @property
+    def is_static(self) -> bool: ...
+    @property
+    def range_start(self) -> tuple[tuple[bytes | None, ...], bool] | None:
+        """(clustering values, inclusive) of a range deletion's start."""
+    @property
+    def range_end(self) -> tuple[tuple[bytes | None, ...], bool] | None: ...
+    @property
+    def columns(self) -> list[tuple[int, bool, tuple[int, int] | None, list[tuple]]]:
+        """Each (index, multi-cell, column deletion, cells); each cell (timestamp, ttl, local deletion
+        time, tombstone, path, value)."""
 
 
 # -- Spark's half (spark/native, `spark.delivery.native_events`) -----------------------------------------

@@ -288,13 +288,10 @@ impl Decoder {
         })
     }
 
-    /// The changes of the mutation in the entry at `entry_offset` of `segment`, as tuples:
-    /// (table, update index, row index, op, partition key, clustering, liveness, deletion,
-    /// (shadowable, static), (range start, range end), columns); each column (index, multi-cell,
-    /// column deletion, cells), each cell (timestamp, ttl, local deletion time, tombstone, path,
-    /// value). Returned with the keys of the updates that hold no change, (table, update index,
-    /// key), and the entry's UnknownTable or SchemaMismatch (or None), which the caller raises once
-    /// it has decoded the values before it: the reference reader decodes them as it reads.
+    /// The changes of the mutation in the entry at `entry_offset` of `segment` (`RawChange`s), with the
+    /// keys of the updates that hold no change, (table, update index, key), and the entry's UnknownTable
+    /// or SchemaMismatch (or None), which the caller raises once it has decoded the values before it:
+    /// the reference reader decodes them as it reads.
     #[allow(clippy::type_complexity)]
     fn changes<'py>(
         &self,
@@ -302,13 +299,13 @@ impl Decoder {
         mutation: &[u8],
         segment: &str,
         entry_offset: usize,
-    ) -> PyResult<(Vec<Bound<'py, PyTuple>>, Vec<(usize, u32, Bound<'py, PyBytes>)>, Option<Bound<'py, PyAny>>)> {
+    ) -> PyResult<(Vec<RawChange>, Vec<(usize, u32, Bound<'py, PyBytes>)>, Option<Bound<'py, PyAny>>)> {
         let (mut changes, mut bare) = (Vec::new(), Vec::new());
         let miss = match self.decoder.decode(mutation, &mut changes, &mut bare) {
             Ok(()) => None,
             Err(e) => Some(self.exception(py, segment, entry_offset, Failure::Mutation(e))?),
         };
-        let changes = changes.iter().map(|c| change_tuple(py, c)).collect::<PyResult<_>>()?;
+        let changes = changes.iter().map(|c| raw_change(py, c)).collect::<PyResult<_>>()?;
         let bare = bare.into_iter().map(|(table, update, key)| (table, update, PyBytes::new(py, key))).collect();
         Ok((changes, bare, miss))
     }
@@ -522,7 +519,31 @@ fn cell<'py>(py: Python<'py>, c: &Cell<'_>) -> CellTuple<'py> {
     )
 }
 
-fn change_tuple<'py>(py: Python<'py>, c: &Change<'_>) -> PyResult<Bound<'py, PyTuple>> {
+/// One change as `Decoder.changes` gives it, its values still raw bytes (`connector.native_changes`
+/// decodes them with the schema's codecs). Clustering values and bounds are tuples of raw values; each
+/// column is (index, multi-cell, column deletion, cells), each cell (timestamp, ttl, local deletion time,
+/// tombstone, path, value).
+#[pyclass(module = "schemas._native", frozen, get_all)]
+pub struct RawChange {
+    table: usize,
+    update_index: u32,
+    row_index: u32,
+    op: &'static str,
+    partition_key: Py<PyBytes>,
+    clustering: Py<PyTuple>,
+    /// (timestamp, ttl, expires at when the ttl is set) of the row's liveness.
+    liveness: Option<(i64, i64, Option<i64>)>,
+    /// (marked for delete at, local deletion time).
+    deletion: Option<(i64, i64)>,
+    shadowable: bool,
+    is_static: bool,
+    /// (clustering values, inclusive) of a range deletion's start and end.
+    range_start: Option<(Py<PyTuple>, bool)>,
+    range_end: Option<(Py<PyTuple>, bool)>,
+    columns: Py<PyList>,
+}
+
+fn raw_change(py: Python<'_>, c: &Change<'_>) -> PyResult<RawChange> {
     let columns = c
         .columns
         .iter()
@@ -536,20 +557,22 @@ fn change_tuple<'py>(py: Python<'py>, c: &Change<'_>) -> PyResult<Bound<'py, PyT
             }
         })
         .collect::<PyResult<Vec<_>>>()?;
-    (
-        c.table,
-        c.update_index,
-        c.row_index,
-        c.op.name(),
-        PyBytes::new(py, c.partition_key),
-        clustering(py, &c.clustering)?,
-        c.liveness.map(|l| (l.timestamp, l.ttl, l.expires_at)),
-        deletion(&c.deletion),
-        (c.shadowable, c.is_static),
-        (bound(py, &c.range_start)?, bound(py, &c.range_end)?),
-        columns,
-    )
-        .into_pyobject(py)
+    let unbound = |b: Option<(Bound<'_, PyTuple>, bool)>| b.map(|(values, inclusive)| (values.unbind(), inclusive));
+    Ok(RawChange {
+        table: c.table,
+        update_index: c.update_index,
+        row_index: c.row_index,
+        op: c.op.name(),
+        partition_key: PyBytes::new(py, c.partition_key).unbind(),
+        clustering: clustering(py, &c.clustering)?.unbind(),
+        liveness: c.liveness.map(|l| (l.timestamp, l.ttl, l.expires_at)),
+        deletion: deletion(&c.deletion),
+        shadowable: c.shadowable,
+        is_static: c.is_static,
+        range_start: unbound(bound(py, &c.range_start)?),
+        range_end: unbound(bound(py, &c.range_end)?),
+        columns: PyList::new(py, columns)?.unbind(),
+    })
 }
 
 /// The connector's classes, added to `schemas._native` by the extension crate.
@@ -557,5 +580,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Segment>()?;
     m.add_class::<Decoder>()?;
     m.add_class::<Pass>()?;
+    m.add_class::<RawChange>()?;
     Ok(())
 }
