@@ -56,20 +56,29 @@ def decode(path: Path, schema: SchemaSnapshot) -> tuple[int, int]:
 SOURCE = SourceInfo("bench", "bench", "bench")
 
 
-def python_events(path: Path, schema: SchemaSnapshot) -> int:
-    """Events of one full pass of the Python path: decode, the contract's datums, fastavro, framing."""
-    encoder = ChangeEncoder(SOURCE, schema)
-    parsed: dict = {}  # TableEncoder -> its parsed key and value schemas
-    events = 0
-    with SegmentReader(path, schema, on_schema_miss=skip_unknown_tables) as reader:
-        for change in reader.changes():
-            table = encoder.table(change.table)
-            if table not in parsed:
-                parsed[table] = parse_schema(table.key_schema), parse_schema(table.value_schema)
-            key, value = encoder.encode(change, path.name, 0)
-            frame(1, parsed[table][0], key), frame(2, parsed[table][1], value)
+class PythonEvents:
+    """The Python path's events: the contract's datums (TableEncoder), fastavro, framing."""
+
+    def __init__(self, schema: SchemaSnapshot) -> None:
+        self.encoder = ChangeEncoder(SOURCE, schema)
+        self.parsed: dict = {}  # TableEncoder -> its parsed key and value schemas
+
+    def __call__(self, changes, segment: str) -> int:
+        events = 0
+        for change in changes:
+            table = self.encoder.table(change.table)
+            if table not in self.parsed:
+                self.parsed[table] = parse_schema(table.key_schema), parse_schema(table.value_schema)
+            key, value = self.encoder.encode(change, segment, 0)
+            frame(1, self.parsed[table][0], key), frame(2, self.parsed[table][1], value)
             events += 1
-    return events
+        return events
+
+
+def python_events(path: Path, schema: SchemaSnapshot) -> int:
+    """Events of one full pass of the Python path: decode, then `PythonEvents`."""
+    with SegmentReader(path, schema, on_schema_miss=skip_unknown_tables) as reader:
+        return PythonEvents(schema)(reader.changes(), path.name)
 
 
 def native_events(path: Path, schema: SchemaSnapshot) -> int:
@@ -131,19 +140,10 @@ def measure_rich(seconds: float, decoder: str) -> None:
           f"{len(changes)} changes")
     per_python = per_native = None
     if decoder in ("both", "python"):
-        encoder, parsed = ChangeEncoder(SOURCE, schema), {}
+        events = PythonEvents(schema)
 
         def python() -> int:
-            events = 0
-            for offset, mutation in mutations:
-                for change in reference.decode(mutation, offset):
-                    table = encoder.table(change.table)
-                    if table not in parsed:
-                        parsed[table] = parse_schema(table.key_schema), parse_schema(table.value_schema)
-                    key, value = encoder.encode(change, RICH_SEGMENT.name, 0)
-                    frame(1, parsed[table][0], key), frame(2, parsed[table][1], value)
-                    events += 1
-            return events
+            return events((c for offset, m in mutations for c in reference.decode(m, offset)), RICH_SEGMENT.name)
 
         per_python, _, count = timed(python, seconds)
         assert count == len(changes), (count, len(changes))

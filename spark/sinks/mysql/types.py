@@ -36,34 +36,21 @@ def _float(value: Any) -> float:
     return number
 
 
-_INTEGERS = {8: "TINYINT", 16: "SMALLINT", 32: "INT", 64: "BIGINT"}
+# A native type's (MySQL type, the function from the event's value to what PyMySQL writes), by its kind,
+# or by its kind and width; counters and durations are JSON.
+_NATIVE: dict[Kind | tuple[Kind, int], tuple[str, Callable[[Any], Any]]] = {
+    Kind.TEXT: ("LONGTEXT", str), Kind.VARINT: ("LONGTEXT", str), Kind.DECIMAL: ("LONGTEXT", str),
+    (Kind.INTEGER, 8): ("TINYINT", int), (Kind.INTEGER, 16): ("SMALLINT", int), (Kind.INTEGER, 32): ("INT", int),
+    (Kind.INTEGER, 64): ("BIGINT", int), (Kind.FLOAT, 32): ("DOUBLE", _float), (Kind.FLOAT, 64): ("DOUBLE", _float),
+    Kind.BOOLEAN: ("BOOLEAN", bool), Kind.BLOB: ("LONGBLOB", lambda v: bytes.fromhex(v[2:])),
+    Kind.TIMESTAMP: ("DATETIME(3)", lambda ms: _EPOCH + dt.timedelta(milliseconds=ms)),  # sessions are in UTC
+    Kind.DATE: ("DATE", lambda days: _EPOCH_DATE + dt.timedelta(days=days)),
+    Kind.TIME: ("BIGINT", int), Kind.UUID: ("CHAR(36)", str), Kind.INET: ("VARCHAR(45)", str),
+}
 
 
 def _native(cql: CqlType) -> tuple[str, Callable[[Any], Any]] | None:
-    """(MySQL type, the function from the event's value to what PyMySQL writes) of a native type stored as
-    itself; None for one stored as JSON (duration, counter)."""
-    match cql.kind:
-        case Kind.TEXT | Kind.VARINT | Kind.DECIMAL:
-            return "LONGTEXT", str
-        case Kind.INTEGER if not cql.counter:
-            return _INTEGERS[cql.bits], int
-        case Kind.FLOAT:
-            return "DOUBLE", _float
-        case Kind.BOOLEAN:
-            return "BOOLEAN", bool
-        case Kind.BLOB:
-            return "LONGBLOB", lambda v: bytes.fromhex(v[2:])
-        case Kind.TIMESTAMP:
-            return "DATETIME(3)", lambda ms: _EPOCH + dt.timedelta(milliseconds=ms)  # sessions are in UTC
-        case Kind.DATE:
-            return "DATE", lambda days: _EPOCH_DATE + dt.timedelta(days=days)
-        case Kind.TIME:
-            return "BIGINT", int
-        case Kind.UUID:
-            return "CHAR(36)", str
-        case Kind.INET:
-            return "VARCHAR(45)", str
-    return None
+    return None if cql.counter else _NATIVE.get(cql.kind) or _NATIVE.get((cql.kind, cql.bits))
 
 
 def mysql_column(name: str, cql: CqlType) -> StoreColumn:

@@ -37,36 +37,21 @@ def _blob(text: str) -> bytes:
     return bytes.fromhex(text[2:])
 
 
-_INTEGERS = {8: "smallint", 16: "smallint", 32: "integer", 64: "bigint"}  # PostgreSQL has no 1-byte integer
+# A native type's (PostgreSQL type, the function from the event's value to what psycopg writes for it), by
+# its kind, or by its kind and width; counters and durations are jsonb.
+_NATIVE: dict[Kind | tuple[Kind, int], tuple[str, Callable[[Any], Any]]] = {
+    Kind.TEXT: ("text", str), Kind.VARINT: ("numeric", decimal.Decimal), Kind.DECIMAL: ("numeric", decimal.Decimal),
+    (Kind.INTEGER, 8): ("smallint", int), (Kind.INTEGER, 16): ("smallint", int),  # no 1-byte integer
+    (Kind.INTEGER, 32): ("integer", int), (Kind.INTEGER, 64): ("bigint", int),
+    (Kind.FLOAT, 32): ("real", float), (Kind.FLOAT, 64): ("double precision", float),
+    Kind.BOOLEAN: ("boolean", bool), Kind.BLOB: ("bytea", _blob),
+    Kind.TIMESTAMP: ("timestamp with time zone", _timestamp),
+    Kind.DATE: ("date", _date), Kind.TIME: ("bigint", int), Kind.UUID: ("uuid", uuid.UUID), Kind.INET: ("inet", str),
+}
 
 
 def _native(cql: CqlType) -> tuple[str, Callable[[Any], Any]] | None:
-    """(PostgreSQL type, the function from the event's value to what psycopg writes for it) of a native type
-    stored as itself; None for one stored as jsonb (duration, counter)."""
-    match cql.kind:
-        case Kind.TEXT:
-            return "text", str
-        case Kind.INTEGER if not cql.counter:
-            return _INTEGERS[cql.bits], int
-        case Kind.VARINT | Kind.DECIMAL:
-            return "numeric", decimal.Decimal
-        case Kind.FLOAT:
-            return ("real" if cql.bits == 32 else "double precision"), float
-        case Kind.BOOLEAN:
-            return "boolean", bool
-        case Kind.BLOB:
-            return "bytea", _blob
-        case Kind.TIMESTAMP:
-            return "timestamp with time zone", _timestamp
-        case Kind.DATE:
-            return "date", _date
-        case Kind.TIME:
-            return "bigint", int
-        case Kind.UUID:
-            return "uuid", uuid.UUID
-        case Kind.INET:
-            return "inet", str
-    return None
+    return None if cql.counter else _NATIVE.get(cql.kind) or _NATIVE.get((cql.kind, cql.bits))
 
 
 def pg_column(name: str, cql: CqlType) -> StoreColumn:
