@@ -36,7 +36,7 @@ from connector.commitlog import SegmentReader, UnknownTable, skip_unknown_tables
 from connector.commitlog.mutation import MutationDecoder  # noqa: E402
 from schemas.tables import SchemaSnapshot, parse_ddl, parse_ddl_file  # noqa: E402
 
-DATA = REPO_ROOT / "tests" / "unit" / "commitlog" / "data"  # segments read as files, not test code
+DATA = REPO_ROOT / "tests" / "unit" / "connector" / "commitlog" / "data"  # segments read as files, not test code
 LEGACY_SEGMENT = DATA / "legacy" / "CommitLog-7-1699285478684.log"
 RICH_SEGMENT = DATA / "CommitLog-7-1795323511297.log"
 RICH_SCHEMA = parse_ddl_file(RICH_SEGMENT.with_suffix(".cql"))

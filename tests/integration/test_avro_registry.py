@@ -13,7 +13,7 @@ from schemas.avro import ChangeEncoder, ChangeSerializer, SchemaRegistry, Schema
 from connector.commitlog import Change
 from schemas.tables import SchemaSnapshot, parse_ddl
 from deploy.local.endpoints import Stack
-from tests.unit.commitlog.testdata import DDL_50, SCHEMA_50 as SCHEMA, SEGMENT_50 as SEGMENT, changes_50 as changes
+from tests.unit.connector.commitlog.testdata import DDL_50, SCHEMA_50 as SCHEMA, SEGMENT_50 as SEGMENT, changes_50 as changes
 
 PROCESSED_MS = 1795323700000
 

@@ -29,8 +29,8 @@ from tests.integration.suites.golden import GoldenWorkload, flush_commitlog
 from tests.integration.suites.job import JobIntoDelta
 from tests.integration.suites.ring_streams import StreamsOfTheRing
 from tests.support import wait_for
-from tests.unit.commitlog.damage import entry_spans, with_fixed_crcs
-from tests.unit.commitlog.native_oracle import reference_changes
+from tests.unit.connector.commitlog.damage import entry_spans, with_fixed_crcs
+from tests.unit.connector.commitlog.native_oracle import reference_changes
 
 
 @pytest.fixture(scope="module", params=[CASSANDRA_40, CASSANDRA_41], ids=lambda side: side.name)

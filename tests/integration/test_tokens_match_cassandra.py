@@ -10,7 +10,7 @@ from typing import Any
 from cassandra.concurrent import execute_concurrent_with_args
 
 from spark.streams import token_of, tokens_of
-from tests.unit.streams.vectors import DTEST_INT_TOKENS, REFERENCE_TOKENS
+from tests.unit.spark.streams.vectors import DTEST_INT_TOKENS, REFERENCE_TOKENS
 
 # Scripts whose UTF-8 bytes are all >= 0x80, mixed with ASCII so tails vary.
 ALPHABET = "abcXYZ019 -_éüßøçñЖщ日本語キー한국어😀🚀"

@@ -20,7 +20,7 @@ import pytest
 
 from connector.commitlog.cdc_index import indexed_segments
 from schemas.tables.loader import read_snapshot
-from tests.unit.commitlog.native_oracle import native_events, reference_events
+from tests.unit.connector.commitlog.native_oracle import native_events, reference_events
 
 from deploy.local.endpoints import Stack
 from tests.support import release_series
