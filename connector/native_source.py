@@ -149,7 +149,7 @@ class NativeSegmentTail(SegmentTail):
             if resume is not None:
                 start, skip = resume, None
                 continue
-            self._read_through(Position.after_section(segment_id, end))
+            self._read_through(Position.after_section(segment_id, read.end))
             return
 
     def _mutation(self, segment: _native.Segment, offset: int, limit: int) -> bytes:

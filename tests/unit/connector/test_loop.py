@@ -1,14 +1,16 @@
 """The connector's loop alone, on real segments in a cdc_raw laid out here, with fakes for what it talks
 to (a producer whose delivery reports the test gives or refuses, a serializer, a fixed schema, a clock):
 delivery before release, a rewind after a refused event, quarantine, a lost segment that comes back, an
-acknowledged loss, an index that stops moving."""
+acknowledged loss, an index that stops moving — each with the Python reader and with the native core."""
 from __future__ import annotations
 
+import io
 import threading
 from collections import Counter, defaultdict
 from types import SimpleNamespace
 
 import pytest
+from fastavro import parse_schema, schemaless_reader
 
 from schemas.change import write_time
 from connector.config import ConnectorSettings
@@ -17,9 +19,12 @@ from connector.lifecycle import SegmentLife, Stage
 from connector.loop import SegmentLoop, Services
 from connector.lost import LostSegments
 from connector.metrics import Health, Metrics
+from connector.native_source import NativeDecoders
+from schemas.avro import ChangeEncoder
+from schemas.avro.table import SourceInfo
 from connector.schema.history import SchemaHistory
 from connector.source import scan
-from tests.unit.connector.commitlog.mutations import SCHEMA, clustered_insert
+from tests.unit.connector.commitlog.mutations import SCHEMA, TABLE_ID, clustered_insert
 from tests.unit.connector.commitlog.segment_builder import segment
 
 
@@ -41,9 +46,9 @@ class FakeProducer:
     """Takes events; `poll` reports them delivered (or the next `refuse` of them refused) unless `hold`."""
 
     def __init__(self) -> None:
-        self.sent: list[bytes] = []  # the events' keys, in the order handed over
+        self.sent: list[bytes] = []  # the events' values, in the order handed over
         self.acknowledged: list[bytes] = []
-        self._waiting: list[tuple[object, bytes]] = []
+        self._waiting: list[tuple[object, str, bytes]] = []
         self._offsets: dict[str, int] = defaultdict(int)
         self.hold = False
         self.refuse = 0
@@ -55,21 +60,21 @@ class FakeProducer:
         self.send_all([(topic, key, value)], on_delivery)
 
     def send_all(self, events, on_delivery) -> None:
-        for topic, key, _ in events:
-            self.sent.append(key)
-            self._waiting.append((on_delivery, topic, key))
+        for topic, _, value in events:
+            self.sent.append(value)
+            self._waiting.append((on_delivery, topic, value))
 
     def poll(self, timeout: float = 0) -> None:
         if self.hold:
             return
         waiting, self._waiting = self._waiting, []
-        for on_delivery, topic, key in waiting:
+        for on_delivery, topic, value in waiting:
             if self.refuse:
                 self.refuse -= 1
                 on_delivery("Broker: not enough in-sync replicas", None)
                 continue
             self._offsets[topic] += 1
-            self.acknowledged.append(key)
+            self.acknowledged.append(value)
             on_delivery(None, Report(topic, self._offsets[topic]))
 
     def flush(self, timeout: float) -> int:
@@ -80,13 +85,28 @@ class FakeProducer:
         self._waiting.clear()
 
 
-class FakeSerializer:
-    """An event per change, keyed by the value written (each test writes each value once)."""
+ENCODER = ChangeEncoder(SourceInfo("ringtail", "cluster", "node"), SCHEMA)
+VALUES = parse_schema(ENCODER.table(SCHEMA.table(TABLE_ID)).value_schema)
 
-    encoder = SimpleNamespace(schema=None)
+
+class FakeSerializer:
+    """An event per change whose value is the value written (each test writes each value once); for the
+    native core, the subjects a registry would give."""
+
+    encoder = ENCODER
 
     def serialize(self, change, segment: str) -> tuple[str, bytes, bytes]:
-        return change.table.qualified_name, str(change.cells["v"].value).encode(), b"event"
+        return change.table.qualified_name, b"key", str(change.cells["v"].value).encode()
+
+    def subjects(self, table):
+        return SimpleNamespace(key_id=1, value_id=2, topic=table.qualified_name)
+
+
+def written(value: bytes) -> int:
+    """The value an event carries: the fake serializer's text, or the native core's framed Avro record."""
+    if value[:1] != b"\0":
+        return int(value)
+    return schemaless_reader(io.BytesIO(value[5:]), VALUES)["after"]["c1"]
 
 
 class FixedSchema:
@@ -124,7 +144,8 @@ class Clock:
 
 
 class Rig:
-    def __init__(self, tmp_path, **settings) -> None:
+    def __init__(self, tmp_path, decoder: str = "python", **settings) -> None:
+        self.decoder = decoder
         self.cdc_raw = tmp_path / "cdc_raw"
         self.cdc_raw.mkdir()
         self.settings = ConnectorSettings(cdc_raw=self.cdc_raw, state_dir=tmp_path / "state", metrics_port=0,
@@ -135,8 +156,11 @@ class Rig:
 
     def start(self) -> SegmentLoop:
         """A loop as a (re)started process makes it: state read back from the state directory."""
-        services = Services(self.producer, FakeSerializer(), self.schema, Rejections(30, self.clock),
-                            clock=self.clock)
+        serializer, schema = FakeSerializer(), self.schema
+        decoders = None if self.decoder == "python" else NativeDecoders(
+            serializer, lambda table: schema.history.ever_captured(table.id), lambda table: False,
+            lambda table, error: None)
+        services = Services(self.producer, serializer, schema, Rejections(30, self.clock), decoders, self.clock)
         loop = SegmentLoop(self.settings, services, Metrics(), self.health, threading.Event())
         loop.begin()
         return loop
@@ -164,15 +188,23 @@ class Rig:
         return {p.name for p in self.cdc_raw.iterdir()}
 
     def acknowledged(self) -> list[int]:
-        return [int(key) for key in self.producer.acknowledged]
+        return [written(value) for value in self.producer.acknowledged]
+
+    def sent(self) -> list[int]:
+        return [written(value) for value in self.producer.sent]
 
 
-def test_a_segment_is_released_only_once_kafka_has_every_event_of_it(tmp_path):
-    rig = Rig(tmp_path)
+@pytest.fixture(params=["python", "native"])
+def decoder(request) -> str:
+    return request.param
+
+
+def test_a_segment_is_released_only_once_kafka_has_every_event_of_it(tmp_path, decoder):
+    rig = Rig(tmp_path, decoder)
     rig.write(1, [[1, 2], [3]])
     rig.producer.hold = True
     rig.turns()
-    assert rig.producer.sent == [b"1", b"2", b"3"]
+    assert rig.sent() == [1, 2, 3]
     assert rig.loop.life.stage(1) is Stage.FINISHED
     assert "CommitLog-7-1.log" in rig.files() and rig.loop.checkpoint.committed is None
 
@@ -184,8 +216,8 @@ def test_a_segment_is_released_only_once_kafka_has_every_event_of_it(tmp_path):
     assert rig.loop.view.committed.segment_id == 1 and rig.loop.view.in_flight == 0
 
 
-def test_segments_are_read_in_order_and_a_restart_sends_nothing_committed_again(tmp_path):
-    rig = Rig(tmp_path)
+def test_segments_are_read_in_order_and_a_restart_sends_nothing_committed_again(tmp_path, decoder):
+    rig = Rig(tmp_path, decoder)
     rig.write(2, [[3, 4]], completed=False)
     rig.write(1, [[1, 2]])
     rig.turns()
@@ -200,8 +232,8 @@ def test_segments_are_read_in_order_and_a_restart_sends_nothing_committed_again(
     assert rig.files() == set()
 
 
-def test_a_refused_event_rewinds_to_the_committed_position_and_nothing_is_lost(tmp_path):
-    rig = Rig(tmp_path)
+def test_a_refused_event_rewinds_to_the_committed_position_and_nothing_is_lost(tmp_path, decoder):
+    rig = Rig(tmp_path, decoder)
     rig.write(1, [[1], [2, 3]])
     rig.write(2, [[4, 5]])
     rig.producer.refuse = 1
@@ -210,11 +242,11 @@ def test_a_refused_event_rewinds_to_the_committed_position_and_nothing_is_lost(t
     assert rig.acknowledged()[-5:] == [1, 2, 3, 4, 5]
     assert rig.loop.metrics.errors.labels("DeliveryFailed")._value.get() == 1
     assert rig.files() == set() and rig.loop.life.stage(2) is Stage.RELEASED
-    assert Counter(rig.producer.sent)[b"1"] == 2
+    assert Counter(rig.sent())[1] == 2
 
 
-def test_a_damaged_segment_is_quarantined_once_finished_and_reading_goes_on(tmp_path):
-    rig = Rig(tmp_path)
+def test_a_damaged_segment_is_quarantined_once_finished_and_reading_goes_on(tmp_path, decoder):
+    rig = Rig(tmp_path, decoder)
     good = segment(1, [[clustered_insert(1)]])
     rig.write(1, [[1], [2]], completed=False, damage_at=len(good) + 12)  # inside the second section's entry
     rig.turns()
@@ -230,8 +262,8 @@ def test_a_damaged_segment_is_quarantined_once_finished_and_reading_goes_on(tmp_
     assert quarantined == {"CommitLog-7-1.log", "CommitLog-7-1_cdc.idx", "CommitLog-7-1.reason.json"}
 
 
-def test_a_segment_lost_while_read_blocks_reading_until_it_comes_back(tmp_path):
-    rig = Rig(tmp_path)
+def test_a_segment_lost_while_read_blocks_reading_until_it_comes_back(tmp_path, decoder):
+    rig = Rig(tmp_path, decoder)
     whole = rig.write(1, [[1], [2]], completed=False, durable=None)
     rig.index(1, len(segment(1, [[clustered_insert(1)]])), False)  # only the first section durable
     rig.turns()
@@ -251,8 +283,8 @@ def test_a_segment_lost_while_read_blocks_reading_until_it_comes_back(tmp_path):
     assert rig.loop.life.stage(1) is Stage.RELEASED and rig.health.report()[0] == []
 
 
-def test_an_acknowledged_loss_lets_reading_go_past_the_segment(tmp_path):
-    rig = Rig(tmp_path)
+def test_an_acknowledged_loss_lets_reading_go_past_the_segment(tmp_path, decoder):
+    rig = Rig(tmp_path, decoder)
     rig.write(1, [[1]], completed=False)
     rig.turns()
     (rig.cdc_raw / "CommitLog-7-1.log").unlink()
@@ -266,8 +298,8 @@ def test_an_acknowledged_loss_lets_reading_go_past_the_segment(tmp_path):
     assert rig.health.report()[0] == []
 
 
-def test_a_loss_found_by_a_restart_is_still_waited_for(tmp_path):
-    rig = Rig(tmp_path)
+def test_a_loss_found_by_a_restart_is_still_waited_for(tmp_path, decoder):
+    rig = Rig(tmp_path, decoder)
     rig.write(1, [[1], [2]], completed=False, durable=len(segment(1, [[clustered_insert(1)]])))
     rig.turns()
     rig.loop.drain()
@@ -279,8 +311,8 @@ def test_a_loss_found_by_a_restart_is_still_waited_for(tmp_path):
     assert rig.loop.life.stage(1) is Stage.LOST and rig.acknowledged() == [1]
 
 
-def test_an_index_that_stops_moving_while_later_segments_are_indexed_is_quarantined(tmp_path):
-    rig = Rig(tmp_path, index_grace=5, index_quarantine_after=20)
+def test_an_index_that_stops_moving_while_later_segments_are_indexed_is_quarantined(tmp_path, decoder):
+    rig = Rig(tmp_path, decoder, index_grace=5, index_quarantine_after=20)
     rig.write(1, [[1], [2]], completed=False, durable=len(segment(1, [[clustered_insert(1)]])))
     rig.write(2, [[3]])
     rig.turns(3)
@@ -294,8 +326,8 @@ def test_an_index_that_stops_moving_while_later_segments_are_indexed_is_quaranti
     assert '"IndexProblem"' in reason.read_text()
 
 
-def test_the_monitor_s_sightings_make_a_segment_known_while_the_loop_is_busy(tmp_path):
-    rig = Rig(tmp_path)
+def test_the_monitor_s_sightings_make_a_segment_known_while_the_loop_is_busy(tmp_path, decoder):
+    rig = Rig(tmp_path, decoder)
     rig.write(1, [[1]], completed=False)
     rig.turns(1)
     rig.write(2, [[2]], completed=False)
