@@ -1,6 +1,7 @@
 """The schema as the native core (`schemas._native`, the Rust crate in `connector/native`) takes
-it: each table's types as trees the Python type layer parsed (types are parsed in one place), its
-columns in the order of the event's `after` record, and the schema ids its events are framed with."""
+it: each table's types as trees the Python type layer parsed, each native type by its traits (types are
+parsed and named in one place), its columns in the order of the event's `after` record, and the schema
+ids its events are framed with."""
 from __future__ import annotations
 
 from typing import AbstractSet as Set, Mapping
@@ -28,7 +29,7 @@ def type_tree(cql: CqlType) -> tuple:
         return ("udt", list(cql.field_names), [type_tree(t) for t in cql.field_types], cql.multi_cell)
     if isinstance(cql, VectorType):
         return ("vector", type_tree(cql.element), cql.dimension)
-    return ("native", cql.cql)
+    return ("native", cql.kind.name, cql.bits, cql.counter, cql.time_ordered, cql.ascii)
 
 
 def table_spec(table: Table, schema: SchemaSnapshot, schema_ids: tuple[int, int] | None = None,

@@ -8,8 +8,10 @@ from typing import TypeAlias
 
 # -- the connector's half (connector/native, `connector.native_source`, `connector.native_core`) --------
 
-CqlTypeTree: TypeAlias = tuple  # ("native", name) | ("list" | "set", element, multi_cell) | ("map", key, value,
-#   multi_cell) | ("tuple", [types]) | ("udt", [field names], [types], multi_cell) | ("vector", element, dimension)
+# ("native", Kind's name, bits, counter, time_ordered, ascii) | ("list" | "set", element, multi_cell)
+# | ("map", key, value, multi_cell) | ("tuple", [types]) | ("udt", [field names], [types], multi_cell)
+# | ("vector", element, dimension)
+CqlTypeTree: TypeAlias = tuple
 ColumnSpec: TypeAlias = tuple[bytes, CqlTypeTree, bool]  # (UTF-8 name, type, live)
 # (id, keyspace, name, key schema id, value schema id, partition key types, clustering types, columns,
 # mode: 0 skip its changes, 1 make them events, 2 hand off the entries holding them)

@@ -1,5 +1,6 @@
-//! CQL types as the native core takes them: the tree the Python type layer (`connector.cql`)
-//! parsed and resolved, handed over once per schema version, so types are parsed in one place.
+//! CQL types as the native core takes them: the tree the Python type layer (`schemas.cql`) parsed and
+//! resolved, handed over once per schema version with each native type's traits (kind, width, flags),
+//! so types are parsed and named in one place.
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum CqlType {
@@ -32,30 +33,31 @@ pub enum CqlType {
 }
 
 impl CqlType {
-    /// The native type named `name` (`varchar` is `text`).
-    pub fn native(name: &str) -> Option<CqlType> {
+    /// The native type of these traits (`schemas.cql.Kind`'s name, the width of an integer or a
+    /// float, and whether it is a counter, a timeuuid, ascii).
+    pub fn native(kind: &str, bits: u32, counter: bool, time_ordered: bool, ascii: bool) -> Option<CqlType> {
         use CqlType::*;
-        Some(match name {
-            "ascii" => Ascii,
-            "bigint" => Bigint,
-            "blob" => Blob,
-            "boolean" => Boolean,
-            "counter" => Counter,
-            "date" => Date,
-            "decimal" => Decimal,
-            "double" => Double,
-            "duration" => Duration,
-            "float" => Float,
-            "inet" => Inet,
-            "int" => Int,
-            "smallint" => Smallint,
-            "text" | "varchar" => Text,
-            "time" => Time,
-            "timestamp" => Timestamp,
-            "timeuuid" => Timeuuid,
-            "tinyint" => Tinyint,
-            "uuid" => Uuid,
-            "varint" => Varint,
+        Some(match (kind, bits) {
+            ("TEXT", _) if ascii => Ascii,
+            ("TEXT", _) => Text,
+            ("BLOB", _) => Blob,
+            ("BOOLEAN", _) => Boolean,
+            ("INTEGER", 64) if counter => Counter,
+            ("INTEGER", 8) => Tinyint,
+            ("INTEGER", 16) => Smallint,
+            ("INTEGER", 32) => Int,
+            ("INTEGER", 64) => Bigint,
+            ("VARINT", _) => Varint,
+            ("DECIMAL", _) => Decimal,
+            ("FLOAT", 32) => Float,
+            ("FLOAT", 64) => Double,
+            ("TIMESTAMP", _) => Timestamp,
+            ("DATE", _) => Date,
+            ("TIME", _) => Time,
+            ("UUID", _) if time_ordered => Timeuuid,
+            ("UUID", _) => Uuid,
+            ("INET", _) => Inet,
+            ("DURATION", _) => Duration,
             _ => return None,
         })
     }
@@ -93,5 +95,26 @@ impl CqlType {
     /// A text-keyed map, which Avro writes as a map rather than an array of entries.
     pub fn text_keys(key: &CqlType) -> bool {
         matches!(key, CqlType::Ascii | CqlType::Text)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::CqlType::{self, *};
+
+    #[test]
+    fn the_traits_name_one_native_type_each() {
+        let native =
+            |kind, bits, counter, time_ordered, ascii| CqlType::native(kind, bits, counter, time_ordered, ascii);
+        assert_eq!(native("TEXT", 0, false, false, true), Some(Ascii));
+        assert_eq!(native("TEXT", 0, false, false, false), Some(Text));
+        assert_eq!(native("INTEGER", 8, false, false, false), Some(Tinyint));
+        assert_eq!(native("INTEGER", 64, true, false, false), Some(Counter));
+        assert_eq!(native("INTEGER", 64, false, false, false), Some(Bigint));
+        assert_eq!(native("FLOAT", 32, false, false, false), Some(Float));
+        assert_eq!(native("UUID", 0, false, true, false), Some(Timeuuid));
+        assert_eq!(native("UUID", 0, false, false, false), Some(Uuid));
+        assert_eq!(native("INTEGER", 24, false, false, false), None);
+        assert_eq!(native("MONEY", 0, false, false, false), None);
     }
 }

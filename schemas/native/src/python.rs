@@ -8,15 +8,20 @@ use crate::cql::CqlType;
 impl<'py> FromPyObject<'_, 'py> for CqlType {
     type Error = PyErr;
 
-    /// ("native", name) | ("list" | "set", element, multi-cell) | ("map", key, value, multi-cell)
-    /// | ("tuple", [types]) | ("udt", [field names], [types], multi-cell) | ("vector", element, dimension)
+    /// ("native", kind, bits, counter, time ordered, ascii) | ("list" | "set", element, multi-cell)
+    /// | ("map", key, value, multi-cell) | ("tuple", [types]) | ("udt", [field names], [types], multi-cell)
+    /// | ("vector", element, dimension)
     fn extract(tree: Borrowed<'_, 'py, PyAny>) -> PyResult<Self> {
         let kind: String = tree.get_item(0)?.extract()?;
         let item = |i: usize| tree.get_item(i);
         Ok(match kind.as_str() {
             "native" => {
-                let name: String = item(1)?.extract()?;
-                CqlType::native(&name).ok_or_else(|| PyValueError::new_err(format!("unknown CQL type {name}")))?
+                let kind: String = item(1)?.extract()?;
+                let bits: u32 = item(2)?.extract()?;
+                let (counter, time_ordered, ascii) = (item(3)?.extract()?, item(4)?.extract()?, item(5)?.extract()?);
+                CqlType::native(&kind, bits, counter, time_ordered, ascii).ok_or_else(|| {
+                    PyValueError::new_err(format!("no native CQL type of kind {kind} and {bits} bits"))
+                })?
             }
             "list" => CqlType::List { element: Box::new(item(1)?.extract()?), multi_cell: item(2)?.extract()? },
             "set" => CqlType::Set { element: Box::new(item(1)?.extract()?), multi_cell: item(2)?.extract()? },
