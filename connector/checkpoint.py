@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Callable
 
 from connector.commitlog import Position
-from schemas.runtime.durable import write_atomically
 from connector.source import SegmentFile
+from schemas.runtime.durable import write_atomically
 
 
 class DeliveryFailed(RuntimeError):
@@ -175,6 +175,11 @@ class Checkpoint:
     def releasing(self, segment_id: int) -> bool:
         """Whether the segment was read to its end and waits for its release."""
         return segment_id in self._finished or segment_id in self.state.done
+
+    @property
+    def releasing_ids(self) -> frozenset[int]:
+        """Every segment `releasing` answers True for."""
+        return frozenset(self._finished).union(self.state.done)
 
     def commit(self) -> Position | None:
         """Commit what Kafka has acknowledged, then release the segments it completes."""

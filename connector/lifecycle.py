@@ -15,7 +15,9 @@ as lost when a record of an earlier run says so. Stages never move otherwise: `m
 the diagram does not draw (`IllegalStep`), so a bookkeeping mistake is loud, not a skipped segment.
 
 Another thread (the monitor) sees segments too, while the loop may be busy for a long time inside one:
-it hands its listings over (`sighted`), and the loop takes them in at its next look (`observe`).
+it hands the indexed segments it saw over (`sighted`), and the loop takes them in at its next look
+(`observe`). Released and skipped segments leave the table of live ones for a set of ids, so the loop's
+looks cost what is in cdc_raw, not what the run has read.
 """
 from __future__ import annotations
 
@@ -51,8 +53,8 @@ STEPS: dict[Stage | None, frozenset[Stage]] = {
     S.RELEASED: frozenset(),
     S.SKIPPED: frozenset(),
 }
-# Read to the end in this run, or out of reading's way for good: a listing does not make them indexed again.
-ENDED = frozenset({S.FINISHED, S.QUARANTINED, S.RELEASED, S.SKIPPED})
+# Out of reading's way for good: a listing never makes them known again.
+TERMINAL = frozenset({S.RELEASED, S.SKIPPED})
 # Indexed (or back) and not read to the end: one that leaves cdc_raw now is lost.
 OPEN = frozenset({S.INDEXED, S.READING, S.RETURNED})
 
@@ -71,16 +73,14 @@ class SegmentState:
 
 class SegmentLife:
     def __init__(self) -> None:
-        self._states: dict[int, SegmentState] = {}
-        self._sightings: list[Listing] = []
-        self._lock = threading.Lock()  # guards `_sightings` only: everything else is the loop thread's
-
-    def state(self, segment_id: int) -> SegmentState | None:
-        return self._states.get(segment_id)
+        self._states: dict[int, SegmentState] = {}  # live segments
+        self._ended: dict[int, Stage] = {}  # segment id → its terminal stage
+        self._sighted: dict[int, SegmentFile] = {}  # indexed segments the monitor saw since the last look
+        self._lock = threading.Lock()  # guards `_sighted` only: everything else is the loop thread's
 
     def stage(self, segment_id: int) -> Stage | None:
         state = self._states.get(segment_id)
-        return state.stage if state else None
+        return state.stage if state else self._ended.get(segment_id)
 
     def in_stage(self, *stages: Stage) -> list[SegmentState]:
         """The segments in these stages, oldest first."""
@@ -94,9 +94,13 @@ class SegmentLife:
         """Move `segment` to `to` (`indexed`: its index is seen now); returns the stage it left (None: it
         was not known)."""
         known = self._states.get(segment.segment_id)
-        was = known.stage if known else None
+        was = known.stage if known else self._ended.get(segment.segment_id)
         if to not in STEPS[was]:
             raise IllegalStep(f"{segment.name}: {was.value if was else 'unknown'} → {to.value}")
+        if to in TERMINAL:
+            self._states.pop(segment.segment_id, None)
+            self._ended[segment.segment_id] = to
+            return was
         returned = to is S.RETURNED or (to is S.READING and known is not None and known.returned)
         indexed = indexed or to is S.INDEXED or (known is not None and known.indexed)
         self._states[segment.segment_id] = SegmentState(segment, to, indexed, returned)
@@ -109,32 +113,33 @@ class SegmentLife:
         if known.stage is not S.READING:
             raise IllegalStep(f"{segment.name}: {known.stage.value}, not reading")
         if known.returned:
-            self._states[segment.segment_id] = SegmentState(known.segment, S.RETURNED, known.indexed, True)
+            self.move(segment, S.RETURNED)
         elif known.indexed:
             self.move(segment, S.INDEXED)
         else:
             del self._states[segment.segment_id]
 
     def sighted(self, listing: Listing) -> None:
-        """A listing another thread took; the loop takes it in at its next `observe`."""
+        """A listing another thread took: its indexed segments are taken in at the loop's next `observe`."""
+        indexed = {s.segment_id: s for s in listing.segments if s.segment_id in listing.indexed}
         with self._lock:
-            self._sightings.append(listing)
+            self._sighted.update(indexed)
 
     def observe(self, listing: Listing) -> list[SegmentState]:
-        """Take in the listings sighted since the last look, then `listing` (the loop's own, newest):
+        """Take in the segments sighted since the last look, then `listing` (the loop's own, newest):
         segments with an index become known (indexed), those known and not ended that are absent from
         `listing` are returned — lost, unless the caller knows they are being released."""
         with self._lock:
-            sightings, self._sightings = self._sightings, []
-        for seen in (*sightings, listing):
-            for segment in seen.segments:
-                if segment.segment_id in seen.indexed:
-                    self._indexed(segment)
+            sighted, self._sighted = self._sighted, {}
+        for segment in (*sighted.values(), *(s for s in listing.segments if s.segment_id in listing.indexed)):
+            self._indexed(segment)
         present = {s.segment_id for s in listing.segments}
         return [s for i, s in sorted(self._states.items())
                 if s.stage in OPEN and (s.indexed or s.returned) and i not in present]
 
     def _indexed(self, segment: SegmentFile) -> None:
+        if segment.segment_id in self._ended:
+            return  # a listing taken before a release must not make the segment known again
         known = self._states.get(segment.segment_id)
         if known is None:
             self.move(segment, S.INDEXED)
@@ -142,4 +147,3 @@ class SegmentLife:
             self._states[segment.segment_id] = SegmentState(known.segment, S.READING, True, known.returned)
         elif known.stage is S.ACKNOWLEDGED:
             self.move(segment, S.INDEXED)
-        # Ended ones stay ended: a listing taken before a release must not make the segment known again.

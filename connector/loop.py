@@ -21,20 +21,20 @@ from dataclasses import dataclass
 
 from confluent_kafka import KafkaException
 
-from schemas.avro import ChangeSerializer, RegistryError, SchemaRejected
 from connector.checkpoint import Checkpoint, DeliveryFailed, PositionStore
 from connector.commitlog import Change, CommitLogError, Position, Undecodable
 from connector.commitlog.cdc_index import SUFFIX
-from schemas.change import write_time
 from connector.config import ConnectorSettings
 from connector.deadletters import Rejections, dead_letter, dead_letter_topic, undecodable_letter
-from schemas.runtime.kafka import EventProducer, TopicError
 from connector.lifecycle import SegmentLife, Stage
 from connector.lost import LostSegment, LostSegments
 from connector.metrics import Health, Metrics
 from connector.schema.live import LiveSchema, SchemaUnavailable
 from connector.segments import leftovers, quarantine_segment, release_segment
 from connector.source import IndexProblem, Listing, SegmentFile, SegmentTail, durable_end, next_segment, scan
+from schemas.avro import ChangeSerializer, RegistryError, SchemaRejected
+from schemas.change import write_time
+from schemas.runtime.kafka import EventProducer, TopicError
 
 log = logging.getLogger("ringtail.connector")
 
@@ -175,10 +175,8 @@ class SegmentLoop:
 
     def _publish(self) -> None:
         checkpoint, tail = self.checkpoint, self.tail
-        releasing = frozenset(s.segment.segment_id for s in self.life.in_stage(Stage.FINISHED, Stage.QUARANTINED))
         self.view = LoopView(checkpoint.committed, tail.position if tail is not None else None,
-                             checkpoint.in_flight, releasing | frozenset(checkpoint.state.done),
-                             self._shown[1] if self._shown else None)
+                             checkpoint.in_flight, checkpoint.releasing_ids, self._shown[1] if self._shown else None)
 
     # -- one step --------------------------------------------------------------------------------
 
@@ -188,10 +186,9 @@ class SegmentLoop:
         # commit still follows what Kafka acknowledges.
         self.producer.poll(0)
         listing = scan(self.settings.cdc_raw)
-        self._watch_segments(listing)
+        pending = self._watch_segments(listing)
         if self.clock() - self._housekept >= self.settings.housekeeping_interval:
             self._housekeep(listing)
-        pending = self.lost.pending()
         blocked_from = pending[0].segment_id if pending else None
         returned = self.life.returned()
         segment = next_segment(listing, self.checkpoint.releasing, blocked_from, returned)
@@ -350,8 +347,7 @@ class SegmentLoop:
         """Stop reading the segment before its end: it waits where it was (`SegmentLife.stop_reading`)."""
         if self.tail is not None:
             self.tail.close()
-            if self.life.stage(self.tail.segment.segment_id) is Stage.READING:
-                self.life.stop_reading(self.tail.segment)
+            self.life.stop_reading(self.tail.segment)
             self.tail = None
 
     def _finish(self, tail: SegmentTail, stage: Stage) -> None:
@@ -416,9 +412,10 @@ class SegmentLoop:
             self._index_reported = None
             self._quarantine(tail, problem)
 
-    def _watch_segments(self, listing: Listing) -> None:
+    def _watch_segments(self, listing: Listing) -> list[LostSegment]:
         """Indexed segments become known; one that vanished before it was read to its end is lost; a lost
-        one back in cdc_raw is read again, one whose loss was acknowledged is passed."""
+        one back in cdc_raw is read again, one whose loss was acknowledged is passed. Returns the lost
+        segments still waited for, oldest first."""
         for vanished in self.life.observe(listing):
             if not self.checkpoint.releasing(vanished.segment.segment_id):
                 self._record_lost(vanished.segment, self.checkpoint.start_after(vanished.segment))
@@ -437,6 +434,7 @@ class SegmentLoop:
                 self.life.move(state.segment, Stage.ACKNOWLEDGED)
                 self._lost_cleared(state.segment.name)
                 log.warning("the loss of %s is acknowledged: reading goes on past it", state.segment.name)
+        return [lost for lost in pending if lost.segment_id not in present]
 
     def _record_lost(self, segment: SegmentFile, position: Position | None) -> None:
         if self.tail is not None and self.tail.segment.segment_id == segment.segment_id:
