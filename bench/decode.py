@@ -28,12 +28,12 @@ sys.path.insert(0, str(REPO_ROOT))
 from fastavro import parse_schema  # noqa: E402
 
 from connector import native_core  # noqa: E402
+from connector.commitlog import SegmentReader, UnknownTable, skip_unknown_tables  # noqa: E402
+from connector.commitlog.mutation import MutationDecoder  # noqa: E402
 from schemas import _native  # noqa: E402
 from schemas.avro import ChangeEncoder  # noqa: E402
 from schemas.avro.table import SourceInfo  # noqa: E402
 from schemas.avro.wire import frame  # noqa: E402
-from connector.commitlog import SegmentReader, UnknownTable, skip_unknown_tables  # noqa: E402
-from connector.commitlog.mutation import MutationDecoder  # noqa: E402
 from schemas.tables import SchemaSnapshot, parse_ddl, parse_ddl_file  # noqa: E402
 
 DATA = REPO_ROOT / "tests" / "unit" / "connector" / "commitlog" / "data"  # segments read as files, not test code

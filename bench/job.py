@@ -59,14 +59,14 @@ from cassandra.concurrent import execute_concurrent_with_args  # noqa: E402
 from confluent_kafka import Consumer, KafkaException, TopicPartition  # noqa: E402
 from confluent_kafka.admin import AdminClient  # noqa: E402
 
-from schemas.avro.reader import event_readers  # noqa: E402
-from schemas.runtime.session import connect  # noqa: E402
 from deploy.local.endpoints import StackUnavailable, connect_stack  # noqa: E402
 from deploy.local.processes import ConnectorProcess, peak_rss  # noqa: E402
+from schemas.avro.reader import event_readers  # noqa: E402
+from schemas.runtime.session import connect  # noqa: E402
 from spark.delivery.assign import assign_batch  # noqa: E402
-from spark.job.config import JobSettings  # noqa: E402
 from spark.delivery.events import decode_records  # noqa: E402
 from spark.delivery.native_events import NativeEvents  # noqa: E402
+from spark.job.config import JobSettings  # noqa: E402
 from spark.streams.generations import MICROS_PER_SECOND  # noqa: E402
 from spark.streams.storage import GenerationStore  # noqa: E402
 from timing import best_seconds  # noqa: E402 - bench/ is the script's directory

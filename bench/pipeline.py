@@ -36,9 +36,9 @@ from confluent_kafka.schema_registry import SchemaRegistryClient  # noqa: E402
 from confluent_kafka.schema_registry.avro import AvroDeserializer  # noqa: E402
 from confluent_kafka.serialization import MessageField, SerializationContext  # noqa: E402
 
-from schemas.runtime.session import connect  # noqa: E402
 from deploy.local.endpoints import StackUnavailable, connect_stack  # noqa: E402
 from deploy.local.processes import ConnectorProcess  # noqa: E402
+from schemas.runtime.session import connect  # noqa: E402
 
 PARTITIONS = 3
 MiB = 1 << 20

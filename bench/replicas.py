@@ -43,9 +43,9 @@ sys.path.insert(0, str(REPO_ROOT))
 from confluent_kafka import Consumer, Producer, TopicPartition  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
+from deploy.local.processes import ConnectorProcess  # noqa: E402
 from schemas.avro.reader import event_readers  # noqa: E402
 from schemas.avro.wire import frame, schema_id_of, unframe  # noqa: E402
-from deploy.local.processes import ConnectorProcess  # noqa: E402
 from job import (TABLE, Run, base_settings, capture, cleanup, close_clients, delete_topics,  # noqa: E402
                  driver_jvm, end_offsets, local_stack, open_clients, prefix_topics, run_in_turns)
 from spark.job.config import JobSettings  # noqa: E402

@@ -44,15 +44,15 @@ sys.path.insert(0, str(REPO_ROOT))
 from pyspark.sql import functions as F  # noqa: E402
 from pyspark.sql.types import StringType, StructField, StructType  # noqa: E402
 
-from schemas.runtime.access import CassandraCluster  # noqa: E402
 from deploy.local.endpoints import StackUnavailable, connect_stack  # noqa: E402
+from deploy.local.receiver import Receiver  # noqa: E402
+from schemas.runtime.access import CassandraCluster  # noqa: E402
 from spark import rows as R  # noqa: E402
-from spark.job.config import JobSettings  # noqa: E402
 from spark.delivery.pipeline import spark_session  # noqa: E402
+from spark.job.config import JobSettings  # noqa: E402
 from spark.sinks.contract import MicroBatch  # noqa: E402
 from spark.sinks.registry import open_sink  # noqa: E402
 from spark.sinks.settings import SinkContext  # noqa: E402
-from deploy.local.receiver import Receiver  # noqa: E402
 
 # Each a sink kind, with a variant of its settings after a dash; a floor, its target's plain load.
 SINKS = ("delta", "delta-typed", "delta-mirror", "postgres", "postgres-typed", "postgres-mirror", "mysql", "mysql-typed",

@@ -18,9 +18,9 @@ import logging
 import time
 from typing import Callable
 
-from schemas.avro import SchemaRejected
 from connector.commitlog import Change, Undecodable, UnknownTable
 from connector.commitlog.render import ChangeRenderer
+from schemas.avro import SchemaRejected
 from schemas.tables.model import SchemaSnapshot
 
 log = logging.getLogger("ringtail.connector")

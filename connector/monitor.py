@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING, Callable
 
 from connector.config import ConnectorSettings
 from connector.metrics import Health, Metrics
-from schemas.runtime.reach import RefusalWatch
 from connector.segments import cdc_raw_usage
 from connector.source import backlog, scan
+from schemas.runtime.reach import RefusalWatch
 
 if TYPE_CHECKING:
     from connector.loop import SegmentLoop

@@ -9,13 +9,13 @@ import time
 from typing import Callable, Iterator, NamedTuple
 
 from connector import native_core
-from schemas import _native
-from schemas.avro import ChangeSerializer, SchemaRejected
 from connector.commitlog import UNDECODABLE, Change, Position, SchemaMismatch, Undecodable, UnknownTable
 from connector.commitlog.mutation import MutationDecoder
 from connector.commitlog.reader import retry_schema
-from schemas.tables.model import SchemaSnapshot, Table
 from connector.source import SegmentFile, SegmentTail
+from schemas import _native
+from schemas.avro import ChangeSerializer, SchemaRejected
+from schemas.tables.model import SchemaSnapshot, Table
 
 PASS_EVENTS = 5_000  # events per native pass: bounds memory, lets the producer send in between
 

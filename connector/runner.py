@@ -13,19 +13,19 @@ import threading
 
 from confluent_kafka.schema_registry import SchemaRegistryClient
 
-from schemas.avro import ChangeEncoder, ChangeSerializer, SchemaRegistry, SchemaRejected, SourceInfo
 from connector.config import ConnectorSettings
 from connector.deadletters import Rejections, dead_letter_topic
-from schemas.runtime.kafka import EventProducer
 from connector.lock import exclusive
 from connector.loop import SegmentLoop, Services
 from connector.metrics import Health, Metrics, connector_readiness
-from schemas.runtime.status import StatusServer
 from connector.monitor import Monitor
-from schemas.runtime.reach import RefusalWatch, check_access
 from connector.schema.live import LiveSchema, SchemaUnavailable
 from connector.source import scan
 from connector.wake import DirectoryWatch
+from schemas.avro import ChangeEncoder, ChangeSerializer, SchemaRegistry, SchemaRejected, SourceInfo
+from schemas.runtime.kafka import EventProducer
+from schemas.runtime.reach import RefusalWatch, check_access
+from schemas.runtime.status import StatusServer
 
 log = logging.getLogger("ringtail.connector")
 

@@ -15,15 +15,15 @@ import uuid
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from schemas.runtime.access import CassandraSecurity
 from connector.commitlog import UNDECODABLE, Cell, Change, SchemaMismatch, UnknownTable
 from schemas.change import write_time
+from schemas.runtime.access import CassandraSecurity
 
 from .history import SchemaChange, SchemaHistory
 from schemas.tables.loader import read_snapshot
 from .logged import FlagRow, LoggedTables, column_row, type_row
-from schemas.tables.model import SchemaSnapshot, Table
 from schemas.runtime.session import connect
+from schemas.tables.model import SchemaSnapshot, Table
 from .store import load_history, save_history
 
 log = logging.getLogger("ringtail.schema")

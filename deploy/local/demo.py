@@ -39,8 +39,8 @@ from confluent_kafka.serialization import MessageField, SerializationContext  # 
 from connector.checkpoint import PositionStore  # noqa: E402
 from connector.commitlog import Position  # noqa: E402
 from connector.commitlog.cdc_index import read_cdc_index  # noqa: E402
-from schemas.runtime.session import connect  # noqa: E402
 from connector.source import durable_end, list_segments  # noqa: E402
+from schemas.runtime.session import connect  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 KEYSPACE = "ringtail_demo"

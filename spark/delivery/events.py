@@ -14,10 +14,10 @@ from collections.abc import Callable, Iterator
 
 import pyarrow as pa
 
-from schemas.runtime.access import RegistrySecurity
 from schemas.avro.errors import MalformedPayload, RegistryError, UnknownSchemaId
 from schemas.avro.reader import ColumnReader, EventReader, EventReaders, event_readers
 from schemas.avro.wire import schema_id_of, unframe
+from schemas.runtime.access import RegistrySecurity
 
 from spark import rows as R
 from .assign import StreamAssigner

@@ -13,9 +13,9 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from schemas.runtime.access import CassandraCluster
+from schemas.runtime.session import connect
 from schemas.tables.loader import read_table
 from schemas.tables.model import Table, UserType
-from schemas.runtime.session import connect
 
 from .engine import Change, MergeCounts, MirrorStore, merge
 from .layout import MirrorLayout

@@ -23,9 +23,9 @@ from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPart
 from pyspark.sql.types import StructType
 
 from schemas.runtime.access import CassandraSecurity
+from schemas.runtime.session import connect
 from schemas.tables.loader import read_table
 from schemas.tables.model import Table, UserType
-from schemas.runtime.session import connect
 from spark import rows as R
 from spark.location import Location
 from spark.streams.generations import Generation, Generations

@@ -10,10 +10,10 @@ import pytest
 from deploy.local.endpoints import Stack
 from deploy.local.processes import ConnectorProcess
 from spark.job.config import JobSettings
-from spark.subscriptions.settings import ServerSettings
 from spark.server.runner import Runner
 from spark.subscriptions.control import Control, spark_filter_check
 from spark.subscriptions.registry import SubscriptionRegistry
+from spark.subscriptions.settings import ServerSettings
 from tests.integration.pipeline import EventConsumer
 
 LOG_TAIL = 60  # lines of each process log shown with a failed test

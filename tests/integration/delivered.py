@@ -9,12 +9,12 @@ import psycopg
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
 
 from schemas.runtime.access import KafkaSecurity
-from spark.job.config import JobSettings
 from spark.delivery.generations import GenerationKeeper
 from spark.delivery.pipeline import BatchWriter, start
+from spark.delivery.tally import BatchCounts
+from spark.job.config import JobSettings
 from spark.sinks.delta.sink import DeltaSink
 from spark.sinks.mysql.connection import connect_dsn
-from spark.delivery.tally import BatchCounts
 
 
 def run_available(spark, settings: JobSettings, sink=None, counted: list[BatchCounts] | None = None) -> list[dict]:

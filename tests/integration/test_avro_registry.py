@@ -9,10 +9,10 @@ from confluent_kafka.schema_registry import SchemaRegistryClient
 from confluent_kafka.schema_registry.avro import AvroDeserializer
 from confluent_kafka.serialization import MessageField, SerializationContext
 
-from schemas.avro import ChangeEncoder, ChangeSerializer, SchemaRegistry, SchemaRejected, SourceInfo
 from connector.commitlog import Change
-from schemas.tables import SchemaSnapshot, parse_ddl
 from deploy.local.endpoints import Stack
+from schemas.avro import ChangeEncoder, ChangeSerializer, SchemaRegistry, SchemaRejected, SourceInfo
+from schemas.tables import SchemaSnapshot, parse_ddl
 from tests.unit.connector.commitlog.testdata import DDL_50, SCHEMA_50 as SCHEMA, SEGMENT_50 as SEGMENT, changes_50 as changes
 
 PROCESSED_MS = 1795323700000

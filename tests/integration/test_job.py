@@ -15,36 +15,36 @@ import psycopg
 import pytest
 from confluent_kafka.schema_registry import SchemaRegistryClient
 
-from schemas.runtime.access import CassandraCluster
-from schemas.avro.registry import SchemaRegistry
 from deploy.local.endpoints import ROOT
+from schemas.avro.registry import SchemaRegistry
+from schemas.runtime.access import CassandraCluster
 from pyspark.sql import functions as F
+from deploy.local.receiver import Receiver
+from schemas.cql import parse_type
+from schemas.tables.loader import read_table
 from spark import rows as R
 from spark.delivery.generations import GenerationKeeper
 from spark.delivery.pipeline import BatchWriter, start
+from spark.delivery.tally import BatchCounts
 from spark.sinks.contract import utc_time
 from spark.sinks.delta.sink import DeltaSink
 from spark.sinks.http.sink import HttpSink
 from spark.sinks.kafka.sink import KafkaSink
-from schemas.cql import parse_type
-from schemas.tables.loader import read_table
 from spark.sinks.log_table import LogLayout
 from spark.sinks.mysql.connection import connect_dsn
 from spark.sinks.mysql.log import MySqlSink
 from spark.sinks.mysql.typed import MySqlTypedSink
 from spark.sinks.postgres.log import PostgresSink
 from spark.sinks.postgres.typed import PostgresTypedSink
-from spark.delivery.tally import BatchCounts
+from spark.streams.generations import MICROS_PER_SECOND, Generation, Generations
+from spark.streams.storage import GenerationStore
+from spark.streams.topology import build_topology_description
 from tests.integration.decoders import assert_decoders_agree
 from tests.integration.delivered import dead_letters, drop_mysql_database, log_rows, mysql_database, run_available
 from tests.integration.mirrors import log_json, mysql_values, postgres_values
-from spark.streams.generations import MICROS_PER_SECOND, Generation, Generations
-from spark.streams.topology import build_topology_description
-from spark.streams.storage import GenerationStore
 from tests.integration.pipeline import has_marker, write_marker
-from tests.integration.suites.job import JobIntoDelta
 from tests.integration.serving import CUT_BATCH
-from deploy.local.receiver import Receiver
+from tests.integration.suites.job import JobIntoDelta
 from tests.support import wait_for
 
 

@@ -21,11 +21,11 @@ from spark.rows import (
     ROW_INSERT,
     ROW_UPDATE,
 )
-from tests.integration.micro_batches import micro_batch
 from spark.sinks.cassandra.sink import CassandraSink
 from spark.streams import build_topology_description, read_ring
 from spark.streams.generations import Generation, Generations
 from spark.streams.storage import GenerationStore
+from tests.integration.micro_batches import micro_batch
 
 pytestmark = pytest.mark.integration
 

@@ -22,10 +22,10 @@ from cassandra.concurrent import execute_concurrent
 from cassandra.query import SimpleStatement
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 
-from schemas.runtime.access import CassandraCluster
+from deploy.local.endpoints import ROOT
 from schemas.avro.reader import event_readers
 from schemas.avro.wire import frame, schema_id_of, unframe
-from deploy.local.endpoints import ROOT
+from schemas.runtime.access import CassandraCluster
 from spark.job.config import JobSettings
 from spark.sinks.delta.sink import DeltaSink
 from spark.sinks.mysql.connection import connect_dsn

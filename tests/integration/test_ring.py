@@ -22,23 +22,23 @@ from cassandra import ConsistencyLevel, Unavailable
 from cassandra.query import SimpleStatement
 from confluent_kafka.admin import AdminClient, ConfigResource
 
-from schemas.runtime.access import CassandraCluster
 from deploy.local.endpoints import Stack
 from deploy.local.processes import ConnectorProcess
+from schemas.runtime.access import CassandraCluster
 from spark import rows as R
-from spark.job.config import JobSettings
 from spark.delivery.pipeline import records_per_batch
-from spark.sinks.registry import open_sink
+from spark.job.config import JobSettings
 from spark.sinks.delta.sink import DeltaSink
 from spark.sinks.postgres.log import PostgresSink
 from spark.sinks.postgres.mirror import PostgresMirrorSink
+from spark.sinks.registry import open_sink
 from spark.streams import read_ring
 from spark.streams.ring import copies_per_change
 from spark.streams.storage import GenerationStore
+from tests.integration.delivered import kafka_messages, log_rows, run_available
 from tests.integration.mirrors import diff, layout_of, postgres_rows, source_rows
 from tests.integration.pipeline import EventConsumer
 from tests.integration.side_stacks import BROKERS, NODES, RING, forget, started
-from tests.integration.delivered import kafka_messages, log_rows, run_available
 from tests.support import new_keyspace
 
 

@@ -23,20 +23,20 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from schemas.runtime.access import CassandraSecurity, KafkaSecurity
-from schemas.runtime.session import connect
 from deploy.local.endpoints import ROOT, Stack
 from deploy.local.processes import ConnectorProcess
 from deploy.local.receiver import Receiver
 from deploy.local.secure import Secured as SecuredFiles
+from schemas.runtime.access import CassandraSecurity, KafkaSecurity
+from schemas.runtime.session import connect
 from spark.job.config import JobSettings
-from spark.sinks.registry import open_sink
 from spark.sinks.mysql.connection import connect_dsn
+from spark.sinks.registry import open_sink
 from spark.sinks.settings import with_password
+from tests.integration.delivered import kafka_messages, run_available
 from tests.integration.mirrors import diff, layout_of, postgres_rows, source_rows
 from tests.integration.serving import runner_process
 from tests.integration.side_stacks import SECURED, forget, started
-from tests.integration.delivered import kafka_messages, run_available
 from tests.support import unused_port, wait_for
 
 @dataclasses.dataclass(frozen=True)

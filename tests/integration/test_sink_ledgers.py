@@ -13,10 +13,10 @@ import psycopg
 import pytest
 
 from schemas.runtime.access import CassandraCluster
-from spark.sinks.registry import open_sink
-from spark.sinks.settings import SinkContext
 from spark.sinks.ledger import BatchMismatch
 from spark.sinks.mysql.connection import connect_dsn
+from spark.sinks.registry import open_sink
+from spark.sinks.settings import SinkContext
 from tests.integration.delivered import drop_mysql_database, kafka_messages, mysql_database
 from tests.integration.micro_batches import log_row, micro_batch
 

@@ -40,8 +40,8 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import ArrayType, BinaryType, LongType, StructField, StructType, TimestampType
 
 from schemas.runtime.access import CassandraCluster
-from schemas.tables.loader import read_table
 from schemas.runtime.session import connect
+from schemas.tables.loader import read_table
 from spark import rows as R
 from spark.mirror.layout import MirrorLayout
 from spark.mirror.tables import Layouts, batch_changes, merge_batch, prepare_tables

@@ -12,7 +12,6 @@ from types import SimpleNamespace
 import pytest
 from fastavro import parse_schema, schemaless_reader
 
-from schemas.change import write_time
 from connector.config import ConnectorSettings
 from connector.deadletters import Rejections
 from connector.lifecycle import SegmentLife, Stage
@@ -20,10 +19,11 @@ from connector.loop import SegmentLoop, Services
 from connector.lost import LostSegments
 from connector.metrics import Health, Metrics
 from connector.native_source import NativeDecoders
-from schemas.avro import ChangeEncoder
-from schemas.avro.table import SourceInfo
 from connector.schema.history import SchemaHistory
 from connector.source import scan
+from schemas.avro import ChangeEncoder
+from schemas.avro.table import SourceInfo
+from schemas.change import write_time
 from tests.unit.connector.commitlog.mutations import SCHEMA, TABLE_ID, clustered_insert
 from tests.unit.connector.commitlog.segment_builder import segment
 

@@ -8,9 +8,9 @@ import pytest
 from spark.delivery.checkpoint import batch_digest, newest_batch
 from spark.job.config import JobSettings
 from spark.location import Location, S3Access, StorageAccessError
-from spark.subscriptions.settings import ServerSettings
 from spark.server.delivery import checkpoint_of
 from spark.subscriptions.model import Subscription
+from spark.subscriptions.settings import ServerSettings
 
 CHECKPOINT = Path(__file__).parent / "delivery" / "data" / "kafka-checkpoint"
 

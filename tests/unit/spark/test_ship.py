@@ -6,8 +6,8 @@ import tarfile
 import time
 
 from spark import ship
-from spark.job.config import JobSettings
 from spark.delivery.pipeline import shipped, spark_master
+from spark.job.config import JobSettings
 
 
 def test_the_dependencies_are_what_ringtail_imports_on_executors_and_not_what_spark_has():

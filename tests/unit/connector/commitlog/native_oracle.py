@@ -13,8 +13,8 @@ from schemas.avro.table import SourceInfo, TableEncoder
 from schemas.avro.wire import frame
 from connector.commitlog import Change, CommitLogError, SchemaMismatch, SegmentReader, UnknownTable, \
     skip_unknown_tables
-from schemas.change import write_time
 from connector.native_changes import native_changes as changes
+from schemas.change import write_time
 from schemas.tables import SchemaSnapshot
 
 SOURCE = SourceInfo("ringtail", "test-cluster", "node-1", version="1.2.3")

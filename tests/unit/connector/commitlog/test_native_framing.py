@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from schemas import _native
 from connector.commitlog import CommitLogError, TruncatedSegment, read_descriptor
 from connector.commitlog.entry import entries
 from connector.commitlog.sync import sections
-from tests.unit.connector.commitlog.segment_builder import segment
+from schemas import _native
 from tests.unit.connector.commitlog.mutations import COMPRESSORS, SECTIONS
+from tests.unit.connector.commitlog.segment_builder import segment
 from tests.unit.connector.commitlog.testdata import SEGMENT_40
 
 DATA = Path(__file__).resolve().parent / "data"

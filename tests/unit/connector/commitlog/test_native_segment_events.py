@@ -6,14 +6,14 @@ entry with the same typed error."""
 import pytest
 
 from connector import native_core
-from schemas import _native
 from connector.commitlog import CommitLogError, SegmentReader, UnknownTable, skip_unknown_tables
+from schemas import _native
 from tests.unit.connector.commitlog.conftest import write_segment  # noqa: F401 (a fixture)
 from tests.unit.connector.commitlog.native_oracle import SOURCE, TS_MS, native_events as native, outcome, \
     reference_events as reference, schema_ids
-from tests.unit.connector.commitlog.segment_builder import segment
 from tests.unit.connector.commitlog.damage import damaged_row_segments
 from tests.unit.connector.commitlog.mutations import SCHEMA as ROWS, SEGMENT_ID as ROWS_ID, sample_mutations
+from tests.unit.connector.commitlog.segment_builder import segment
 from tests.unit.connector.commitlog.testdata import SCHEMA_40, SCHEMA_50, SCHEMA_50_NONE, SEGMENT_40, SEGMENT_50, SEGMENT_50_NONE
 
 REAL = [(SEGMENT_50, SCHEMA_50), (SEGMENT_50_NONE, SCHEMA_50_NONE), (SEGMENT_40, SCHEMA_40)]

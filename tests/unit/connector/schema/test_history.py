@@ -3,10 +3,10 @@ from __future__ import annotations
 
 import uuid
 
-from schemas.change import Cell, Change, ComplexColumn, DeletionTime, Liveness, Op, Position, write_time
 from connector.schema.history import BEGINNING, SchemaChange, SchemaHistory
-from schemas.tables.model import Column, ColumnKind, DroppedColumn, SchemaSnapshot, Table, UserType
 from connector.schema.store import load_history, save_history
+from schemas.change import Cell, Change, ComplexColumn, DeletionTime, Liveness, Op, Position, write_time
+from schemas.tables.model import Column, ColumnKind, DroppedColumn, SchemaSnapshot, Table, UserType
 
 ORDERS = uuid.UUID("00000000-0000-0000-0000-000000000001")
 AUDIT = uuid.UUID("00000000-0000-0000-0000-000000000002")

@@ -2,8 +2,8 @@
 import uuid
 
 from connector.commitlog import Cell, Change, Op, Position
-from schemas.tables import Column, ColumnKind, Table, UserType
 from connector.schema.logged import FlagRow, LoggedTables, column_row, type_row
+from schemas.tables import Column, ColumnKind, Table, UserType
 
 COLUMNS = Table("system_schema", "columns", uuid.uuid4(), (
     Column("keyspace_name", "text", ColumnKind.PARTITION_KEY, 0),

@@ -9,9 +9,9 @@ from pathlib import Path
 from fastavro import parse_schema, schemaless_reader, schemaless_writer
 from fastavro.validation import validate
 
+from connector.commitlog import SegmentReader
 from schemas.avro import SourceInfo
 from schemas.avro.names import avro_name
-from connector.commitlog import SegmentReader
 from schemas.cql import Duration, ListType, MapType, SetType, TupleType, UserType, VectorType, hashable
 from schemas.tables import SchemaSnapshot, parse_ddl_file
 from tests.unit.connector.commitlog.segment_builder import segment

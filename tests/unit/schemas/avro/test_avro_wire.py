@@ -12,8 +12,8 @@ from schemas.avro import (ChangeEncoder, ChangeSerializer, MalformedPayload, Reg
                             SchemaRejected, UnknownSchemaId, topic_name)
 from schemas.avro.reader import EventReaders
 from schemas.avro.wire import frame, unframe
-from tests.unit.schemas.avro.support import PROCESSED_MS, SOURCE
 from tests.unit.connector.commitlog.testdata import SCHEMA_50 as SCHEMA, SEGMENT_50 as SEGMENT, changes_50 as changes
+from tests.unit.schemas.avro.support import PROCESSED_MS, SOURCE
 
 SCHEMA_INT = {"type": "record", "name": "R", "namespace": "ns", "fields": [{"name": "n", "type": "int"}]}
 

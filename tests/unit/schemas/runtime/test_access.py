@@ -6,8 +6,8 @@ import pytest
 from cassandra.auth import PlainTextAuthProvider
 from pydantic import ValidationError
 
-from schemas.runtime.access import AccessError, CassandraSecurity, KafkaSecurity, RegistrySecurity
 from connector.config import ConnectorSettings
+from schemas.runtime.access import AccessError, CassandraSecurity, KafkaSecurity, RegistrySecurity
 from spark.job.config import JobSettings
 
 

@@ -11,9 +11,9 @@ from schemas.avro.reader import EventReaders
 from schemas.avro.wire import frame
 from spark.delivery.events import decode_records
 from spark.delivery.native_events import NativeEvents
-from tests.unit.schemas.avro.support import PROCESSED_MS, SOURCE
 from tests.unit.connector.commitlog.native_oracle import schema_ids
 from tests.unit.connector.commitlog.testdata import SCHEMA_50 as SCHEMA, SEGMENT_50 as SEGMENT, changes_50 as changes
+from tests.unit.schemas.avro.support import PROCESSED_MS, SOURCE
 
 KAFKA_TIME = datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc)
 

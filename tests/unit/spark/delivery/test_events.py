@@ -7,9 +7,9 @@ import pytest
 from fastavro import parse_schema
 
 from schemas.avro import ChangeEncoder, SourceInfo, TableEncoder
+from schemas.avro import RegistryError
 from schemas.avro.wire import frame
 from spark import rows as R
-from schemas.avro import RegistryError
 from spark.delivery.events import decode_records, log_time
 from tests.unit.schemas.avro.support import PROCESSED_MS, SOURCE
 from tests.unit.spark.delivery.decoding import KAFKA_TIME, framed_events, preloaded_cache, records

@@ -16,9 +16,9 @@ from schemas.avro import TableEncoder
 from schemas.avro.wire import frame
 from schemas.tables import parse_ddl
 from tests.unit.connector.commitlog.conftest import write_segment  # noqa: F401 (a fixture)
+from tests.unit.connector.commitlog.mutations import SCHEMA as ROWS, SEGMENT_ID as ROWS_ID, sample_mutations
 from tests.unit.connector.commitlog.native_oracle import reference_events
 from tests.unit.connector.commitlog.segment_builder import segment
-from tests.unit.connector.commitlog.mutations import SCHEMA as ROWS, SEGMENT_ID as ROWS_ID, sample_mutations
 from tests.unit.connector.commitlog.testdata import SCHEMA_40, SCHEMA_50, SCHEMA_50_NONE, SEGMENT_40, SEGMENT_50, SEGMENT_50_NONE
 from tests.unit.spark.delivery.decoding import assert_same, records, value_schemas
 

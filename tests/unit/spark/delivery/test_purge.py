@@ -5,8 +5,8 @@ from __future__ import annotations
 import threading
 import time
 
-from spark.delivery.settings import StreamSettings
 from spark.delivery.pipeline import BatchWriter
+from spark.delivery.settings import StreamSettings
 
 
 class CountingSink:

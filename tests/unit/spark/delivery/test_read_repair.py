@@ -22,9 +22,9 @@ from pathlib import Path
 import pytest
 from fastavro import parse_schema
 
+from connector.commitlog import SegmentReader, skip_unknown_tables
 from schemas.avro import ChangeEncoder, SourceInfo
 from schemas.avro.wire import frame
-from connector.commitlog import SegmentReader, skip_unknown_tables
 from schemas.tables import parse_ddl
 from spark import rows as R
 from tests.unit.spark.delivery.decoding import assert_same, records

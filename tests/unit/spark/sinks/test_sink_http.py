@@ -6,11 +6,11 @@ from __future__ import annotations
 import pytest
 from pyspark.sql import Row
 
+from deploy.local.receiver import Receiver
 from spark.sinks.contract import chunks
 from spark.sinks.http.sink import HttpSink, HttpSinkError
 from spark.sinks.json_rows import log_row_json
 from spark.sinks.parts import part_digest
-from deploy.local.receiver import Receiver
 from tests.support import unused_port
 
 

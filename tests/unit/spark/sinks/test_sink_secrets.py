@@ -9,9 +9,9 @@ import pytest
 from psycopg.conninfo import conninfo_to_dict
 from pydantic import ValidationError
 
-from schemas.runtime.access import CassandraCluster
 from deploy.local.receiver import Receiver
 from deploy.local.secure import Secured
+from schemas.runtime.access import CassandraCluster
 from spark.sinks.http.settings import HttpSettings
 from spark.sinks.http.sink import HttpSinkError
 from spark.sinks.mysql.connection import tls_options

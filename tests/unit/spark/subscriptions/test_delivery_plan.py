@@ -10,13 +10,13 @@ import pytest
 from pydantic import ValidationError
 
 from schemas.runtime.access import CassandraCluster
+from spark.server.delivery import START_SLACK, checkpoint_of, source_of
 from spark.sinks.registry import sink_settings
 from spark.sinks.settings import SinkContext
-from spark.subscriptions.settings import ServerSettings
-from spark.server.delivery import START_SLACK, checkpoint_of, source_of
 from spark.subscriptions.control import as_json
 from spark.subscriptions.model import Change, InvalidSubscription, Subscription, start_time
 from spark.subscriptions.registry import SnapshotVersion
+from spark.subscriptions.settings import ServerSettings
 
 CONTEXT = SinkContext(app_id="test", cluster=CassandraCluster(("127.0.0.1",)), keyspace="ringtail_cdc",
                       kafka="127.0.0.1:9092", registry="http://127.0.0.1:8081")
