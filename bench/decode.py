@@ -114,30 +114,21 @@ def timed(function, seconds: float) -> tuple[float, int, object]:
             return elapsed / runs, runs, result
 
 
-def rich_mutations() -> tuple[list[tuple[int, bytes]], _native.Segment]:
-    """The entries of the rich segment that hold changes of its tables (the system tables' left out)."""
-    segment = _native.Segment(RICH_SEGMENT)
+def measure_rich(seconds: float, decoder: str) -> None:
+    segment, schema = _native.Segment(RICH_SEGMENT), RICH_SCHEMA
     entries, _, _, error = segment.entries()
     assert error is None, error
-    reference = MutationDecoder(RICH_SCHEMA, RICH_SEGMENT.name, segment.segment_id, segment.messaging_version)
-    kept = []
+    reference = MutationDecoder(schema, RICH_SEGMENT.name, segment.segment_id, segment.messaging_version)
+    mutations, changes = [], 0  # the entries holding changes of the segment's tables (not the system tables')
     for offset, mutation in entries:
         try:
-            reference.decode(mutation, offset)
+            changes += len(reference.decode(mutation, offset))
         except UnknownTable:
             continue
-        kept.append((offset, mutation))
-    return kept, segment
-
-
-def measure_rich(seconds: float, decoder: str) -> None:
-    mutations, segment = rich_mutations()
-    schema = RICH_SCHEMA
-    reference = MutationDecoder(schema, RICH_SEGMENT.name, segment.segment_id, segment.messaging_version)
-    changes = [c for offset, m in mutations for c in reference.decode(m, offset)]
+        mutations.append((offset, mutation))
     size = sum(len(m) for _, m in mutations)
     print(f"{RICH_SEGMENT.name} (Cassandra 5.0, every CQL type): {len(mutations)} mutations, {size:,} bytes, "
-          f"{len(changes)} changes")
+          f"{changes} changes")
     per_python = per_native = None
     if decoder in ("both", "python"):
         events = PythonEvents(schema)
@@ -146,7 +137,7 @@ def measure_rich(seconds: float, decoder: str) -> None:
             return events((c for offset, m in mutations for c in reference.decode(m, offset)), RICH_SEGMENT.name)
 
         per_python, _, count = timed(python, seconds)
-        assert count == len(changes), (count, len(changes))
+        assert count == changes, (count, changes)
         print(f"  events, Python  {count / per_python:12,.0f} events/s  (decode, TableEncoder, fastavro, framing)")
     if decoder in ("both", "native"):
         native, _ = native_core.decoder(schema, segment.messaging_version, SOURCE,
@@ -157,7 +148,7 @@ def measure_rich(seconds: float, decoder: str) -> None:
                        for offset, m in mutations)
 
         per_native, _, count = timed(in_native, seconds)
-        assert count == len(changes), (count, len(changes))
+        assert count == changes, (count, changes)
         print(f"  events, native  {count / per_native:12,.0f} events/s  (decode, Avro, framing in one call a mutation)")
     if per_python and per_native:
         print(f"  native / Python events: {per_python / per_native:.1f}x")

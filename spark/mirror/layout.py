@@ -91,13 +91,12 @@ class MirrorLayout:
         udts = tuple(UdtDefinition(name, tuple(u.field_names), tuple(u.field_types))
                      for name, u in sorted(user_types.items()))
         by_name = {u.name: u for u in udts}
-        if any(parse_type(c.type, by_name, table.keyspace).counter for c in table.columns):
+        data = sorted((*table.static_columns, *table.regular_columns), key=lambda c: c.name)
+        types = [parse_type(c.type, by_name, table.keyspace) for c in data]  # no key column is a counter
+        if any(t.counter for t in types):
             raise MirrorError(f"{table.qualified_name}: a counter table has no mirror (a counter's change"
                               " events carry the shard of the replica that counted, not the total)")
-        columns = []
-        for c in sorted((*table.static_columns, *table.regular_columns), key=lambda c: c.name):
-            columns.append(DataColumn(c.name, c.type, c in table.static_columns,
-                                      storage_of(parse_type(c.type, by_name, table.keyspace))))
+        columns = [DataColumn(c.name, c.type, c in table.static_columns, storage_of(t)) for c, t in zip(data, types)]
         return cls(
             table.keyspace, table.name,
             tuple(KeyColumn(c.name, c.type) for c in table.partition_key),
