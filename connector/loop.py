@@ -21,27 +21,28 @@ from dataclasses import dataclass
 
 from confluent_kafka import KafkaException
 
+from connector.batch import Batch
 from connector.checkpoint import Checkpoint, DeliveryFailed, PositionStore
-from connector.commitlog import Change, CommitLogError, Position, Undecodable
+from connector.commitlog import CommitLogError, Position
 from connector.commitlog.cdc_index import SUFFIX
 from connector.config import ConnectorSettings
-from connector.deadletters import Rejections, dead_letter, dead_letter_topic, undecodable_letter
+from connector.deadletters import Rejections
+from connector.events import EventWriter
 from connector.lifecycle import SegmentLife, Stage
 from connector.lost import LostSegment, LostSegments
 from connector.metrics import Health, Metrics
 from connector.schema.live import LiveSchema, SchemaUnavailable
 from connector.segments import leftovers, quarantine_segment, release_segment
 from connector.source import IndexProblem, Listing, SegmentFile, SegmentTail, durable_end, next_segment, scan
-from schemas.avro import ChangeSerializer, RegistryError, SchemaRejected
-from schemas.change import write_time
+from schemas.avro import ChangeSerializer, RegistryError
 from schemas.runtime.kafka import EventProducer, TopicError
 
 log = logging.getLogger("ringtail.connector")
 
 try:  # the native core; without it the Python reader reads the segments, and the start says so
-    from connector.native_source import NativeBatch, NativeDecoders, NativeSegmentTail
+    from connector.native_source import NativeDecoders, NativeSegmentTail
 except ImportError:
-    NativeBatch = NativeDecoders = NativeSegmentTail = None
+    NativeDecoders = NativeSegmentTail = None
 
 
 @dataclass(frozen=True)
@@ -71,8 +72,10 @@ class SegmentLoop:
     def __init__(self, settings: ConnectorSettings, services: Services, metrics: Metrics, health: Health,
                  stopping: threading.Event) -> None:
         self.settings, self.metrics, self.health, self.stopping = settings, metrics, health, stopping
-        self.producer, self.events, self.schema = services.producer, services.events, services.schema
-        self.rejections, self.decoders, self.clock = services.rejections, services.decoders, services.clock
+        self.producer, self.schema = services.producer, services.schema
+        self.decoders, self.clock = services.decoders, services.clock
+        self.writer = EventWriter(services.events, services.schema, services.rejections, metrics,
+                                  settings.topic_prefix, settings.node_name)
         self.positions = PositionStore(settings.state_dir / "position.json")
         self.lost = LostSegments(settings.state_dir / "lost")
         self.life = SegmentLife()
@@ -219,41 +222,20 @@ class SegmentLoop:
         return read
 
     def _read(self, tail: SegmentTail) -> bool:
-        m, checkpoint, producer = self.metrics, self.checkpoint, self.producer
         read = False
         try:
-            for change in tail.poll():
+            for batch in tail.batches(self.writer):
                 read = True
-                if isinstance(change, Undecodable):
-                    if not self._send(*self._undecodable(change, tail.segment.name), change.position):
-                        return read
-                    continue
-                if not isinstance(change, Change):  # a pass of the native core
-                    if not self._send_batch(change):
-                        return read
-                    continue
-                m.changes_read.inc()
-                if self.schema.captures(change):
-                    if not self._send(*self._event(change, tail.segment.name), change.position):
-                        return read
-                    m.lag.set(max(0.0, time.time() - write_time(change) / 1e6))
-                else:
-                    m.changes_filtered.inc()
-                checkpoint.read_through(change.position)
-                if self.stopping.is_set():
+                if not self._send_batch(batch):
                     return read
-            if tail.skipped:  # changes of tables without CDC data the native core read and left out
-                m.changes_read.inc(tail.skipped)
-                m.changes_filtered.inc(tail.skipped)
-                tail.skipped = 0
             if tail.position is not None:
-                checkpoint.read_through(tail.position)
+                self.checkpoint.read_through(tail.position)
         except CommitLogError as error:
             self._quarantine(tail, error)
             return True
-        producer.poll(0)
+        self.producer.poll(0)
         if tail.position is not None:
-            m.position.set(tail.position.entry_offset)
+            self.metrics.position.set(tail.position.entry_offset)
         return read
 
     def _show_segment(self, segment_id: int, name: str, position: Callable[[], Position | None]) -> None:
@@ -277,71 +259,30 @@ class SegmentLoop:
             self._publish()
         return self.settings.max_in_flight - checkpoint.in_flight
 
-    def _send(self, topic: str, key: bytes, value: bytes, position: Position) -> bool:
-        """Hand an event to the producer; False when stopping first (the event is not marked read: the
-        next start reads it)."""
-        if not self._room() or not self.producer.ensure_topic(topic, self.stopping):
-            return False
-        self.producer.send(topic, key, value, self.checkpoint.produced(position))
-        return True
-
-    def _send_batch(self, batch: NativeBatch) -> bool:
-        """Hand a native pass to the producer in runs that fit `max_in_flight`, one delivery callback
-        per run, leaving out the changes of tables without CDC at their write time; False when stopping
-        first (what was not handed over is not marked read)."""
+    def _send_batch(self, batch: Batch) -> bool:
+        """Hand a batch to the producer in runs that fit `max_in_flight`, one delivery callback per run;
+        False when stopping first (what was not handed over is not marked read)."""
         m, checkpoint, producer = self.metrics, self.checkpoint, self.producer
-        captures, events, topics = self.schema.history.captures, batch.events, batch.topics
-        ids = [table.id for table in batch.tables]
-        start = filtered = 0
-        while start < len(events):
+        topics, tables, keys, values = batch.topics, batch.tables, batch.keys, batch.values
+        for table in set(tables):
+            if not producer.ensure_topic(topics[table], self.stopping):
+                return False
+        start, count = 0, len(batch)
+        while start < count:
             room = self._room()
             if not room:
                 return False
-            run = events[start:start + room]
-            chosen = [e for e in run if captures(ids[e[1]], e[4])]
-            for table in {e[1] for e in chosen}:
-                if not producer.ensure_topic(topics[table], self.stopping):
-                    return False
-            start += len(run)
-            if chosen:
-                producer.send_all(((topics[e[1]], e[5], e[6]) for e in chosen),
-                                  checkpoint.produced(batch.position(start - 1), len(chosen)))
-                m.lag.set(max(0.0, time.time() - chosen[-1][4] / 1e6))
-            else:
-                checkpoint.read_through(batch.position(start - 1))
-            m.changes_read.inc(len(run))
-            filtered += len(run) - len(chosen)
-        m.changes_filtered.inc(filtered)
+            end = min(count, start + room)
+            producer.send_all(zip([topics[t] for t in tables[start:end]], keys[start:end], values[start:end]),
+                              checkpoint.produced(batch.position(end - 1), end - start))
+            start = end
+        if batch.through is not None and (not count or batch.through > batch.position(count - 1)):
+            checkpoint.read_through(batch.through)  # changes left out after the last event
+        m.changes_read.inc(batch.read)
+        m.changes_filtered.inc(batch.left_out)
+        if count and batch.write_times[-1]:
+            m.lag.set(max(0.0, time.time() - batch.write_times[-1] / 1e6))
         return not self.stopping.is_set()
-
-    def _event(self, change: Change, segment: str) -> tuple[str, bytes, bytes]:
-        """The change's event for its table's topic, or its dead letter while the registry rejects the
-        table's schema."""
-        table = change.table.qualified_name
-        held = self.rejections.holding(table)
-        if held is None:
-            self.events.encoder.schema = self.schema.snapshot
-            try:
-                event = self.events.serialize(change, segment)
-            except SchemaRejected as error:
-                schema = self.events.encoder.table(change.table).value_schema
-                self.rejections.rejected(table, error, schema)
-                held = error, schema
-            else:
-                self.rejections.accepted(table)
-                return event
-        error, schema = held
-        self.metrics.dead_letters.labels("schema_rejected").inc()
-        key, value = dead_letter(change, self.schema.snapshot, segment, error, schema, self.settings.node_name)
-        return dead_letter_topic(self.settings.topic_prefix), key, value
-
-    def _undecodable(self, entry: Undecodable, segment: str) -> tuple[str, bytes, bytes]:
-        """The dead letter of an entry no schema decodes: loud, counted, and nothing lost."""
-        topic = dead_letter_topic(self.settings.topic_prefix)
-        self.metrics.dead_letters.labels("undecodable").inc()
-        log.error("cannot decode the entry at %s of %s: %s; it goes whole to %s, and reading goes on",
-                  entry.position, segment, entry.error, topic)
-        return (topic, *undecodable_letter(entry, segment, self.settings.node_name))
 
     def _close_tail(self) -> None:
         """Stop reading the segment before its end: it waits where it was (`SegmentLife.stop_reading`)."""

@@ -27,7 +27,7 @@ def _layouts(schema: SchemaSnapshot, messaging_version: int):
     layouts = []
     for table in tables:
         layout = TableLayout(table, schema)
-        names = [name for name, _, _ in native_core.table_spec(table, schema)[7]]
+        names = [column.name.encode() for column in native_core.table_spec(table, schema).columns]
         layouts.append((layout, [layout.columns[name] for name in names]))
     return decoder, layouts
 

@@ -4,6 +4,8 @@ parsed and named in one place), its columns in the order of the event's `after` 
 ids its events are framed with."""
 from __future__ import annotations
 
+import enum
+from dataclasses import dataclass
 from typing import AbstractSet as Set, Mapping
 
 from schemas import _native
@@ -11,8 +13,35 @@ from schemas.avro.table import SourceInfo
 from schemas.cql import CqlType, ListType, MapType, SetType, TupleType, UserType, VectorType, parse_type
 from schemas.tables.model import SchemaSnapshot, Table
 
-# What becomes of a table's changes in the native decoder.
-SKIP, EMIT, HAND_OFF = 0, 1, 2  # HAND_OFF: the entries holding them go back to the reference reader
+
+class Mode(enum.IntEnum):
+    """What becomes of a table's changes in the native decoder."""
+
+    SKIP = 0
+    EMIT = 1  # they become events
+    HAND_OFF = 2  # the entries holding them go back to the reference reader
+
+
+@dataclass(frozen=True, slots=True)
+class ColumnSpec:
+    name: str
+    cql: tuple  # `type_tree`
+    live: bool  # False: a dropped column, whose cells are read and left out
+
+
+@dataclass(frozen=True, slots=True)
+class TableSpec:
+    """One table as `_native.Decoder` reads it (`TableSpec` in the crate's python.rs)."""
+
+    id: bytes  # the table id's 16 bytes
+    keyspace: str
+    name: str
+    key_schema_id: int  # the schema ids its events are framed with (0 unless it emits)
+    value_schema_id: int
+    partition_key: list[tuple]
+    clustering: list[tuple]
+    columns: list[ColumnSpec]  # live ones first, in the order of the event's `after` record
+    mode: Mode
 
 
 def type_tree(cql: CqlType) -> tuple:
@@ -33,22 +62,22 @@ def type_tree(cql: CqlType) -> tuple:
 
 
 def table_spec(table: Table, schema: SchemaSnapshot, schema_ids: tuple[int, int] | None = None,
-               hand_off: bool = False) -> tuple:
+               hand_off: bool = False) -> TableSpec:
     """One table for `Decoder`; `schema_ids` (key, value) for a table whose changes become events."""
     types = schema.types_of(table.keyspace)
 
     def tree(text: str) -> tuple:
         return type_tree(parse_type(text, types, table.keyspace))
 
-    live = [(c.name.encode(), tree(c.type), True) for c in (*table.static_columns, *table.regular_columns)]
-    names = {name for name, _, _ in live}
+    live = [ColumnSpec(c.name, tree(c.type), True) for c in (*table.static_columns, *table.regular_columns)]
+    names = {column.name for column in live}
     # Header column lists name dropped columns too; their cells are read and left out.
-    dropped = [(name.encode(), tree(d.type), False) for name, d in table.dropped_columns.items()
-               if name.encode() not in names]
+    dropped = [ColumnSpec(name, tree(d.type), False) for name, d in table.dropped_columns.items() if name not in names]
     key_id, value_id = schema_ids or (0, 0)
-    return (table.id.bytes, table.keyspace, table.name, key_id, value_id,
-            [tree(c.type) for c in table.partition_key], [tree(c.type) for c in table.clustering],
-            live + dropped, HAND_OFF if hand_off else EMIT if schema_ids is not None else SKIP)
+    mode = Mode.HAND_OFF if hand_off else Mode.EMIT if schema_ids is not None else Mode.SKIP
+    return TableSpec(table.id.bytes, table.keyspace, table.name, key_id, value_id,
+                     [tree(c.type) for c in table.partition_key], [tree(c.type) for c in table.clustering],
+                     live + dropped, mode)
 
 
 def decoder(schema: SchemaSnapshot, messaging_version: int, source: SourceInfo,
@@ -59,4 +88,4 @@ def decoder(schema: SchemaSnapshot, messaging_version: int, source: SourceInfo,
     ids = schema_ids or {}
     tables = list(schema.tables.values())
     specs = [table_spec(t, schema, ids.get(t.id), t.id in hand_off) for t in tables]
-    return _native.Decoder(specs, messaging_version, (source.version, source.name, source.cluster, source.node)), tables
+    return _native.Decoder(specs, messaging_version, source), tables

@@ -6,12 +6,15 @@ the reference reader, in log order, so the reader's guarantees are the same on b
 from __future__ import annotations
 
 import time
+import uuid
 from typing import Callable, Iterator, NamedTuple
 
 from connector import native_core
-from connector.commitlog import UNDECODABLE, Change, Position, SchemaMismatch, Undecodable, UnknownTable
+from connector.batch import Batch, Gathering
+from connector.commitlog import UNDECODABLE, Position, SchemaMismatch, Undecodable, UnknownTable
 from connector.commitlog.mutation import MutationDecoder
 from connector.commitlog.reader import retry_schema
+from connector.events import EventWriter
 from connector.source import SegmentFile, SegmentTail
 from schemas import _native
 from schemas.avro import ChangeSerializer, SchemaRejected
@@ -20,27 +23,12 @@ from schemas.tables.model import SchemaSnapshot, Table
 PASS_EVENTS = 5_000  # events per native pass: bounds memory, lets the producer send in between
 
 
-class NativeBatch(NamedTuple):
-    """The events of one native pass, in log order, as the core makes them: (entry offset, table
-    index, partition update, row, write time in µs, key, value); no Python object per event beyond
-    that tuple, so a pass goes to the producer at the speed of the producer."""
-
-    segment_id: int
-    events: list[tuple]
-    tables: list[Table]  # by table index
-    topics: list[str | None]  # by table index
-
-    def position(self, i: int) -> Position:
-        offset, _, update, row, *_ = self.events[i]
-        return Position(self.segment_id, offset, update, row)
-
-
 class _Decoder(NamedTuple):
     native: _native.Decoder
     reference: MutationDecoder
     snapshot: SchemaSnapshot
-    tables: list[Table]
-    topics: list[str | None]
+    ids: list[uuid.UUID]  # by table number
+    topics: list[str | None]  # by table number: the emitting tables'
 
 
 class NativeDecoders:
@@ -78,14 +66,14 @@ class NativeDecoders:
         native, tables = native_core.decoder(snapshot, messaging_version, self.serializer.encoder.source, ids,
                                              handed_off | rejected)
         made = _Decoder(native, MutationDecoder(snapshot, segment, segment_id, messaging_version), snapshot,
-                        tables, [topics.get(t.id) for t in tables])
+                        [t.id for t in tables], [topics.get(t.id) for t in tables])
         self._made = {key: made}  # one schema version at a time
         return made
 
 
 class NativeSegmentTail(SegmentTail):
-    """A SegmentTail whose `poll` yields a NativeBatch per pass, the Changes of the entries handed
-    back, and the entries no schema decodes."""
+    """A SegmentTail whose batches the native core makes, a pass at a time; the entries it hands back
+    and those no schema decodes go through the reference reader and `EventWriter`, in log order."""
 
     def __init__(self, segment: SegmentFile, schema, decoders: NativeDecoders, after: Position | None = None,
                  complete: bool = False, clock: Callable[[], float] = time.monotonic) -> None:
@@ -93,9 +81,10 @@ class NativeSegmentTail(SegmentTail):
         self.decoders = decoders
         self._segment: _native.Segment | None = None
 
-    def _read(self, limit: int) -> Iterator[NativeBatch | Change]:
+    def _batches(self, limit: int, writer: EventWriter) -> Iterator[Batch]:
         segment = self._open_native()
         segment_id, name = segment.segment_id, self.segment.name
+        gathering = Gathering(segment_id)
         after = self.position
         start = None if after is None else after.entry_offset
         skip = None
@@ -104,20 +93,16 @@ class NativeSegmentTail(SegmentTail):
                                             segment.messaging_version)
             read = segment.events(decoder.native, name, time.time_ns() // 1_000_000, limit=limit, start=start,
                                   skip=skip, max_events=PASS_EVENTS)
-            events, resume, error, hand_off = read.events, read.resume, read.error, read.hand_off
-            self.skipped += read.skipped
-            batch = NativeBatch(segment_id, events, decoder.tables, decoder.topics)
+            error, hand_off = read.error, read.hand_off
+            batch = self._batch(segment_id, read, decoder)
             if after is not None:  # resuming inside an entry: its rows up to `after` were delivered
-                first = 0
-                while first < len(events) and batch.position(first) <= after:
-                    first += 1
-                if first:
-                    batch = batch._replace(events=events[first:])
-                if first < len(events):  # past `after`: later passes need no look
+                batch = batch.after(after)
+                if len(batch):  # past `after`: later passes need no look
                     after = None
-            if batch.events:
-                self.position = batch.position(-1)
-                yield batch
+            if batch.read:
+                if batch.through is not None:
+                    self._read_through(batch.through)
+                yield self._captured(batch, decoder)
             if hand_off is not None:
                 offset, mutation = hand_off
                 try:
@@ -129,7 +114,9 @@ class NativeSegmentTail(SegmentTail):
                         if after is None or change.position > after:
                             self.position = change.position
                             self.schema.observe(change)
-                            yield change
+                            writer.add(change, name, gathering)
+                    if (handed := gathering.take()) is not None:
+                        yield handed
                     start = skip = offset
                     continue
             if error is not None:
@@ -143,14 +130,31 @@ class NativeSegmentTail(SegmentTail):
                                         self._mutation(segment, error.position, limit), error)
                     if after is None or entry.position > after:
                         self.position = entry.position
-                        yield entry
+                        writer.add(entry, name, gathering)
+                        yield gathering.take()
                 start, skip = error.position, error.position if retry is None or retry is UNDECODABLE else None
                 continue
-            if resume is not None:
-                start, skip = resume, None
+            if read.resume is not None:
+                start, skip = read.resume, None
                 continue
             self._read_through(Position.after_section(segment_id, read.end))
             return
+
+    @staticmethod
+    def _batch(segment_id: int, read: _native.Pass, decoder: _Decoder) -> Batch:
+        events = read.events
+        count = len(events)
+        through = Position(segment_id, events.offsets[-1], events.updates[-1], events.rows[-1]) if count else None
+        return Batch(segment_id, events.offsets, events.updates, events.rows, events.tables, events.write_times,
+                     events.keys, events.values, decoder.topics, read=count + read.skipped, left_out=read.skipped,
+                     through=through)
+
+    def _captured(self, batch: Batch, decoder: _Decoder) -> Batch:
+        """The batch without the changes written while their table had no CDC (the native core makes an
+        event of every change of a table that ever had it)."""
+        captures, ids = self.schema.history.captures, decoder.ids
+        return batch.keeping([i for i, (table, written) in enumerate(zip(batch.tables, batch.write_times))
+                              if captures(ids[table], written)])
 
     def _mutation(self, segment: _native.Segment, offset: int, limit: int) -> bytes:
         """The mutation bytes of the entry at `offset` (a rare path: an entry no schema decodes)."""

@@ -15,13 +15,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterator
 
+from connector.batch import Batch, Gathering
 from connector.commitlog import Change, CommitLogError, Position, SegmentReader, Undecodable
 from connector.commitlog.cdc_index import SUFFIX, CdcIndex, read_cdc_index
 from connector.commitlog.descriptor import read_descriptor, segment_id_from_name
 from connector.commitlog.sync import sections
 
 if TYPE_CHECKING:
+    from connector.events import EventWriter
     from connector.schema.live import LiveSchema
+
+BATCH_EVENTS = 500  # events of the reference reader per batch: the loop sends between batches
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,10 +157,26 @@ class SegmentTail:
         self.index_changed = clock()  # when the index last said something new
         self._reader: SegmentReader | None = None
         self.finished = False  # COMPLETED and read to its end
-        self.skipped = 0  # changes read and left out unseen (by the native core: tables without CDC data)
 
     def poll(self) -> Iterator[Change | Undecodable]:
         """The changes made durable since the last poll, in order, and the entries no schema decodes."""
+        limit = self._durable()
+        if limit is None:
+            return
+        yield from self._read(limit)
+        # The index can say COMPLETED with the file length after a restart: the chain may end sooner.
+        self.finished = self.index.completed
+
+    def batches(self, writer: EventWriter) -> Iterator[Batch]:
+        """What `poll` reads, as batches of events in log order (`writer` frames each change)."""
+        limit = self._durable()
+        if limit is None:
+            return
+        yield from self._batches(limit, writer)
+        self.finished = self.index.completed
+
+    def _durable(self) -> int | None:
+        """The durable offset to read to, from the index; None while there is none, or once finished."""
         index = read_cdc_index(self.segment.index_path)
         if index is None and self.complete:
             index = CdcIndex(os.stat(self.segment.path).st_size, True)
@@ -165,10 +185,24 @@ class SegmentTail:
                 self.index_changed = self.clock()
             self.index = index
         if self.index is None or self.finished:
-            return
-        yield from self._read(self.index.offset)
-        # The index can say COMPLETED with the file length after a restart: the chain may end sooner.
-        self.finished = self.index.completed
+            return None
+        return self.index.offset
+
+    def _batches(self, limit: int, writer: EventWriter) -> Iterator[Batch]:
+        gathering = Gathering(self.segment.segment_id)
+        try:
+            for item in self._read(limit):
+                writer.add(item, self.segment.name, gathering)
+                if len(gathering) >= BATCH_EVENTS:
+                    yield gathering.take()
+        except CommitLogError:
+            batch = gathering.take()  # what came before the damage goes first
+            if batch is not None:
+                yield batch
+            raise
+        batch = gathering.take()
+        if batch is not None:
+            yield batch
 
     def _read(self, limit: int) -> Iterator[Change | Undecodable]:
         """The changes after `position` up to `limit`; `position` ends after the sections read."""

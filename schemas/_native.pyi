@@ -4,7 +4,7 @@ segments into change events (`Segment`, `Decoder`), Spark's half reads events ba
 it; `tests/unit/test_native_stub.py` holds this stub to the module."""
 from __future__ import annotations
 
-from typing import TypeAlias
+from typing import Protocol, TypeAlias
 
 # -- the connector's half (connector/native, `connector.native_source`, `connector.native_core`) --------
 
@@ -12,12 +12,37 @@ from typing import TypeAlias
 # | ("map", key, value, multi_cell) | ("tuple", [types]) | ("udt", [field names], [types], multi_cell)
 # | ("vector", element, dimension)
 CqlTypeTree: TypeAlias = tuple
-ColumnSpec: TypeAlias = tuple[bytes, CqlTypeTree, bool]  # (UTF-8 name, type, live)
-# (id, keyspace, name, key schema id, value schema id, partition key types, clustering types, columns,
-# mode: 0 skip its changes, 1 make them events, 2 hand off the entries holding them)
-TableSpec: TypeAlias = tuple[bytes, str, str, int, int, list[CqlTypeTree], list[CqlTypeTree], list[ColumnSpec], int]
-# (entry offset, table number, update index, row index, write time µs, framed key, framed value)
-Event: TypeAlias = tuple[int, int, int, int, int, bytes, bytes]
+
+
+class ColumnSpecLike(Protocol):
+    """`connector.native_core.ColumnSpec`, read by attribute."""
+
+    name: str
+    cql: CqlTypeTree
+    live: bool
+
+
+class TableSpecLike(Protocol):
+    """`connector.native_core.TableSpec`, read by attribute."""
+
+    id: bytes
+    keyspace: str
+    name: str
+    key_schema_id: int
+    value_schema_id: int
+    partition_key: list[CqlTypeTree]
+    clustering: list[CqlTypeTree]
+    columns: list[ColumnSpecLike]
+    mode: int  # `connector.native_core.Mode`
+
+
+class SourceLike(Protocol):
+    """`schemas.avro.table.SourceInfo`, read by attribute."""
+
+    version: str
+    name: str
+    cluster: str
+    node: str
 
 
 class Segment:
@@ -51,11 +76,33 @@ class Segment:
         """One pass over the entries, the GIL released."""
 
 
+class Events:
+    """Events in log order, a column per field (`connector.batch.Batch` takes the columns as they are)."""
+
+    @property
+    def offsets(self) -> list[int]:
+        """The offset of the entry holding each change."""
+    @property
+    def tables(self) -> list[int]:
+        """The table of each change, by its place in the decoder's tables."""
+    @property
+    def updates(self) -> list[int]: ...
+    @property
+    def rows(self) -> list[int]: ...
+    @property
+    def write_times(self) -> list[int]: ...
+    @property
+    def keys(self) -> list[bytes]: ...
+    @property
+    def values(self) -> list[bytes]: ...
+    def __len__(self) -> int: ...
+
+
 class Pass:
     """What one pass of `Segment.events` read."""
 
     @property
-    def events(self) -> list[Event]: ...
+    def events(self) -> Events: ...
     @property
     def end(self) -> int:
         """The logical end of the last section read completely."""
@@ -80,14 +127,13 @@ class Pass:
 class Decoder:
     """The mutations of one schema version into changes, or straight into framed events."""
 
-    def __init__(self, tables: list[TableSpec], messaging_version: int, source: tuple[str, str, str, str]) -> None:
-        """`source`: (version, connector name, cluster, node) of the events' `source` record."""
+    def __init__(self, tables: list[TableSpecLike], messaging_version: int, source: SourceLike) -> None: ...
     def changes(self, mutation: bytes, segment: str, entry_offset: int
                 ) -> tuple[list[RawChange], list[tuple[int, int, bytes]], Exception | None]:
         """(the changes, the keys of updates holding no change as (table, update index, key), the entry's
         UnknownTable or SchemaMismatch for the caller to raise once it has decoded the values before it)."""
     def events(self, mutation: bytes, segment: str, segment_id: int, entry_offset: int, file: str, ts_ms: int
-               ) -> list[Event]:
+               ) -> Events:
         """The events of the mutation's changes to the tables that emit them; raises UnknownTable or
         SchemaMismatch with the entry's position."""
 

@@ -150,10 +150,6 @@ class EventProducer:
         self._topics.add(topic)
         return True
 
-    def send(self, topic: str, key: bytes, value: bytes, on_delivery: Callable) -> None:
-        """Queue one event (see `produce`)."""
-        produce(self._producer, topic, key, value, on_delivery=on_delivery)
-
     def send_all(self, events: Iterable[tuple[str, bytes, bytes]], on_delivery: Callable) -> None:
         """Queue (topic, key, value) events sharing one delivery callback (see `produce`)."""
         queue = self._producer.produce

@@ -181,10 +181,10 @@ impl Segment {
             (None, Some((offset, f))) => Some(decoder.exception(py, &self.path, offset, f)?.into_any()),
             (None, None) => None,
         };
-        let events = PyList::new(py, events.iter().map(|e| e.tuple(py)))?.unbind();
+        let events = Events::new(py, &events)?;
         let hand_off = hand_off.map(|(offset, m)| (offset, PyBytes::new(py, &m).unbind()));
         Ok(Pass {
-            events,
+            events: Py::new(py, events)?,
             end: visit.end,
             end_of_segment: visit.end_of_segment,
             resume,
@@ -198,8 +198,8 @@ impl Segment {
 /// What one pass of `Segment.events` read.
 #[pyclass(module = "schemas._native", frozen, get_all)]
 pub struct Pass {
-    /// Each event: (entry offset, table, update index, row index, write time µs, key, value), framed.
-    events: Py<PyList>,
+    /// The events, in log order.
+    events: Py<Events>,
     /// The logical end of the last section read completely.
     end: usize,
     /// Whether a zero entry size ended the segment.
@@ -214,14 +214,40 @@ pub struct Pass {
     skipped: usize,
 }
 
-/// A column as the Python side describes it: its UTF-8 name, its type, and whether it is live
-/// (live columns come first, in the order of the event's `after` record; dropped ones follow).
-type ColumnSpec = (Vec<u8>, CqlType, bool);
+/// A column as `connector.native_core.ColumnSpec` describes it: live columns come first, in the order of
+/// the event's `after` record; dropped ones follow (their cells are read and left out).
+#[derive(FromPyObject)]
+struct ColumnSpec {
+    name: String,
+    cql: CqlType,
+    live: bool,
+}
 
-/// One table: (id, keyspace, name, key schema id, value schema id, partition key types,
-/// clustering types, columns, mode: 0 skip its changes, 1 make them events, 2 hand off the
-/// entries holding them). Tables are numbered by their place in the list.
-type TableSpec = ([u8; 16], String, String, u32, u32, Vec<CqlType>, Vec<CqlType>, Vec<ColumnSpec>, u8);
+/// One table as `connector.native_core.TableSpec` describes it; tables are numbered by their place in
+/// the decoder's list.
+#[derive(FromPyObject)]
+struct TableSpec {
+    id: [u8; 16],
+    keyspace: String,
+    name: String,
+    key_schema_id: u32,
+    value_schema_id: u32,
+    partition_key: Vec<CqlType>,
+    clustering: Vec<CqlType>,
+    columns: Vec<ColumnSpec>,
+    /// `connector.native_core.Mode`: 0 skip its changes, 1 make them events, 2 hand off the entries
+    /// holding them.
+    mode: u8,
+}
+
+/// The `source` record's fields that do not vary per change (`schemas.avro.table.SourceInfo`).
+#[derive(FromPyObject)]
+struct Source {
+    version: String,
+    name: String,
+    cluster: String,
+    node: String,
+}
 
 fn column_layout(index: usize, cql: &CqlType) -> ColumnLayout {
     // Complex cell values are always length-prefixed, whatever the element type.
@@ -240,24 +266,24 @@ struct Decoder {
 
 #[pymethods]
 impl Decoder {
-    /// `source`: (version, connector name, cluster, node) of the events' `source` record.
     #[new]
-    fn new(tables: Vec<TableSpec>, messaging_version: u32, source: (String, String, String, String)) -> PyResult<Self> {
+    fn new(tables: Vec<TableSpec>, messaging_version: u32, source: Source) -> PyResult<Self> {
         let mut layouts = HashMap::new();
         let mut modes = Vec::with_capacity(tables.len());
         for (number, spec) in tables.into_iter().enumerate() {
-            let (id, keyspace, table, key_schema_id, value_schema_id, partition_key, clustering, columns, mode) = spec;
+            let TableSpec { id, keyspace, name: table, key_schema_id, value_schema_id, partition_key, clustering, columns, mode } =
+                spec;
             let mut by_name = HashMap::new();
             let mut types = Vec::with_capacity(columns.len());
-            let live = columns.iter().take_while(|(_, _, is_live)| *is_live).count();
-            if columns[live..].iter().any(|(_, _, is_live)| *is_live) {
+            let live = columns.iter().take_while(|c| c.live).count();
+            if columns[live..].iter().any(|c| c.live) {
                 return Err(PyValueError::new_err(format!(
                     "{keyspace}.{table}: live columns come before dropped ones"
                 )));
             }
-            for (index, (name, cql, _)) in columns.into_iter().enumerate() {
-                by_name.insert(name, column_layout(index, &cql));
-                types.push(cql);
+            for (index, column) in columns.into_iter().enumerate() {
+                by_name.insert(column.name.into_bytes(), column_layout(index, &column.cql));
+                types.push(column.cql);
             }
             let fixed = clustering.iter().map(|c| c.fixed_length().map_or(-1, |n| n as i32)).collect();
             layouts.insert(id, (number, TableLayout { clustering: fixed, columns: by_name }));
@@ -280,7 +306,7 @@ impl Decoder {
             };
             modes.push((name, mode));
         }
-        let (version, name, cluster, node) = source;
+        let Source { version, name, cluster, node } = source;
         Ok(Decoder {
             decoder: MutationDecoder::new(layouts, messaging_version),
             tables: modes,
@@ -310,31 +336,27 @@ impl Decoder {
         Ok((changes, bare, miss))
     }
 
-    /// The events of the mutation's changes to the tables that emit them: (entry offset, table,
-    /// update index, row index, write time µs, key, value), key and value framed. `file` is the segment's file
-    /// name, `ts_ms` the processing time. Raises UnknownTable or SchemaMismatch (a value that does
-    /// not fit its type too) with the entry's position.
+    /// The events of the mutation's changes to the tables that emit them, key and value framed. `file` is
+    /// the segment's file name, `ts_ms` the processing time. Raises UnknownTable or SchemaMismatch (a value
+    /// that does not fit its type too) with the entry's position.
     #[allow(clippy::too_many_arguments)]
-    fn events<'py>(
+    fn events(
         &self,
-        py: Python<'py>,
+        py: Python<'_>,
         mutation: &[u8],
         segment: &str,
         segment_id: i64,
         entry_offset: usize,
         file: &str,
         ts_ms: i64,
-    ) -> PyResult<Vec<EventTuple<'py>>> {
+    ) -> PyResult<Events> {
         let mut events = Vec::new();
         if let Err(f) = self.encode(mutation, segment_id, entry_offset, file, ts_ms, &mut events) {
             return Err(PyErr::from_value(self.exception(py, segment, entry_offset, f)?));
         }
-        Ok(events.iter().map(|e| e.tuple(py)).collect())
+        Events::new(py, &events)
     }
 }
-
-/// (entry offset, table, update index, row index, write time µs, key, value).
-type EventTuple<'py> = (usize, usize, u32, u32, i64, Bound<'py, PyBytes>, Bound<'py, PyBytes>);
 
 /// One change's event, made without the GIL.
 struct Event {
@@ -347,19 +369,55 @@ struct Event {
     value: Vec<u8>,
 }
 
+/// Events in log order, a column per field (`connector.batch.Batch` takes the columns as they are): no
+/// Python object per event beyond its values.
+#[pyclass(module = "schemas._native", frozen, get_all)]
+pub struct Events {
+    /// The offset of the entry holding each change.
+    offsets: Py<PyList>,
+    /// The table of each change, by its place in the decoder's tables.
+    tables: Py<PyList>,
+    /// Each change's partition update in its mutation, and row in its update.
+    updates: Py<PyList>,
+    rows: Py<PyList>,
+    /// Each change's write time, µs.
+    write_times: Py<PyList>,
+    /// Each event's key and value, framed.
+    keys: Py<PyList>,
+    values: Py<PyList>,
+}
+
+impl Events {
+    fn new(py: Python<'_>, events: &[Event]) -> PyResult<Self> {
+        let column = |items: Vec<Bound<'_, PyAny>>| PyList::new(py, items).map(Bound::unbind);
+        let ints = |f: &dyn Fn(&Event) -> i64| -> PyResult<Py<PyList>> {
+            PyList::new(py, events.iter().map(f)).map(Bound::unbind)
+        };
+        Ok(Events {
+            offsets: ints(&|e| e.offset as i64)?,
+            tables: ints(&|e| e.table as i64)?,
+            updates: ints(&|e| i64::from(e.update_index))?,
+            rows: ints(&|e| i64::from(e.row_index))?,
+            write_times: ints(&|e| e.write_time)?,
+            keys: column(events.iter().map(|e| PyBytes::new(py, &e.key).into_any()).collect())?,
+            values: column(events.iter().map(|e| PyBytes::new(py, &e.value).into_any()).collect())?,
+        })
+    }
+}
+
+#[pymethods]
+impl Events {
+    fn __len__(&self, py: Python<'_>) -> usize {
+        self.offsets.bind(py).len()
+    }
+}
+
 /// What becomes of a table's changes.
 enum Mode {
     Skip,
     Emit(TablePlan),
     /// The entries holding its changes go back to the caller (the reference path reads them).
     HandOff,
-}
-
-impl Event {
-    fn tuple<'py>(&self, py: Python<'py>) -> EventTuple<'py> {
-        let (key, value) = (PyBytes::new(py, &self.key), PyBytes::new(py, &self.value));
-        (self.offset, self.table, self.update_index, self.row_index, self.write_time, key, value)
-    }
 }
 
 /// Why an entry could not become events.
@@ -580,6 +638,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Segment>()?;
     m.add_class::<Decoder>()?;
     m.add_class::<Pass>()?;
+    m.add_class::<Events>()?;
     m.add_class::<RawChange>()?;
     Ok(())
 }

@@ -5,6 +5,7 @@ acknowledged loss, an index that stops moving — each with the Python reader an
 from __future__ import annotations
 
 import io
+import json
 import threading
 from collections import Counter, defaultdict
 from types import SimpleNamespace
@@ -21,10 +22,10 @@ from connector.metrics import Health, Metrics
 from connector.native_source import NativeDecoders
 from connector.schema.history import SchemaHistory
 from connector.source import scan
-from schemas.avro import ChangeEncoder
+from schemas.avro import ChangeEncoder, SchemaRejected
 from schemas.avro.table import SourceInfo
 from schemas.change import write_time
-from tests.unit.connector.commitlog.mutations import SCHEMA, TABLE_ID, clustered_insert
+from tests.unit.connector.commitlog.mutations import SCHEMA, TABLE_ID, TS, clustered_insert
 from tests.unit.connector.commitlog.segment_builder import segment
 
 
@@ -47,6 +48,7 @@ class FakeProducer:
 
     def __init__(self) -> None:
         self.sent: list[bytes] = []  # the events' values, in the order handed over
+        self.topics: list[str] = []  # their topics
         self.acknowledged: list[bytes] = []
         self._waiting: list[tuple[object, str, bytes]] = []
         self._offsets: dict[str, int] = defaultdict(int)
@@ -56,12 +58,10 @@ class FakeProducer:
     def ensure_topic(self, topic: str, stopping: threading.Event) -> bool:
         return True
 
-    def send(self, topic: str, key: bytes, value: bytes, on_delivery) -> None:
-        self.send_all([(topic, key, value)], on_delivery)
-
     def send_all(self, events, on_delivery) -> None:
         for topic, _, value in events:
             self.sent.append(value)
+            self.topics.append(topic)
             self._waiting.append((on_delivery, topic, value))
 
     def poll(self, timeout: float = 0) -> None:
@@ -94,12 +94,19 @@ class FakeSerializer:
     native core, the subjects a registry would give."""
 
     encoder = ENCODER
+    rejecting = False  # the registry refuses the table's schema
 
     def serialize(self, change, segment: str) -> tuple[str, bytes, bytes]:
+        self._registered(change.table)
         return change.table.qualified_name, b"key", str(change.cells["v"].value).encode()
 
     def subjects(self, table):
+        self._registered(table)
         return SimpleNamespace(key_id=1, value_id=2, topic=table.qualified_name)
+
+    def _registered(self, table) -> None:
+        if self.rejecting:
+            raise SchemaRejected(f"{table.qualified_name}-value", table.qualified_name, "incompatible")
 
 
 def written(value: bytes) -> int:
@@ -151,17 +158,17 @@ class Rig:
         self.settings = ConnectorSettings(cdc_raw=self.cdc_raw, state_dir=tmp_path / "state", metrics_port=0,
                                           **settings)
         self.producer, self.schema, self.clock = FakeProducer(), FixedSchema(), Clock()
-        self.health = Health()
+        self.serializer, self.health, self.metrics = FakeSerializer(), Health(), Metrics()
         self.loop = self.start()
 
     def start(self) -> SegmentLoop:
         """A loop as a (re)started process makes it: state read back from the state directory."""
-        serializer, schema = FakeSerializer(), self.schema
+        serializer, schema = self.serializer, self.schema
         decoders = None if self.decoder == "python" else NativeDecoders(
             serializer, lambda table: schema.history.ever_captured(table.id), lambda table: False,
             lambda table, error: None)
         services = Services(self.producer, serializer, schema, Rejections(30, self.clock), decoders, self.clock)
-        loop = SegmentLoop(self.settings, services, Metrics(), self.health, threading.Event())
+        loop = SegmentLoop(self.settings, services, self.metrics, self.health, threading.Event())
         loop.begin()
         return loop
 
@@ -230,6 +237,29 @@ def test_segments_are_read_in_order_and_a_restart_sends_nothing_committed_again(
     rig.turns()
     assert rig.acknowledged() == [1, 2, 3, 4, 5]
     assert rig.files() == set()
+
+
+def test_a_table_whose_schema_the_registry_rejects_goes_to_the_dead_letters_and_nothing_is_lost(tmp_path, decoder):
+    rig = Rig(tmp_path, decoder)
+    rig.serializer.rejecting = True
+    rig.write(1, [[1, 2], [3]])
+    rig.turns()
+    assert rig.producer.topics == ["ringtail.dead_letters"] * 3
+    letters = [json.loads(value) for value in rig.producer.acknowledged]
+    assert [letter["change"]["cells"]["v"]["value"] for letter in letters] == [1, 2, 3]
+    assert {(letter["reason"], letter["table"]) for letter in letters} == {("schema_rejected", "ks.events")}
+    assert rig.files() == set()
+    assert rig.metrics.dead_letters.labels("schema_rejected")._value.get() == 3
+
+
+def test_changes_written_while_the_table_had_no_cdc_are_read_and_left_out(tmp_path, decoder):
+    rig = Rig(tmp_path, decoder)
+    rig.schema.history = rig.schema.history.record_flag(TABLE_ID, False, TS - 5_000)
+    rig.write(1, [[1, 2], [3]])
+    rig.turns()
+    assert rig.producer.sent == [] and rig.files() == set()
+    assert rig.loop.view.committed.segment_id == 1
+    assert (rig.metrics.changes_read._value.get(), rig.metrics.changes_filtered._value.get()) == (3, 3)
 
 
 def test_a_refused_event_rewinds_to_the_committed_position_and_nothing_is_lost(tmp_path, decoder):

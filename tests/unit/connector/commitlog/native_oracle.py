@@ -85,6 +85,11 @@ def native_events(path: Path, schema: SchemaSnapshot, limit: int | None = None, 
             if skip_unknown:
                 continue
             raise
-        events += [((segment.segment_id, offset, update, row), written, key, value)
-                   for _, _, update, row, written, key, value in found]
+        events += event_rows(segment.segment_id, found)
     return events
+
+
+def event_rows(segment_id: int, events: _native.Events) -> list[tuple]:
+    """The native core's event columns as `reference_events` gives each event."""
+    return [((segment_id, offset, update, row), written, key, value) for offset, update, row, written, key, value
+            in zip(events.offsets, events.updates, events.rows, events.write_times, events.keys, events.values)]

@@ -9,8 +9,8 @@ from connector import native_core
 from connector.commitlog import CommitLogError, SegmentReader, UnknownTable, skip_unknown_tables
 from schemas import _native
 from tests.unit.connector.commitlog.conftest import write_segment  # noqa: F401 (a fixture)
-from tests.unit.connector.commitlog.native_oracle import SOURCE, TS_MS, native_events as native, outcome, \
-    reference_events as reference, schema_ids
+from tests.unit.connector.commitlog.native_oracle import SOURCE, TS_MS, event_rows, native_events as native, \
+    outcome, reference_events as reference, schema_ids
 from tests.unit.connector.commitlog.damage import damaged_row_segments
 from tests.unit.connector.commitlog.mutations import SCHEMA as ROWS, SEGMENT_ID as ROWS_ID, sample_mutations
 from tests.unit.connector.commitlog.segment_builder import segment
@@ -55,8 +55,7 @@ def segment_events(path, schema, limit=None, max_events=None):
     while True:
         read = segment.events(decoder, path.name, TS_MS, limit=limit, start=start, max_events=max_events, skip=skip)
         events, end, end_of_segment, resume, error = read.events, read.end, read.end_of_segment, read.resume, read.error
-        found += [((segment.segment_id, offset, update, row), written, key, value)
-                  for offset, _, update, row, written, key, value in events]
+        found += event_rows(segment.segment_id, events)
         if isinstance(error, UnknownTable):
             start = skip = error.position
             continue
