@@ -116,11 +116,11 @@ def timed(function, seconds: float) -> tuple[float, int, object]:
 
 def measure_rich(seconds: float, decoder: str) -> None:
     segment, schema = _native.Segment(RICH_SEGMENT), RICH_SCHEMA
-    entries, _, _, error = segment.entries()
-    assert error is None, error
+    read = segment.entries()
+    assert read.error is None, read.error
     reference = MutationDecoder(schema, RICH_SEGMENT.name, segment.segment_id, segment.messaging_version)
     mutations, changes = [], 0  # the entries holding changes of the segment's tables (not the system tables')
-    for offset, mutation in entries:
+    for offset, mutation in read.entries:
         try:
             changes += len(reference.decode(mutation, offset))
         except UnknownTable:

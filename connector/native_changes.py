@@ -42,27 +42,26 @@ def _clustering(layout: TableLayout, values) -> tuple:
     return tuple(_value(column, raw) for column, raw in zip(layout.clustering, values))
 
 
-def _cell(column: ColumnLayout, complex_: bool, cell) -> Cell:
-    timestamp, ttl, ldt, tombstone, path, raw = cell
-    if complex_:
+def _cell(column: ColumnLayout, multi_cell: bool, cell: _native.RawCell) -> Cell:
+    timestamp, ttl, ldt, tombstone = cell.timestamp, cell.ttl, cell.local_deletion_time, cell.tombstone
+    if multi_cell:
         if tombstone:
-            return Cell(None, timestamp, ttl, ldt, True, column.type.decode_path(path))
-        key, value = column.type.decode_cell(path, raw)
+            return Cell(None, timestamp, ttl, ldt, True, column.type.decode_path(cell.path))
+        key, value = column.type.decode_cell(cell.path, cell.value)
         return Cell(value, timestamp, ttl, ldt, False, key)
-    return Cell(None if tombstone else _value(column, raw), timestamp, ttl, ldt, tombstone)
+    return Cell(None if tombstone else _value(column, cell.value), timestamp, ttl, ldt, tombstone)
 
 
 def _change(layouts, segment_id: int, offset: int, found: _native.RawChange) -> Change:
     layout, by_index = layouts[found.table]
     cells = {}
-    for index, complex_, column_deletion, column_cells in found.columns:
-        column = by_index[index]
-        if complex_:
-            cells[column.name] = ComplexColumn(
-                None if column_deletion is None else DeletionTime(*column_deletion),
-                [_cell(column, True, c) for c in column_cells])
+    for raw in found.columns:
+        column = by_index[raw.index]
+        if raw.multi_cell:
+            cells[column.name] = ComplexColumn(None if raw.deletion is None else DeletionTime(*raw.deletion),
+                                               [_cell(column, True, c) for c in raw.cells])
         else:
-            cells[column.name] = _cell(column, False, column_cells[0])
+            cells[column.name] = _cell(column, False, raw.cells[0])
     start, end, key = found.range_start, found.range_end, found.partition_key
     return Change(
         Position(segment_id, offset, found.update_index, found.row_index), layout.table, Op(found.op),
@@ -80,23 +79,23 @@ def native_changes(path: str | Path, schema: SchemaSnapshot, limit: int | None =
     `on_schema_miss` returns for it (the entry is then skipped), as the reference reader's tools do."""
     segment = _native.Segment(Path(path))
     decoder, layouts = _layouts(schema, segment.messaging_version)
-    entries, _, _, damage = segment.entries(limit)
-    for offset, mutation in entries:
+    read = segment.entries(limit)
+    for offset, mutation in read.entries:
         try:
-            found, bare_keys, miss = decoder.changes(mutation, str(path), offset)
+            found = decoder.changes(mutation, str(path), offset)
             try:  # the reference decodes values as it reads an entry: a value that does not fit is a miss
-                changes = [_change(layouts, segment.segment_id, offset, f) for f in found]
-                for table, _, key in bare_keys:
-                    layouts[table][0].decode_partition_key(key)
+                changes = [_change(layouts, segment.segment_id, offset, f) for f in found.changes]
+                for bare in found.bare_keys:
+                    layouts[bare.table][0].decode_partition_key(bare.key)
             except _MISFIT as exc:
                 raise SchemaMismatch(str(path), offset, f"a value does not fit the schema: {exc}") from None
-            if miss is not None:  # found after the values before it, which the reference reads first
-                raise miss
+            if found.miss is not None:  # found after the values before it, which the reference reads first
+                raise found.miss
         except (UnknownTable, SchemaMismatch) as miss:
             if on_schema_miss is None:
                 raise
             on_schema_miss(miss)
             continue
         yield from changes
-    if damage is not None:
-        raise damage
+    if read.error is not None:
+        raise read.error

@@ -158,8 +158,7 @@ class NativeSegmentTail(SegmentTail):
 
     def _mutation(self, segment: _native.Segment, offset: int, limit: int) -> bytes:
         """The mutation bytes of the entry at `offset` (a rare path: an entry no schema decodes)."""
-        entries, *_ = segment.entries(limit, offset)
-        found, mutation = entries[0]
+        found, mutation = segment.entries(limit, offset).entries[0]
         if found != offset:
             raise RuntimeError(f"{self.segment.name}: the entry at {offset} was read at {found}")
         return mutation

@@ -66,14 +66,28 @@ class Segment:
     def size(self) -> int: ...
     def sections(self, limit: int | None = None) -> list[tuple[int, int, int]]:
         """(marker, start, end) of each section up to `limit`, the `_cdc.idx` offset."""
-    def entries(self, limit: int | None = None, start: int | None = None
-                ) -> tuple[list[tuple[int, bytes]], int, bool, Exception | None]:
-        """(entries as (logical offset, mutation bytes), end of the last section read, whether a zero
-        entry size ended the segment, the damage that ended the read as `connector.commitlog.errors`
-        names it, returned after the entries before it)."""
+    def entries(self, limit: int | None = None, start: int | None = None) -> Entries:
+        """The entries of the sections up to `limit` from logical position `start`."""
     def events(self, decoder: Decoder, file: str, ts_ms: int, limit: int | None = None, start: int | None = None,
                max_events: int | None = None, skip: int | None = None) -> Pass:
         """One pass over the entries, the GIL released."""
+
+
+class Entries:
+    """What one read of `Segment.entries` found."""
+
+    @property
+    def entries(self) -> list[tuple[int, bytes]]:
+        """Each entry as (logical offset, mutation bytes)."""
+    @property
+    def end(self) -> int:
+        """The logical end of the last section read."""
+    @property
+    def end_of_segment(self) -> bool:
+        """Whether a zero entry size ended the segment."""
+    @property
+    def error(self) -> Exception | None:
+        """The damage that ended the read, as `connector.commitlog.errors` names it, after the entries before it."""
 
 
 class Events:
@@ -128,14 +142,37 @@ class Decoder:
     """The mutations of one schema version into changes, or straight into framed events."""
 
     def __init__(self, tables: list[TableSpecLike], messaging_version: int, source: SourceLike) -> None: ...
-    def changes(self, mutation: bytes, segment: str, entry_offset: int
-                ) -> tuple[list[RawChange], list[tuple[int, int, bytes]], Exception | None]:
-        """(the changes, the keys of updates holding no change as (table, update index, key), the entry's
-        UnknownTable or SchemaMismatch for the caller to raise once it has decoded the values before it)."""
+    def changes(self, mutation: bytes, segment: str, entry_offset: int) -> Changes:
+        """The changes of the mutation in the entry at `entry_offset` of `segment`."""
     def events(self, mutation: bytes, segment: str, segment_id: int, entry_offset: int, file: str, ts_ms: int
                ) -> Events:
         """The events of the mutation's changes to the tables that emit them; raises UnknownTable or
         SchemaMismatch with the entry's position."""
+
+
+class Changes:
+    """What `Decoder.changes` decoded of one entry."""
+
+    @property
+    def changes(self) -> list[RawChange]: ...
+    @property
+    def bare_keys(self) -> list[BareUpdate]:
+        """The updates that hold no change, whose keys the reference reader decodes all the same."""
+    @property
+    def miss(self) -> Exception | None:
+        """The entry's UnknownTable or SchemaMismatch, for the caller to raise once it has decoded the
+        values before it."""
+
+
+class BareUpdate:
+    """A partition update that holds no change."""
+
+    @property
+    def table(self) -> int: ...
+    @property
+    def update_index(self) -> int: ...
+    @property
+    def key(self) -> bytes: ...
 
 
 class RawChange:
@@ -169,9 +206,37 @@ class RawChange:
     @property
     def range_end(self) -> tuple[tuple[bytes | None, ...], bool] | None: ...
     @property
-    def columns(self) -> list[tuple[int, bool, tuple[int, int] | None, list[tuple]]]:
-        """Each (index, multi-cell, column deletion, cells); each cell (timestamp, ttl, local deletion
-        time, tombstone, path, value)."""
+    def columns(self) -> list[RawColumn]: ...
+
+
+class RawColumn:
+    """One column of a change: its number among the table's columns, its cells (one unless multi-cell)."""
+
+    @property
+    def index(self) -> int: ...
+    @property
+    def multi_cell(self) -> bool: ...
+    @property
+    def deletion(self) -> tuple[int, int] | None:
+        """(marked for delete at, local deletion time) of a multi-cell column's deletion."""
+    @property
+    def cells(self) -> list[RawCell]: ...
+
+
+class RawCell:
+    @property
+    def timestamp(self) -> int: ...
+    @property
+    def ttl(self) -> int: ...
+    @property
+    def local_deletion_time(self) -> int | None: ...
+    @property
+    def tombstone(self) -> bool: ...
+    @property
+    def path(self) -> bytes | None:
+        """The element's key in a multi-cell column."""
+    @property
+    def value(self) -> bytes: ...
 
 
 # -- Spark's half (spark/native, `spark.delivery.native_events`) -----------------------------------------

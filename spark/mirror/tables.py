@@ -28,12 +28,14 @@ RawChange = tuple[bytes, str, str]
 
 
 def batch_changes(rows: DataFrame) -> dict[tuple[str, str], list[RawChange]]:
-    """The micro-batch's changes, per (keyspace, table), brought to the driver: a range deletion's second
-    row (its end bound) carries no cells, the first has both bounds."""
+    """The micro-batch's changes, per (keyspace, table), brought to the driver as Arrow columns (not a
+    pickled Row each): a range deletion's second row (its end bound) carries no cells, the first has both
+    bounds."""
     out: dict[tuple[str, str], list[RawChange]] = defaultdict(list)
     chosen = rows.where(F.col("cells").isNotNull()).select("keyspace", "table", "partition_key", "key", "cells")
-    for row in chosen.toLocalIterator():
-        out[(row.keyspace, row.table)].append((bytes(row.partition_key), row.key, row.cells))
+    columns = chosen.toArrow().to_pydict()
+    for keyspace, table, partition, key, cells in zip(*columns.values()):
+        out[(keyspace, table)].append((partition, key, cells))
     return out
 
 

@@ -41,8 +41,18 @@ fn raise(py: Python<'_>, path: &str, error: Error) -> PyErr {
     }
 }
 
-/// (entries, end, end of segment) as `Segment.entries` returns them.
-type EntriesRead<'py> = (Vec<(usize, Bound<'py, PyBytes>)>, usize, bool, Option<Bound<'py, PyAny>>);
+/// What `Segment.entries` read.
+#[pyclass(module = "schemas._native", frozen, get_all)]
+pub struct Entries {
+    /// Each entry as (logical offset, mutation bytes).
+    entries: Py<PyList>,
+    /// The logical end of the last section read.
+    end: usize,
+    /// Whether a zero entry size ended the segment.
+    end_of_segment: bool,
+    /// The damage that ended the read, as the reference reader's exception (after the entries before it).
+    error: Option<Py<PyAny>>,
+}
 
 /// A commit log segment mapped read-only, its descriptor verified.
 #[pyclass(module = "schemas._native", frozen)]
@@ -108,12 +118,10 @@ impl Segment {
         }
     }
 
-    /// (entries, end, end_of_segment, error): the (logical offset, mutation bytes) of the entries
-    /// of the sections up to `limit` from logical position `start`; the logical end of the last
-    /// section read; whether a zero entry size ended the segment; the damage that ended the read
-    /// (as the reference reader's exception), returned after the entries before it, not raised.
+    /// The entries of the sections up to `limit` from logical position `start`; the damage that ended the
+    /// read is returned after the entries before it, not raised.
     #[pyo3(signature = (limit=None, start=None))]
-    fn entries<'py>(&self, py: Python<'py>, limit: Option<usize>, start: Option<usize>) -> PyResult<EntriesRead<'py>> {
+    fn entries(&self, py: Python<'_>, limit: Option<usize>, start: Option<usize>) -> PyResult<Entries> {
         let mut found = Vec::new();
         let visit = py.detach(|| {
             self.inner.visit(limit, start, |offset, mutation| {
@@ -121,9 +129,9 @@ impl Segment {
                 Flow::Continue
             })
         });
-        let error = visit.error.map(|e| raise(py, &self.path, e).into_value(py).into_bound(py).into_any());
-        let entries = found.iter().map(|(offset, m)| (*offset, PyBytes::new(py, m))).collect();
-        Ok((entries, visit.end, visit.end_of_segment, error))
+        let error = visit.error.map(|e| raise(py, &self.path, e).into_value(py).into_any());
+        let entries = PyList::new(py, found.iter().map(|(offset, m)| (*offset, PyBytes::new(py, m))))?.unbind();
+        Ok(Entries { entries, end: visit.end, end_of_segment: visit.end_of_segment, error })
     }
 
     /// One pass over the entries of the sections up to `limit` from logical position `start` (an
@@ -314,26 +322,22 @@ impl Decoder {
         })
     }
 
-    /// The changes of the mutation in the entry at `entry_offset` of `segment` (`RawChange`s), with the
-    /// keys of the updates that hold no change, (table, update index, key), and the entry's UnknownTable
-    /// or SchemaMismatch (or None), which the caller raises once it has decoded the values before it:
-    /// the reference reader decodes them as it reads.
-    #[allow(clippy::type_complexity)]
-    fn changes<'py>(
-        &self,
-        py: Python<'py>,
-        mutation: &[u8],
-        segment: &str,
-        entry_offset: usize,
-    ) -> PyResult<(Vec<RawChange>, Vec<(usize, u32, Bound<'py, PyBytes>)>, Option<Bound<'py, PyAny>>)> {
+    /// The changes of the mutation in the entry at `entry_offset` of `segment`.
+    fn changes(&self, py: Python<'_>, mutation: &[u8], segment: &str, entry_offset: usize) -> PyResult<Changes> {
         let (mut changes, mut bare) = (Vec::new(), Vec::new());
         let miss = match self.decoder.decode(mutation, &mut changes, &mut bare) {
             Ok(()) => None,
-            Err(e) => Some(self.exception(py, segment, entry_offset, Failure::Mutation(e))?),
+            Err(e) => Some(self.exception(py, segment, entry_offset, Failure::Mutation(e))?.unbind()),
         };
-        let changes = changes.iter().map(|c| raw_change(py, c)).collect::<PyResult<_>>()?;
-        let bare = bare.into_iter().map(|(table, update, key)| (table, update, PyBytes::new(py, key))).collect();
-        Ok((changes, bare, miss))
+        let changes = changes.iter().map(|c| raw_change(py, c)).collect::<PyResult<Vec<_>>>()?;
+        let bare_keys = bare
+            .into_iter()
+            .map(|(table, update_index, key)| BareUpdate { table, update_index, key: PyBytes::new(py, key).unbind() });
+        Ok(Changes {
+            changes: PyList::new(py, changes)?.unbind(),
+            bare_keys: PyList::new(py, bare_keys)?.unbind(),
+            miss,
+        })
     }
 
     /// The events of the mutation's changes to the tables that emit them, key and value framed. `file` is
@@ -356,6 +360,26 @@ impl Decoder {
         }
         Events::new(py, &events)
     }
+}
+
+/// What `Decoder.changes` decoded of one entry.
+#[pyclass(module = "schemas._native", frozen, get_all)]
+pub struct Changes {
+    /// `RawChange`s.
+    changes: Py<PyList>,
+    /// `BareUpdate`s: the updates that hold no change, whose keys the reference reader decodes all the same.
+    bare_keys: Py<PyList>,
+    /// The entry's UnknownTable or SchemaMismatch, for the caller to raise once it has decoded the values
+    /// before it, as the reference reader decodes them as it reads.
+    miss: Option<Py<PyAny>>,
+}
+
+/// A partition update that holds no change: its table's number, its place in the mutation, its key.
+#[pyclass(module = "schemas._native", frozen, get_all)]
+pub struct BareUpdate {
+    table: usize,
+    update_index: u32,
+    key: Py<PyBytes>,
 }
 
 /// One change's event, made without the GIL.
@@ -564,23 +588,42 @@ fn bound<'py>(py: Python<'py>, b: &Option<RowBound<'_>>) -> PyResult<Option<(Bou
     b.as_ref().map(|b| Ok((clustering(py, &b.clustering)?, b.inclusive))).transpose()
 }
 
-type CellTuple<'py> = (i64, i64, Option<i64>, bool, Option<Bound<'py, PyBytes>>, Bound<'py, PyBytes>);
+/// One cell of a change, its value still raw bytes.
+#[pyclass(module = "schemas._native", frozen, get_all)]
+pub struct RawCell {
+    timestamp: i64,
+    ttl: i64,
+    local_deletion_time: Option<i64>,
+    tombstone: bool,
+    /// The element's key in a multi-cell column.
+    path: Option<Py<PyBytes>>,
+    value: Py<PyBytes>,
+}
 
-fn cell<'py>(py: Python<'py>, c: &Cell<'_>) -> CellTuple<'py> {
-    (
-        c.timestamp,
-        c.ttl,
-        c.local_deletion_time,
-        c.tombstone,
-        c.path.map(|p| PyBytes::new(py, p)),
-        PyBytes::new(py, c.value),
-    )
+fn cell(py: Python<'_>, c: &Cell<'_>) -> RawCell {
+    RawCell {
+        timestamp: c.timestamp,
+        ttl: c.ttl,
+        local_deletion_time: c.local_deletion_time,
+        tombstone: c.tombstone,
+        path: c.path.map(|p| PyBytes::new(py, p).unbind()),
+        value: PyBytes::new(py, c.value).unbind(),
+    }
+}
+
+/// One column of a change: its number among the table's columns, its cells (one unless multi-cell).
+#[pyclass(module = "schemas._native", frozen, get_all)]
+pub struct RawColumn {
+    index: usize,
+    multi_cell: bool,
+    /// (marked for delete at, local deletion time) of a multi-cell column's deletion.
+    deletion: Option<(i64, i64)>,
+    /// `RawCell`s.
+    cells: Py<PyList>,
 }
 
 /// One change as `Decoder.changes` gives it, its values still raw bytes (`connector.native_changes`
-/// decodes them with the schema's codecs). Clustering values and bounds are tuples of raw values; each
-/// column is (index, multi-cell, column deletion, cells), each cell (timestamp, ttl, local deletion time,
-/// tombstone, path, value).
+/// decodes them with the schema's codecs). Clustering values and bounds are tuples of raw values.
 #[pyclass(module = "schemas._native", frozen, get_all)]
 pub struct RawChange {
     table: usize,
@@ -598,6 +641,7 @@ pub struct RawChange {
     /// (clustering values, inclusive) of a range deletion's start and end.
     range_start: Option<(Py<PyTuple>, bool)>,
     range_end: Option<(Py<PyTuple>, bool)>,
+    /// `RawColumn`s.
     columns: Py<PyList>,
 }
 
@@ -606,13 +650,18 @@ fn raw_change(py: Python<'_>, c: &Change<'_>) -> PyResult<RawChange> {
         .columns
         .iter()
         .map(|column| match column {
-            ColumnCells::Simple { column, cell: one } => {
-                (*column, false, None::<(i64, i64)>, vec![cell(py, one)]).into_pyobject(py)
-            }
-            ColumnCells::Complex { column, deletion: d, cells } => {
-                (*column, true, deletion(d), cells.iter().map(|one| cell(py, one)).collect::<Vec<_>>())
-                    .into_pyobject(py)
-            }
+            ColumnCells::Simple { column, cell: one } => Ok(RawColumn {
+                index: *column,
+                multi_cell: false,
+                deletion: None,
+                cells: PyList::new(py, [cell(py, one)])?.unbind(),
+            }),
+            ColumnCells::Complex { column, deletion: d, cells } => Ok(RawColumn {
+                index: *column,
+                multi_cell: true,
+                deletion: deletion(d),
+                cells: PyList::new(py, cells.iter().map(|one| cell(py, one)))?.unbind(),
+            }),
         })
         .collect::<PyResult<Vec<_>>>()?;
     let unbound = |b: Option<(Bound<'_, PyTuple>, bool)>| b.map(|(values, inclusive)| (values.unbind(), inclusive));
@@ -640,5 +689,10 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Pass>()?;
     m.add_class::<Events>()?;
     m.add_class::<RawChange>()?;
+    m.add_class::<Entries>()?;
+    m.add_class::<Changes>()?;
+    m.add_class::<BareUpdate>()?;
+    m.add_class::<RawColumn>()?;
+    m.add_class::<RawCell>()?;
     Ok(())
 }

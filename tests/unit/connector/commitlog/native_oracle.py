@@ -75,10 +75,10 @@ def native_events(path: Path, schema: SchemaSnapshot, limit: int | None = None, 
     segment = _native.Segment(path)
     decoder, _ = native_core.decoder(schema, segment.messaging_version, SOURCE, schema_ids(schema))
     events = []
-    entries, _, _, damage = segment.entries(limit)
-    if damage is not None:
-        raise damage
-    for offset, mutation in entries:
+    read = segment.entries(limit)
+    if read.error is not None:
+        raise read.error
+    for offset, mutation in read.entries:
         try:
             found = decoder.events(mutation, str(path), segment.segment_id, offset, path.name, TS_MS)
         except UnknownTable:

@@ -45,10 +45,10 @@ def reference(path: Path, limit=None, start=None):
 
 
 def native(path: Path, limit=None, start=None):
-    found, end, end_of_segment, error = _native.Segment(path).entries(limit, start)
-    if error is not None:
-        raise error
-    return found, end, end_of_segment
+    read = _native.Segment(path).entries(limit, start)
+    if read.error is not None:
+        raise read.error
+    return read.entries, read.end, read.end_of_segment
 
 
 def outcome(read, *args):
