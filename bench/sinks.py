@@ -161,7 +161,7 @@ def floor(stack, name: str, rows, csv: bytes, values: list[bytes], run: str, tmp
     if name == "floor-postgres":
         import psycopg
 
-        columns = ", ".join(f"{ident(c.name)} {c.staged}" for c in LOG_COLUMNS)
+        columns = ", ".join(f"{ident(name)} {c.staged}" for c in LOG_COLUMNS for name in c.staged_names())
         with psycopg.connect(stack.postgres_dsn) as conn:
             conn.execute(f"CREATE TABLE {run} ({columns})")
             conn.commit()
@@ -180,8 +180,9 @@ def floor(stack, name: str, rows, csv: bytes, values: list[bytes], run: str, tmp
         parts = urlsplit(stack.mysql_dsn)
         conn = pymysql.connect(host=parts.hostname, port=parts.port, user=parts.username, password=parts.password or "",
                                database=parts.path.strip("/"), local_infile=True, charset="utf8mb4")
-        columns = ", ".join(f"`c{i}` {'BIGINT' if c.staged in ('bigint', 'integer', 'smallint') else 'LONGTEXT'}"
-                            for i, c in enumerate(LOG_COLUMNS))
+        staged = [c.staged for c in LOG_COLUMNS for _ in c.staged_names()]
+        columns = ", ".join(f"`c{i}` {'BIGINT' if kind in ('bigint', 'integer', 'smallint') else 'LONGTEXT'}"
+                            for i, kind in enumerate(staged))
         with conn.cursor() as cursor:
             cursor.execute(f"CREATE TABLE {run} ({columns})")
             started = time.perf_counter()

@@ -141,6 +141,29 @@ def test_rows_and_dead_letters_land_once_with_exact_values(spark, sink: Postgres
     assert query(sink, "SELECT rows, dead_letters FROM {s}.batches WHERE batch_id = 2") == [(0, 0)]
 
 
+def test_a_batch_of_plain_rows_goes_in_by_casts_with_every_text_exact(spark, sink: PostgresSink) -> None:
+    """Rows without NaN, Infinity or \\u0000 go in by casts, their objects and arrays made on the executors:
+    names and texts that JSON, CSV and PostgreSQL's array input each quote differently arrive exact, and
+    a part holding text that is not JSON still goes in, that text kept as a string."""
+    plain = {**{k: v for k, v in RICH_COLUMNS.items() if k not in ("score", "ratios", "nul")},
+             'we"ird\\name': json.dumps(1), "none": "null"}
+    deleted = ["a,b", 'q"uote', "back\\slash", "{brace}", "NULL", " spaced "]
+    rows = [log_row(1, operation=ROW_UPDATE, columns=plain, deleted=deleted,
+                    elements={'t"ags': '["x"]', "items": json.dumps([ELEMENT])}),
+            log_row(2, stream=STREAM_B)]
+    sink.write(micro_batch(spark, 0, rows))
+    got = query(sink, 'SELECT columns, deleted_columns, deleted_elements FROM {s}.cdc_log ORDER BY key->>\'id\'')
+    assert got[0] == ({**{k: json.loads(v) for k, v in plain.items()}}, deleted,
+                      {'t"ags': ["x"], "items": [ELEMENT]})
+    assert got[1] == ({"name": "order 2"}, [], {})
+
+    broken = log_row(3, columns={"broken": "{not json", "fine": "[1]"})
+    sink.write(micro_batch(spark, 1, [broken, log_row(4)]))
+    assert query(sink, "SELECT columns FROM {s}.cdc_log WHERE key->>'id' = '3'") == [
+        ({"broken": "{not json", "fine": [1]},)]
+    assert query(sink, "SELECT rows FROM {s}.batches ORDER BY batch_id") == [(2,), (2,)]
+
+
 def test_two_writers_of_one_batch_write_it_once(spark, sink: PostgresSink) -> None:
     for committed, batch_id in ((True, 5), (False, 6)):
         holder = psycopg.connect(sink.dsn)  # another writer, mid-transaction on the same batch

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
@@ -61,6 +62,16 @@ class _Column:
     staged: str  # in the staging table, as the CSV carries it
     spark: Callable[[], Column]  # LOG_ROW / DEAD_LETTER row -> the staged value (on the executors)
     load: str = "{s}"  # staged column {s} -> target value; {json} is the text -> jsonb function
+    # For a part whose rows are all plain (`plain_rows`): the value in a second staged column `<name>$plain`,
+    # when it differs, and its load, when it differs.
+    plain: Callable[[], Column] | None = None
+    plain_load: str | None = None
+
+    def staged_names(self) -> list[str]:
+        return [self.name, f"{self.name}$plain"] if self.plain else [self.name]
+
+    def staged_values(self) -> list[Column]:
+        return [self.spark(), self.plain()] if self.plain else [self.spark()]
 
 
 def _col(name: str) -> Callable[[], Column]:
@@ -77,6 +88,38 @@ def _micros(name: str) -> Callable[[], Column]:
 
 def _json_text(name: str) -> Callable[[], Column]:
     return lambda: F.to_json(F.col(name))
+
+
+def _quoted(text: Column) -> Column:
+    """A string as a JSON string literal (Spark's JSON writer escapes it)."""
+    array = F.to_json(F.array(text))  # ["…"]
+    return array.substr(F.lit(2), F.length(array) - 2)
+
+
+def _object_of_texts(name: str) -> Callable[[], Column]:
+    """A map of JSON texts as the text of the JSON object of their values."""
+    def made() -> Column:
+        members = F.transform(F.map_entries(F.col(name)), lambda e: F.concat(
+            _quoted(e["key"]), F.lit(":"), F.coalesce(e["value"], F.lit("null"))))
+        return F.concat(F.lit("{"), F.array_join(members, ","), F.lit("}"))
+    return made
+
+
+def _text_array(name: str) -> Callable[[], Column]:
+    """A list of texts in PostgreSQL's array input form: each element quoted, its quotes and backslashes
+    escaped."""
+    return lambda: F.concat(F.lit("{"), F.array_join(F.transform(F.col(name), lambda text: F.concat(
+        F.lit('"'), F.regexp_replace(text, r'(["\\])', r"\\$1"), F.lit('"'))), ","), F.lit("}"))
+
+
+def plain_rows() -> Column:
+    """Whether a log row's JSON texts are all plain: none holds NaN, Infinity or \\u0000, which jsonb refuses.
+    A part of such rows goes in by casts alone, its objects assembled on the executors (a third of the
+    insert's time); any other part value by value through {json}. Text that is not JSON at all is found
+    by the cast, and the part goes in the other way."""
+    texts = F.concat_ws("\n", F.col("key"), F.array_join(F.map_values(F.col("columns")), "\n"),
+                        F.array_join(F.map_values(F.col("deleted_elements")), "\n"))
+    return ~texts.rlike(r"NaN|Infinity|\\u0000")
 
 
 _TIMESTAMP = "(timestamptz 'epoch' + {s} * interval '1 microsecond')"  # exact for any µs count
@@ -105,11 +148,12 @@ LOG_COLUMNS: tuple[_Column, ...] = (
     _Column("cdc$operation", "smallint NOT NULL", "smallint", _col("cdc$operation")),
     _Column("cdc$ttl", "bigint", "bigint", _col("cdc$ttl")),
     _Column("cdc$end_of_batch", "boolean NOT NULL", "boolean", _col("cdc$end_of_batch")),
-    _Column("key", "jsonb NOT NULL", "text", _col("key"), _jsonb("{s}")),
-    _Column("columns", "jsonb NOT NULL", "text", _json_text("columns"), _json_object("{s}")),
-    _Column("deleted_columns", "text[] NOT NULL", "text", _json_text("deleted_columns"),
-            "CASE WHEN {s} = '[]' THEN '{}'::text[] ELSE ARRAY(SELECT json_array_elements_text(({s})::json)) END"),
-    _Column("deleted_elements", "jsonb NOT NULL", "text", _json_text("deleted_elements"), _json_object("{s}")),
+    _Column("key", "jsonb NOT NULL", "text", _col("key"), _jsonb("{s}"), plain_load="({s})::jsonb"),
+    _Column("columns", "jsonb NOT NULL", "text", _json_text("columns"), _json_object("{s}"),
+            _object_of_texts("columns"), "({s})::jsonb"),
+    _Column("deleted_columns", "text[] NOT NULL", "text", _text_array("deleted_columns"), "({s})::text[]"),
+    _Column("deleted_elements", "jsonb NOT NULL", "text", _json_text("deleted_elements"), _json_object("{s}"),
+            _object_of_texts("deleted_elements"), "({s})::jsonb"),
     _Column("write_time", "timestamptz NOT NULL", "bigint", _micros("write_time"), _TIMESTAMP),
     _Column("write_time_us", "bigint NOT NULL", "bigint", _col("write_time_us")),
     _Column("partition_key", "bytea NOT NULL", "bytea", _bytea("partition_key")),
@@ -192,25 +236,56 @@ def schema_statements(schema: str, log: bool = True) -> list[str]:
 
 
 def staging_statement(table: str, columns: tuple[_Column, ...]) -> str:
-    body = ", ".join(f"{ident(c.name)} {c.staged}" for c in columns)
+    body = ", ".join(f"{ident(name)} {c.staged}" for c in columns for name in c.staged_names())
     return f"CREATE TEMPORARY TABLE {ident(table)} ({body}) ON COMMIT DROP"
 
 
 def copy_statement(table: str, columns: tuple[_Column, ...]) -> str:
-    return f"COPY {ident(table)} ({', '.join(ident(c.name) for c in columns)}) FROM STDIN (FORMAT csv)"
+    names = ", ".join(ident(name) for c in columns for name in c.staged_names())
+    return f"COPY {ident(table)} ({names}) FROM STDIN (FORMAT csv)"
 
 
 def insert_statement(schema: str, target: str, staging: str, columns: tuple[_Column, ...],
-                     extra: tuple[str, ...] = (), *, lenient: bool = False) -> str:
+                     extra: tuple[str, ...] = (), *, lenient: bool = False, plain: bool = False) -> str:
     """INSERT … SELECT from the staging table, each value through its column's load expression;
-    `extra` target columns take query parameters. `lenient` parses every JSON text as lenient_jsonb."""
+    `extra` target columns take query parameters. `lenient` parses every JSON text as lenient_jsonb;
+    `plain`, for a part of plain rows (`plain_rows`), loads their plain values by casts."""
     s = ident(schema)
     json = f"{s}.lenient_jsonb" if lenient else f"{s}.json_value"
+
+    def value(column: _Column) -> str:
+        name, load = column.name, column.load
+        if plain:
+            name, load = column.staged_names()[-1], column.plain_load or load
+        return load.replace("{s}", f"s.{ident(name)}").replace("{json}", json)
+
     names = [ident(c.name) for c in columns] + [ident(n) for n in extra]
-    values = [c.load.replace("{s}", f"s.{ident(c.name)}").replace("{json}", json) for c in columns]
-    values += ["%s"] * len(extra)
+    values = [value(c) for c in columns] + ["%s"] * len(extra)
     return (f"INSERT INTO {s}.{ident(target)} ({', '.join(names)}) SELECT {', '.join(values)}"
             f" FROM {ident(staging)} s ON CONFLICT DO NOTHING")
+
+
+@dataclass(frozen=True)
+class Inserts:
+    """The statements that take a staging table into its target, tried in turn until one takes the part:
+    for a part of plain rows the plain one first (`plain_rows`), then the usual one, then the same with
+    every JSON text lenient (a part holding text that is not JSON)."""
+
+    plain: str | None
+    usual: str
+    lenient: str
+
+    @classmethod
+    def of(cls, schema: str, target: str, staging: str, columns: tuple[_Column, ...], extra: tuple[str, ...] = ()
+           ) -> Inserts:
+        def statement(**options) -> str:
+            return insert_statement(schema, target, staging, columns, extra, **options)
+
+        has_plain = any(c.plain or c.plain_load for c in columns)
+        return cls(statement(plain=True) if has_plain else None, statement(), statement(lenient=True))
+
+    def in_turn(self, plain: bool) -> list[str]:
+        return [self.plain, self.usual, self.lenient] if plain and self.plain else [self.usual, self.lenient]
 
 
 def csv_chunk(batch: pa.RecordBatch) -> bytes:
@@ -228,9 +303,13 @@ def _csv_chunks(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
             yield pa.RecordBatch.from_arrays([pa.array([csv_chunk(batch)], pa.binary())], ["csv"])
 
 
-def staged_columns(frame: DataFrame, columns: tuple[_Column, ...]) -> DataFrame:
-    """`frame`'s values in the staging table's column order, as the CSV carries them."""
-    return frame.select(*(c.spark().alias(f"c{i}") for i, c in enumerate(columns)))
+def staged_columns(frame: DataFrame, columns: tuple[_Column, ...],
+                   plain: Callable[[], Column] | None = None) -> DataFrame:
+    """`frame`'s values in the staging table's column order, as the CSV carries them; with `plain`,
+    whether the row is plain after them (for the executor, not staged)."""
+    values = [value for c in columns for value in c.staged_values()]
+    flag = [] if plain is None else [plain()]
+    return frame.select(*(v.alias(f"c{i}") for i, v in enumerate(values + flag)))
 
 
 def staged(frame: DataFrame, columns: tuple[_Column, ...]) -> DataFrame:
@@ -245,10 +324,10 @@ def connect(dsn: str) -> Any:
 
 
 def load(conn: Any, chunks: Iterable[bytes], columns: tuple[_Column, ...], staging: str,
-         inserts: tuple[str, str], parameters: tuple) -> int:
+         inserts: Inserts, parameters: tuple, plain: bool = False) -> int:
     """COPY CSV `chunks` into a staging table and insert it, in the open transaction; how many rows were
-    new. A batch holding text that is not JSON is inserted again with that text kept as JSON strings,
-    rather than failing on every replay."""
+    new. `plain`: the rows are (`plain_rows`). A part holding text that is not JSON is inserted with that
+    text kept as JSON strings, rather than failing on every replay."""
     import psycopg
 
     conn.execute(staging_statement(staging, columns))
@@ -256,13 +335,16 @@ def load(conn: Any, chunks: Iterable[bytes], columns: tuple[_Column, ...], stagi
         with cursor.copy(copy_statement(staging, columns)) as copy:
             for chunk in chunks:
                 copy.write(chunk)
-        insert, lenient = inserts
-        try:
-            with conn.transaction():  # a savepoint, to retry after the error
-                cursor.execute(insert, parameters or None)
-        except psycopg.errors.DataError as exc:
-            log.warning("invalid JSON in a batch, stored as text: %s", exc)
-            cursor.execute(lenient, parameters or None)
+        *tried, last = inserts.in_turn(plain)
+        for statement in tried:
+            try:
+                with conn.transaction():  # a savepoint, to go on to the next after the error
+                    cursor.execute(statement, parameters or None)
+                return cursor.rowcount
+            except psycopg.errors.DataError as exc:
+                if statement is inserts.usual:
+                    log.warning("invalid JSON in a batch, stored as text: %s", exc)
+        cursor.execute(last, parameters or None)
         return cursor.rowcount
 
 
@@ -324,14 +406,19 @@ class LogParts:
     dsn: str = field(repr=False)
     ledger: Ledger
     batch_id: int
-    inserts: tuple[str, str]
+    inserts: Inserts
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> int | None:
-        chunks = [csv_chunk(batch) for batch in batches if batch.num_rows]
+        chunks, plain = [], True
+        for batch in batches:  # the staged columns, then whether each row is plain
+            if batch.num_rows:
+                *staged, flags = batch.columns
+                chunks.append(csv_chunk(pa.RecordBatch.from_arrays(staged, batch.schema.names[:-1])))
+                plain = plain and pc.all(flags).as_py()
         if not chunks:
             return None
         return self.ledger.write_part(self.dsn, self.batch_id, part_digest(chunks), lambda conn: load(
-            conn, chunks, LOG_COLUMNS, PostgresSink.LOG_STAGING, self.inserts, ()))
+            conn, chunks, LOG_COLUMNS, PostgresSink.LOG_STAGING, self.inserts, (), plain))
 
 
 class PostgresSink(Sink):
@@ -351,11 +438,9 @@ class PostgresSink(Sink):
         self.schema = schema
         self.app_id = app_id
         self.ledger = Ledger(schema, app_id)
-        self._insert_rows = tuple(insert_statement(schema, "cdc_log", self.LOG_STAGING, LOG_COLUMNS,
-                                                   lenient=lenient) for lenient in (False, True))
-        self._insert_dead_letters = tuple(insert_statement(schema, "dead_letters", self._DEAD_LETTER_STAGING,
-                                                           DEAD_LETTER_COLUMNS, ("app_id", "batch_id"),
-                                                           lenient=lenient) for lenient in (False, True))
+        self._insert_rows = Inserts.of(schema, "cdc_log", self.LOG_STAGING, LOG_COLUMNS)
+        self._insert_dead_letters = Inserts.of(schema, "dead_letters", self._DEAD_LETTER_STAGING, DEAD_LETTER_COLUMNS,
+                                               ("app_id", "batch_id"))
 
     def _connect(self):
         return connect(self.dsn)
@@ -386,7 +471,7 @@ class PostgresSink(Sink):
     def write_parts(self, batch: MicroBatch) -> None:
         """Step 2: the batch's rows, from the executors, a part per partition."""
         parts = LogParts(self.dsn, self.ledger, batch.id, self._insert_rows)
-        write_each_part(staged_columns(batch.rows, LOG_COLUMNS), parts)
+        write_each_part(staged_columns(batch.rows, LOG_COLUMNS, plain_rows), parts)
 
     def finish(self, batch: MicroBatch) -> None:
         """Step 3: the dead letters, and the batch marked finished with its counts, in one transaction."""
@@ -400,13 +485,9 @@ class PostgresSink(Sink):
         log.info("batch %d: %d log rows and %d dead letters inserted", batch.id, written, letters)
 
     def _write_on_driver(self, batch: MicroBatch) -> None:
-        """Step 2 for a layout written from the driver (`_write_rows`): one part, in one transaction."""
+        """Step 2 for a layout written from the driver: one part, in one transaction, by the layout's
+        `_write_rows(conn, rows)` (how many rows were new)."""
         self.ledger.write_part(self.dsn, batch.id, DRIVER_PART, lambda conn: self._write_rows(conn, batch.rows))
-
-    def _write_rows(self, conn: Any, rows: DataFrame) -> int:
-        """Write `rows` from the driver in the open transaction (a layout written there); how many were new."""
-        chunks = (chunk.csv for chunk in staged(rows, LOG_COLUMNS).toLocalIterator())
-        return load(conn, chunks, LOG_COLUMNS, self.LOG_STAGING, self._insert_rows, ())
 
     def publish_generations(self, generations: Generations) -> None:
         timestamps, streams = generation_rows(generations)

@@ -73,11 +73,11 @@ class PostgresMirrorStore:
         if not keys:
             return {}
         partitions, rows = zip(*keys)
-        return self._states("(partition, \"row\") IN (SELECT * FROM unnest(%s::bytea[], %s::text[]))",
+        return self._states("(partition, \"row\") IN (SELECT * FROM unnest(%b::bytea[], %b::text[]))",
                             (list(partitions), list(rows)))
 
     def load_partitions(self, partitions: Collection[bytes]) -> dict[StateKey, str]:
-        return self._states("partition = ANY(%s::bytea[])", (list(partitions),)) if partitions else {}
+        return self._states("partition = ANY(%b::bytea[])", (list(partitions),)) if partitions else {}
 
     def due(self, now: int) -> list[StateKey]:
         return [(bytes(p), r) for p, r in self.conn.execute(
@@ -93,11 +93,11 @@ class PostgresMirrorStore:
         kept = [s for s in states if s.state is not None]
         if gone:
             conn.execute(f"DELETE FROM {self.state} WHERE (partition, \"row\") IN"
-                         " (SELECT * FROM unnest(%s::bytea[], %s::text[]))",
+                         " (SELECT * FROM unnest(%b::bytea[], %b::text[]))",
                          ([s.partition for s in gone], [s.row for s in gone]))
         if kept:
             conn.execute(f"INSERT INTO {self.state} (partition, \"row\", state, expires) SELECT * FROM"
-                         " unnest(%s::bytea[], %s::text[], %s::text[], %s::bigint[])"
+                         " unnest(%b::bytea[], %b::text[], %b::text[], %b::bigint[])"
                          " ON CONFLICT (partition, \"row\") DO UPDATE SET state = EXCLUDED.state,"
                          " expires = EXCLUDED.expires",
                          ([s.partition for s in kept], [s.row for s in kept], [s.state for s in kept],

@@ -14,6 +14,7 @@ from spark.sinks.postgres.log import (
     DEAD_LETTER_KEY,
     LOG_COLUMNS,
     LOG_KEY,
+    Inserts,
     copy_statement,
     csv_chunk,
     ident,
@@ -73,6 +74,20 @@ def test_staging_copy_and_insert_statements() -> None:
     assert "json_each_text((s.\"columns\")::json)" in log
     lenient = insert_statement("rt", "cdc_log", "stage", LOG_COLUMNS, lenient=True)
     assert lenient == log.replace('"rt".json_value(', '"rt".lenient_jsonb(')
+
+
+def test_a_part_of_plain_rows_is_tried_by_casts_first_then_value_by_value() -> None:
+    staging = staging_statement("stage", LOG_COLUMNS)
+    assert '"columns" text, "columns$plain" text' in staging and '"deleted_elements$plain" text' in staging
+    assert copy_statement("stage", LOG_COLUMNS).count("$plain") == 2
+    inserts = Inserts.of("rt", "cdc_log", "stage", LOG_COLUMNS)
+    assert 'SELECT s."keyspace"' in inserts.plain and "json_value" not in inserts.plain
+    assert '(s."key")::jsonb, (s."columns$plain")::jsonb, (s."deleted_columns")::text[],' \
+           ' (s."deleted_elements$plain")::jsonb' in inserts.plain
+    assert inserts.in_turn(True) == [inserts.plain, inserts.usual, inserts.lenient]
+    assert inserts.in_turn(False) == [inserts.usual, inserts.lenient]
+    letters = Inserts.of("rt", "dead_letters", "stage", DEAD_LETTER_COLUMNS, ("app_id", "batch_id"))
+    assert letters.plain is None and letters.in_turn(True) == [letters.usual, letters.lenient]
 
 
 def test_csv_for_copy_tells_null_from_empty_and_keeps_any_text() -> None:
