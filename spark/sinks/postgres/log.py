@@ -21,7 +21,8 @@ A batch goes in from the executors, part by part (`parts`): the driver claims (a
 ledger, or stops when it is there finished with the same offsets (a replay; other offsets are refused,
 `ledger.BatchMismatch`); each task formats its partition's rows as CSV (Spark expressions, then Arrow's
 CSV writer), and in one transaction claims its part, COPYs the rows into a temporary table and INSERTs
-them … ON CONFLICT DO NOTHING, which also drops copies of a change read from several replicas; then the
+them … ON CONFLICT DO NOTHING, which also drops copies of a change read from several replicas (by casts
+alone when the part's JSON texts are all plain, `plain_rows`; value by value otherwise); then the
 driver inserts the dead letters and records the counts, in one transaction. Executors connect with the
 sink's DSN as it is: files it names (sslrootcert, sslcert, sslkey) must be at those paths on them.
 """
