@@ -57,8 +57,9 @@ def fill(session, rows: int) -> None:
 def plan(stack, checkpoint: str):
     from spark.snapshot.source import SnapshotPlan
 
-    return SnapshotPlan((stack.cassandra_host,), stack.cassandra_port, KEYSPACE, TABLE, GENERATIONS, 12, checkpoint,
-                        time.time_ns() // 1000, tasks=2)
+    return SnapshotPlan(hosts=(stack.cassandra_host,), port=stack.cassandra_port, security=None, keyspace=KEYSPACE,
+                        table=TABLE, generations_keyspace=GENERATIONS, ignore_msb=12, checkpoint=checkpoint,
+                        version_us=time.time_ns() // 1000, tasks=2)
 
 
 def read_with_driver(session) -> int:
