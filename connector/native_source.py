@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from dataclasses import replace
 from typing import Callable, Iterator, NamedTuple
 
 from connector import native_core
@@ -143,11 +144,10 @@ class NativeSegmentTail(SegmentTail):
     @staticmethod
     def _batch(segment_id: int, read: _native.Pass, decoder: _Decoder) -> Batch:
         events = read.events
-        count = len(events)
-        through = Position(segment_id, events.offsets[-1], events.updates[-1], events.rows[-1]) if count else None
-        return Batch(segment_id, events.offsets, events.updates, events.rows, events.tables, events.write_times,
-                     events.keys, events.values, decoder.topics, read=count + read.skipped, left_out=read.skipped,
-                     through=through)
+        batch = Batch(segment_id, events.offsets, events.updates, events.rows, events.tables, events.write_times,
+                      events.keys, events.values, decoder.topics, read=len(events) + read.skipped,
+                      left_out=read.skipped)
+        return replace(batch, through=batch.position(-1)) if len(batch) else batch
 
     def _captured(self, batch: Batch, decoder: _Decoder) -> Batch:
         """The batch without the changes written while their table had no CDC (the native core makes an
