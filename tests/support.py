@@ -1,7 +1,11 @@
-"""Small helpers shared by tests: waiting for a condition, a fresh keyspace, a port nothing listens on."""
+"""Small helpers shared by tests: waiting for a condition, a fresh keyspace, a port nothing listens on,
+the streams CLI run as scripts run it."""
 from __future__ import annotations
 
+import json
 import socket
+import subprocess
+import sys
 import time
 import uuid
 from contextlib import contextmanager
@@ -64,3 +68,16 @@ def release_series(cql) -> tuple[int, int]:
     release = cql.execute("SELECT release_version FROM system.local").one().release_version
     major, minor = release.split(".")[:2]
     return int(major), int(minor)
+
+
+def streams_cli(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
+    """`python -m spark.streams ARGS` as a subprocess, its output captured."""
+    return subprocess.run([sys.executable, "-m", "spark.streams", *args], capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def streams_cli_json(*args: str, timeout: float = 60):
+    """The CLI's `--json` output, parsed, once it has exited 0."""
+    completed = streams_cli(*args, "--json", timeout=timeout)
+    assert completed.returncode == 0, completed.stderr
+    return json.loads(completed.stdout)

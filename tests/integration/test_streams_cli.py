@@ -2,30 +2,23 @@
 
 from __future__ import annotations
 
+import functools
 import json
-import subprocess
-import sys
 
 import pytest
 
 from spark.streams import Generation, build_topology_description, generations_to_json, read_ring, token_of
 from spark.streams.storage import GenerationStore
+from tests.support import streams_cli, streams_cli_json
 
 SECOND = 1_000_000
 T0 = 1_700_000_000 * SECOND
 T1 = T0 + 3600 * SECOND
 
 
-def run(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "spark.streams", *args], capture_output=True, text=True, timeout=120
-    )
-
-
-def run_json(*args: str):
-    completed = run(*args, "--json")
-    assert completed.returncode == 0, completed.stderr
-    return json.loads(completed.stdout)
+# Reading the ring and the generations from a live node takes longer than the unit tests' runs.
+run = functools.partial(streams_cli, timeout=120)
+run_json = functools.partial(streams_cli_json, timeout=120)
 
 
 @pytest.fixture

@@ -3,7 +3,6 @@
 import json
 import re
 import subprocess
-import sys
 
 import pytest
 
@@ -15,23 +14,12 @@ from spark.streams import (
     token_of,
     write_generations,
 )
+from tests.support import streams_cli as run, streams_cli_json as run_json
 
 SECOND = 1_000_000
 T0 = 1_700_000_000 * SECOND
 T1 = T0 + 3600 * SECOND
 STREAM_HEX = re.compile(r"0x[0-9a-f]{32}")
-
-
-def run(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "spark.streams", *args], capture_output=True, text=True, timeout=60
-    )
-
-
-def run_json(*args: str):
-    completed = run(*args, "--json")
-    assert completed.returncode == 0, completed.stderr
-    return json.loads(completed.stdout)
 
 
 def assert_fails(completed: subprocess.CompletedProcess, message: str) -> None:
