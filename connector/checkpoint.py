@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Callable
 
 from connector.commitlog import Position
-from connector.source import SegmentFile
+from connector.source import SegmentFile, durable_end, scan
 from schemas.runtime.durable import write_atomically
 
 
@@ -42,17 +42,22 @@ class DeliveryState:
     done: tuple[int, ...] = ()  # segments read to their end and committed, release not yet confirmed
     # Set by `start_from: latest` until the first start has released the older segments unread.
     skip_before: int | None = None
+    # Whether the segment of `position` held CDC data when it was committed (Cassandra had indexed it, or an
+    # event came from it). Cassandra removes the link of a segment that never held any once it is flushed:
+    # such a segment missing at the next start is not a loss. Unknown (an older file): taken as held.
+    cdc_data: bool = True
 
     def to_json(self) -> dict:
         return {"position": self.position._asdict() if self.position else None, "done": list(self.done),
-                "skip_before": self.skip_before}
+                "skip_before": self.skip_before, "cdc_data": self.cdc_data}
 
     @classmethod
     def from_json(cls, data: dict) -> DeliveryState:
         if "segment_id" in data:  # the first format: a bare position
             return cls(Position(**data))
         position = data.get("position")
-        return cls(Position(**position) if position else None, tuple(data.get("done", ())), data.get("skip_before"))
+        return cls(Position(**position) if position else None, tuple(data.get("done", ())), data.get("skip_before"),
+                   data.get("cdc_data", True))
 
 
 class PositionStore:
@@ -69,9 +74,18 @@ class PositionStore:
     def save(self, state: DeliveryState) -> None:
         write_atomically(self.path, json.dumps(state.to_json()).encode())
 
-    def start_at(self, position: Position) -> None:
-        """Start reading after `position`; older segments are released unread at the next start."""
-        self.save(DeliveryState(position, skip_before=position.segment_id))
+    def start_at(self, position: Position, cdc_data: bool = True) -> None:
+        """Start reading after `position` (`cdc_data`: its segment holds CDC data); older segments are
+        released unread at the next start."""
+        self.save(DeliveryState(position, skip_before=position.segment_id, cdc_data=cdc_data))
+
+    def start_now(self, cdc_raw: str | os.PathLike) -> Position | None:
+        """Start reading after everything durable in `cdc_raw` now (`durable_end`), which may lie in a segment
+        that holds no CDC data yet; that position, or None when nothing is durable (nothing to skip)."""
+        end = durable_end(cdc_raw)
+        if end is not None:
+            self.start_at(end, cdc_data=end.segment_id in scan(cdc_raw).indexed)
+        return end
 
 
 @dataclass(slots=True, eq=False)
@@ -89,10 +103,12 @@ class _Item:
 
 class Checkpoint:
     def __init__(self, store: PositionStore, release: Callable[[SegmentFile], None],
-                 acknowledged: Callable[[int], None] = lambda count: None) -> None:
+                 acknowledged: Callable[[int], None] = lambda count: None,
+                 indexed: Callable[[int], bool] = lambda segment_id: True) -> None:
         self.store = store
         self.release = release
         self.acknowledged = acknowledged  # told at each commit how many events Kafka acknowledged since
+        self.indexed = indexed  # whether Cassandra has indexed a segment (it holds CDC data)
         self.state = store.load()
         self._queue: deque[_Item] = deque()
         self._unacknowledged = 0
@@ -187,7 +203,7 @@ class Checkpoint:
             raise self.failure
         reported, self._reported = self._reported, 0
         self.acknowledged(reported)
-        position, completed = self.state.position, []
+        position, completed, emitted = self.state.position, [], set()
         while self._queue and self._queue[0].acknowledged:
             item = self._queue.popleft()
             # A segment read again after it came back lies before the committed position: it only
@@ -196,8 +212,11 @@ class Checkpoint:
                 position = item.position
             if item.segment is not None:
                 completed.append(item.segment)
+            if item.events:
+                emitted.add(item.position.segment_id)
         if position != self.state.position or completed:
-            self._save(position=position, done=self.state.done + tuple(s.segment_id for s in completed))
+            self._save(position=position, done=self.state.done + tuple(s.segment_id for s in completed),
+                       cdc_data=self._holds_cdc_data(position, emitted))
         if completed:
             for segment in completed:
                 self.release(segment)
@@ -205,6 +224,15 @@ class Checkpoint:
             gone = {s.segment_id for s in completed}
             self._save(done=tuple(d for d in self.state.done if d not in gone))
         return self.state.position
+
+    def _holds_cdc_data(self, position: Position | None, emitted: set[int]) -> bool:
+        """Whether the segment of `position` holds CDC data: indexed, an event of it committed now (its index
+        may lag), or so recorded for it already."""
+        if position is None:
+            return True
+        segment_id, before = position.segment_id, self.state.position
+        return (segment_id in emitted or self.indexed(segment_id)
+                or (before is not None and before.segment_id == segment_id and self.state.cdc_data))
 
     def resume(self, segments: list[SegmentFile], skipped: Callable[[SegmentFile], None]) -> None:
         """At start: release the segments a crash left committed but not released, and with

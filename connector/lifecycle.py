@@ -82,6 +82,11 @@ class SegmentLife:
         state = self._states.get(segment_id)
         return state.stage if state else self._ended.get(segment_id)
 
+    def indexed(self, segment_id: int) -> bool:
+        """Whether the segment's `_cdc.idx` was seen (it holds CDC data, and Cassandra keeps it)."""
+        state = self._states.get(segment_id)
+        return state is not None and (state.indexed or state.returned)
+
     def in_stage(self, *stages: Stage) -> list[SegmentState]:
         """The segments in these stages, oldest first."""
         return sorted((s for s in self._states.values() if s.stage in stages), key=lambda s: s.segment.segment_id)

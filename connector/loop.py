@@ -33,7 +33,7 @@ from connector.lost import LostSegment, LostSegments
 from connector.metrics import Health, Metrics
 from connector.schema.live import LiveSchema, SchemaUnavailable
 from connector.segments import leftovers, quarantine_segment, release_segment
-from connector.source import IndexProblem, Listing, SegmentFile, SegmentTail, durable_end, next_segment, scan
+from connector.source import IndexProblem, Listing, SegmentFile, SegmentTail, next_segment, scan
 from schemas.avro import ChangeSerializer, RegistryError
 from schemas.runtime.kafka import EventProducer, TopicError
 
@@ -94,9 +94,8 @@ class SegmentLoop:
         committed but not released are released, those `start_from: latest` skips released unread."""
         s = self.settings
         if s.start_from == "latest" and not self.positions.path.exists():
-            start = durable_end(s.cdc_raw)
+            start = self.positions.start_now(s.cdc_raw)
             if start is not None:
-                self.positions.start_at(start)
                 log.info("start_from latest: reading from %s", start)
         self._rewind()
         listing = scan(s.cdc_raw)
@@ -104,14 +103,18 @@ class SegmentLoop:
         for lost in self.lost.pending():
             self.life.move(self._file(lost), Stage.LOST)
             self._lost_pending(lost)
-        committed = self.checkpoint.committed
+        committed, held = self.checkpoint.committed, self.checkpoint.state.cdc_data
         if committed is not None and not committed.at_end:
-            # Reading stopped inside this segment: it must still be there.
+            # Reading stopped inside this segment: it must still be there, if it held CDC data.
             present = {seg.segment_id for seg in listing.segments}
             if committed.segment_id not in present and committed.segment_id not in self.lost.recorded():
                 orphan = listing.orphans.get(committed.segment_id)
                 name = orphan.name.removesuffix(SUFFIX) + ".log" if orphan else f"segment {committed.segment_id}"
-                self._record_lost(SegmentFile(s.cdc_raw / name, committed.segment_id), committed)
+                if held or orphan:
+                    self._record_lost(SegmentFile(s.cdc_raw / name, committed.segment_id), committed)
+                else:
+                    log.info("%s, which held no CDC data when reading stopped in it, has left cdc_raw (Cassandra "
+                             "removes such segments): reading goes on from the next", name)
         self._publish()
         log.info("reading %s from %s", s.cdc_raw, self.checkpoint.committed or "the oldest segment")
 
@@ -174,7 +177,7 @@ class SegmentLoop:
         self._close_tail()
         for state in self.life.in_stage(Stage.FINISHED):
             self.life.move(state.segment, Stage.INDEXED)  # not committed: read again
-        self.checkpoint = Checkpoint(self.positions, self._release, self.metrics.changes_emitted.inc)
+        self.checkpoint = Checkpoint(self.positions, self._release, self.metrics.changes_emitted.inc, self.life.indexed)
 
     def _publish(self) -> None:
         checkpoint, tail = self.checkpoint, self.tail

@@ -37,9 +37,8 @@ from confluent_kafka.schema_registry.avro import AvroDeserializer  # noqa: E402
 from confluent_kafka.serialization import MessageField, SerializationContext  # noqa: E402
 
 from connector.checkpoint import PositionStore  # noqa: E402
-from connector.commitlog import Position  # noqa: E402
 from connector.commitlog.cdc_index import read_cdc_index  # noqa: E402
-from connector.source import durable_end, list_segments  # noqa: E402
+from connector.source import list_segments  # noqa: E402
 from schemas.runtime.session import connect  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -90,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
 
         demo_dir = run_dir / "demo"
         events = Events(stack)  # this run's events: from the topic's offsets now
-        connector = Connector(stack, demo_dir, durable_end(cdc_raw))
+        connector = Connector(stack, demo_dir)
         say(f"starting the connector: python -m connector run --config {connector.config} (log: {connector.log})")
         took = connector.start()
         say(f"connector ready in {took:.1f}s, reading {cdc_raw}")
@@ -128,11 +127,11 @@ def main(argv: list[str] | None = None) -> int:
 class Connector:
     """The connector as a process, its settings in a YAML file, its state under .run/demo/."""
 
-    def __init__(self, stack: dict, directory: Path, position: Position | None) -> None:
+    def __init__(self, stack: dict, directory: Path) -> None:
+        """Started after what cdc_raw holds now: older segments are other runs'."""
         shutil.rmtree(directory / "state", ignore_errors=True)
         (directory / "state").mkdir(parents=True)
-        if position is not None:
-            PositionStore(directory / "state" / "position.json").start_at(position)
+        PositionStore(directory / "state" / "position.json").start_now(stack["cassandra"]["cdc_raw"])
         self.port = free_port()
         self.config, self.log = directory / "connector.yaml", directory / "connector.log"
         self.config.write_text(

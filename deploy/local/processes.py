@@ -12,7 +12,6 @@ from pathlib import Path
 
 from connector.checkpoint import PositionStore
 from connector.commitlog import Position
-from connector.source import durable_end
 from deploy.local.endpoints import ROOT, Stack
 
 
@@ -40,9 +39,7 @@ class ConnectorProcess:
         """Position the connector at the end of what is durable now: older segments belong to other
         tests (and to tables dropped since), and are released unread at its start. With nothing durable
         (every segment released, the current one without CDC data yet) there is nothing to skip."""
-        end = durable_end(self.cdc_raw)
-        if end is not None:
-            self.seed(end)
+        PositionStore(self.state_dir / "position.json").start_now(self.cdc_raw)
 
     def seed(self, position: Position) -> None:
         """Start after `position`, as a connector that committed it; older segments are released unread."""

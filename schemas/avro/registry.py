@@ -113,4 +113,14 @@ def _registry_errors(subject: str | None, table: str | None, schema_id: int | No
         error = SchemaRejected if exc.http_status_code in _REJECTED else RegistryError
         raise error(subject, table, exc.error_message) from exc
     except httpx.HTTPError as exc:
-        raise RegistryError(subject, table, f"registry unreachable: {exc}") from exc
+        raise RegistryError(subject, table, f"registry unreachable{_at(exc)}: {type(exc).__name__}: {exc}") from exc
+
+
+def _at(exc: httpx.HTTPError) -> str:
+    """Where the failed request went, as " at scheme://host:port/path" (no credentials, no query); empty
+    for an error raised before any request."""
+    try:
+        url = exc.request.url
+    except RuntimeError:  # an error raised before any request
+        return ""
+    return f" at {url.scheme}://{url.host}:{url.port or {'https': 443}.get(url.scheme, 80)}{url.path}"

@@ -238,6 +238,12 @@ def _jaas(value: str | None) -> str:
     return (value or "").replace("\\", "\\\\").replace('"', '\\"')
 
 
+# Seconds one registry request may take. Unset, the client (httpx) waits for an answer for ever: a registry
+# that accepts a connection and never answers stopped the connector, or a micro-batch, without a word.
+# A request that times out is tried again by the client, then raised (RegistryError) and retried by the caller.
+REGISTRY_TIMEOUT = 10.0
+
+
 class RegistrySecurity(_Login, _Tls):
     """Basic authentication and TLS to the schema registry (its client always verifies the registry's
     name: `tls_verify_hostname` cannot be turned off)."""
@@ -248,9 +254,9 @@ class RegistrySecurity(_Login, _Tls):
             raise ValueError("the registry client always verifies the registry's name")
         return self
 
-    def client(self, url: str) -> dict:
-        """`SchemaRegistryClient`'s configuration for `url`."""
-        config: dict = {"url": url}
+    def client(self, url: str, timeout: float = REGISTRY_TIMEOUT) -> dict:
+        """`SchemaRegistryClient`'s configuration for `url`, each request given at most `timeout` seconds."""
+        config: dict = {"url": url, "timeout": timeout}
         if self.username:
             config["basic.auth.user.info"] = f"{self.username}:{self._password()}"
         return config | self._ssl_locations()

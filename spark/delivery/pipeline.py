@@ -242,8 +242,12 @@ class BatchWriter:
 
     def __init__(self, settings: StreamSettings, sink: Sink, keeper: GenerationKeeper | None,
                  selection: Selection = Selection(), after_write: AfterWrite | None = None,
-                 publications: Publications | None = None, target: str = "", checkpoint: Location | Path | None = None) -> None:
+                 publications: Publications | None = None, target: str = "", checkpoint: Location | Path | None = None,
+                 query: str | None = None) -> None:
         self.settings = settings
+        # The streaming query's name (the job's app id by default), which its log lines begin with: a runner
+        # serving several subscriptions says which one each line is of.
+        self.query = query or settings.app_id
         # The query's checkpoint (the job's by default): it says which offsets each batch covers.
         self.checkpoint = Location.of(checkpoint or settings.checkpoint_dir)
         self.sink = sink
@@ -330,8 +334,8 @@ class BatchWriter:
             late_note = (f"; {counts.late} of them late (read more than {self.settings.dedup_watermark} after their"
                          f" write), checked by key in the sink or marked" if counts.late else "")
             selected = f" ({counts.delivered} selected)" if not self.selection.everything else ""
-            log.info("batch %d written: %d rows%s, %d dead letters%s", batch_id, counts.rows, selected,
-                     counts.dead_letters, late_note)
+            log.info("%s: batch %d written: %d rows%s, %d dead letters%s", self.query, batch_id, counts.rows,
+                     selected, counts.dead_letters, late_note)
             if self.after_write is not None:
                 self.after_write(counts, rows)
         finally:
@@ -412,13 +416,11 @@ def records_per_batch(settings: StreamSettings, keeper: GenerationKeeper | None)
 
 
 def start(spark: SparkSession, settings: StreamSettings, sink: Sink, *, available_now: bool = False,
-          source: Source | None = None, changes: DataFrame | None = None, writer: BatchWriter | None = None,
-          name: str | None = None) -> Job:
+          source: Source | None = None, changes: DataFrame | None = None, writer: BatchWriter | None = None) -> Job:
     """Start the query; the caller runs (or awaits, or stops) it and closes the job. With
     `available_now` it processes what the topics hold and stops. The job reads every table and
     delivers everything; a subscription brings its `source` (or, for a snapshot, its `changes`: a
-    stream of `DECODED` rows), its `writer` (with its selection, keeper and checkpoint) and its
-    query `name`."""
+    stream of `DECODED` rows) and its `writer` (with its selection, keeper, checkpoint and query name)."""
     sink.prepare()
     keeper = None
     if writer is None:
@@ -441,7 +443,7 @@ def start(spark: SparkSession, settings: StreamSettings, sink: Sink, *, availabl
         changes = read_changes(spark, settings, source, cells=sink.merges_cells, assigner=assigner,
                                records_per_batch=records_per_batch(settings, writer.keeper))
     stream = (changes.writeStream
-              .queryName(name or settings.app_id)
+              .queryName(writer.query)
               .foreachBatch(writer)
               .option("checkpointLocation", str(writer.checkpoint)))
     stream = stream.trigger(availableNow=True) if available_now else stream.trigger(

@@ -210,9 +210,10 @@ class Delivery:
             self._recorder = RangeProgressRecorder(registry, s, keeper)
             changes = None
         writer = BatchWriter(settings, sink, keeper, selection_of(s, session), after_write=self._after_write,
-                             publications=publications, target=target, checkpoint=checkpoint)
+                             publications=publications, target=target, checkpoint=checkpoint,
+                             query=f"subscription-{s.name}" + ("-snapshot" if self.snapshot else ""))
         self.job: Job = start(spark, settings, sink, source=source_of(settings, s, version), changes=changes,
-                              writer=writer, name=f"subscription-{s.name}" + ("-snapshot" if self.snapshot else ""))
+                              writer=writer)
 
     @property
     def snapshot_finished(self) -> bool:

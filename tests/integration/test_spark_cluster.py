@@ -1,6 +1,6 @@
 """ringtail on a standalone Spark cluster with object storage: a master and two workers of the local stack,
 started with a Cassandra node and a Kafka broker of their own for this module (`side_stacks.CLUSTER`, on
-127.0.0.41; its registry, PostgreSQL and S3-compatible store are the main stack's) and thrown away after
+127.0.0.41; its registry, PostgreSQL, MariaDB and S3-compatible store are the main stack's) and thrown away after
 it. The job and the runner keep their checkpoints in the store, and the job its Delta table (`s3a://`).
 The executors run an empty Python (stack.json's `spark-master.python`): whatever of ringtail they run —
 the event decoder, stream ids, the sinks' writes — the driver shipped them (spark.ship)."""
@@ -9,20 +9,27 @@ from __future__ import annotations
 import configparser
 import json
 import os
+import re
 import subprocess
 import sys
 from collections import Counter
 from pathlib import Path
 
 import psycopg
+import pymysql
 import pytest
+from cassandra import InvalidRequest
 from cassandra.concurrent import execute_concurrent_with_args
 
 from deploy.local.endpoints import ROOT
+from deploy.local.receiver import Receiver
 from spark.location import Location
+from spark.sinks.log_table import LOG_SUFFIX
+from spark.sinks.mysql.connection import connect_dsn
 from spark.subscriptions.model import Change
 from tests.conftest import DRIVER_OPTIONS
 from tests.integration.conftest import serving
+from tests.integration.delivered import drop_mysql_database, kafka_messages, mysql_database
 from tests.integration.mirrors import layout_of, postgres_mirror, source_rows
 from tests.integration.serving import runner_process
 from tests.integration.side_stacks import CLUSTER, running, session_on
@@ -187,3 +194,77 @@ def test_a_runner_on_the_cluster_keeps_a_mirror_equal_to_select_star(cluster, cl
     assert "ringtail shipped to the executors" in log, log[-3000:]
     assert secret_of(on) not in log
     assert "pg" in checkpoints.names(), checkpoints.names()  # the subscription's checkpoint, in the bucket
+
+
+def delivered_ids(kind: str, target: str, on, cql, keyspace: str, receiver: Receiver) -> Counter:
+    """How many times each row id of `keyspace.orders` is in sink `kind` (`target`: its DSN or topic)."""
+    if kind == "mysql":
+        conn = connect_dsn(target)
+        try:
+            with conn.cursor() as cursor:
+                cursor.execute("SELECT JSON_VALUE(`key`, '$.id') FROM cdc_log WHERE `table` = 'orders'")
+                return Counter(int(k) for (k,) in cursor.fetchall())
+        except pymysql.ProgrammingError:  # no log table yet
+            return Counter()
+        finally:
+            conn.close()
+    if kind == "cassandra":
+        try:
+            return Counter(row.id for row in cql.execute(f"SELECT id FROM {keyspace}.orders{LOG_SUFFIX}"))
+        except InvalidRequest:  # no log table yet
+            return Counter()
+    if kind == "kafka":
+        return Counter(json.loads(m.value())["key"]["id"] for m in kafka_messages(on.kafka_bootstrap, target))
+    return Counter(row["key"]["id"] for body in receiver.accepted().values() for row in body)  # a receiver
+    # drops a repeated idempotency key
+
+
+def test_a_worker_killed_while_a_runner_delivers_to_mysql_cassandra_kafka_and_http_costs_no_change(
+        stack, cluster, cluster_cql, cluster_keyspace, pipeline, spark, tmp_path):
+    """Every sink but Delta and PostgreSQL (the job's test above) at once: one runner on the cluster serves a
+    subscription to each, and a worker dies while all four have a backlog to deliver. Spark runs the lost
+    tasks again (the decoding of every sink, and the writes of those that write from the executors: MySQL,
+    Cassandra and HTTP); each sink still holds each change once."""
+    on, master = cluster
+    cql, keyspace, rows = cluster_cql, cluster_keyspace, 4_000
+    receiver = Receiver()
+    mysql = mysql_database(on, f"{keyspace}_my")
+    sinks = {"my": ("mysql", mysql, {"dsn": mysql}), "cs": ("cassandra", "", {}),
+             "kf": ("kafka", f"{keyspace}_kf", {"topic": f"{keyspace}_kf"}),
+             "web": ("http", "", {"url": receiver.url, "batch_size": "200"})}
+    connector, _ = pipeline(on=on)
+    runner = None
+    try:
+        with serving(on, cql, keyspace, tmp_path, connector, spark) as (control, _, _, base):
+            for name, (kind, _, config) in sinks.items():
+                control.create(name, Change(table=f"{keyspace}.orders", sink=kind, start="earliest",
+                                            sink_config=config))
+            execute_concurrent_with_args(cql, cql.prepare(f"INSERT INTO {keyspace}.orders (id, qty, note)"
+                                                          " VALUES (?, ?, ?)"),
+                                         [(k, k, f"n{k}") for k in range(rows)], concurrency=64)
+            log = tmp_path / "runner-a.log"
+            runner = runner_process(on, base, tmp_path, "a", max_offsets_per_trigger=300, **on_cluster(master))
+
+            def batches(name: str) -> int:
+                return len(re.findall(rf"subscription-{name}: batch \d+ written", log.read_text(errors="replace")))
+
+            wait_for(lambda: all(batches(name) >= 2 for name in sinks), 300, "two batches of each subscription")
+            before = {name: batches(name) for name in sinks}
+            CLUSTER.command(stack.run_dir, "kill", "spark-worker@2")
+            for name, (kind, target, _) in sinks.items():
+                wait_for(lambda: sum(delivered_ids(kind, target, on, cql, keyspace, receiver).values()) >= rows,
+                         300, f"every change in {kind}")
+            after = {name: batches(name) for name in sinks}
+            text = log.read_text(errors="replace")
+            assert "Lost executor" in text or "ExecutorLostFailure" in text, text[-5000:]  # Spark saw it go
+            assert all(after[name] > before[name] for name in sinks), (before, after)  # each delivered past it
+            for name, (kind, target, _) in sinks.items():
+                assert delivered_ids(kind, target, on, cql, keyspace, receiver) == Counter(range(rows)), \
+                    f"{kind}: a change lost or delivered twice"
+    finally:
+        if runner is not None and runner.poll() is None:
+            runner.terminate()
+            runner.wait(120)
+        CLUSTER.command(stack.run_dir, "start", "spark-worker@2", check=False)  # for the next test
+        receiver.close()
+        drop_mysql_database(on, mysql)

@@ -240,3 +240,31 @@ def test_the_state_file_round_trips_and_reads_the_first_format(tmp_path):
     assert store.load() == state
     (tmp_path / "position.json").write_text('{"segment_id": 9, "entry_offset": 8, "update_index": 0, "row_index": 1}')
     assert store.load() == DeliveryState(Position(9, 8, 0, 1))
+
+
+def test_the_state_says_whether_the_committed_segment_held_cdc_data(store):
+    """Cassandra removes a segment that never held CDC data once flushed: the state records, with the
+    position, whether its segment did (indexed, or an event came from it), so a restart that finds it gone
+    knows whether anything was lost."""
+    indexed = {6}
+    checkpoint = Checkpoint(store, lambda s: None, indexed=indexed.__contains__)
+    checkpoint.read_through(at(5, 100))  # filtered changes of a segment not indexed
+    checkpoint.commit()
+    assert (store.state.position, store.state.cdc_data) == (at(5, 100), False)
+    checkpoint.produced(at(5, 200))(None, Report(0))  # an event from it: it holds CDC data now
+    checkpoint.read_through(at(5, 300))
+    checkpoint.commit()
+    assert (store.state.position, store.state.cdc_data) == (at(5, 300), True)
+    checkpoint.read_through(at(7, 50))
+    checkpoint.commit()
+    assert store.state.cdc_data is False
+    checkpoint.read_through(at(6, 10))  # before the position: it stays, and so does what it says
+    checkpoint.read_through(at(7, 60))
+    checkpoint.commit()
+    assert (store.state.position, store.state.cdc_data) == (at(7, 60), False)
+    indexed.add(7)
+    checkpoint.read_through(at(7, 70))
+    checkpoint.commit()
+    assert store.state.cdc_data is True
+    assert DeliveryState.from_json(store.state.to_json()) == store.state
+    assert DeliveryState.from_json({"position": at(7, 70)._asdict()}).cdc_data is True  # older files: held

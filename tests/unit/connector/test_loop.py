@@ -341,6 +341,28 @@ def test_a_loss_found_by_a_restart_is_still_waited_for(tmp_path, decoder):
     assert rig.loop.life.stage(1) is Stage.LOST and rig.acknowledged() == [1]
 
 
+
+@pytest.mark.parametrize("indexed", [False, True])
+def test_a_restart_that_finds_gone_a_segment_started_in_that_held_no_cdc_data_reads_on(tmp_path, decoder, indexed):
+    """`start_from: latest` (or a test starting from now) may start inside the newest segment before it holds
+    CDC data; Cassandra removes such a segment once flushed. Gone at the next start, it is no loss; one that
+    was indexed is."""
+    rig = Rig(tmp_path, decoder)
+    rig.write(1, [[1]], durable=None if indexed else 0)
+    if not indexed:
+        (rig.cdc_raw / "CommitLog-7-1_cdc.idx").unlink()
+    assert rig.loop.positions.start_now(rig.cdc_raw).segment_id == 1
+    for name in ("CommitLog-7-1.log", "CommitLog-7-1_cdc.idx"):
+        (rig.cdc_raw / name).unlink(missing_ok=True)
+    rig.write(2, [[2]])
+    rig.loop = rig.start()
+    rig.turns()
+    if indexed:
+        assert rig.loop.life.stage(1) is Stage.LOST and rig.acknowledged() == []
+    else:
+        assert rig.loop.life.stage(1) is None and rig.acknowledged() == [2]
+        assert rig.health.report()[0] == [] and not (rig.settings.state_dir / "lost").exists()
+
 def test_an_index_that_stops_moving_while_later_segments_are_indexed_is_quarantined(tmp_path, decoder):
     rig = Rig(tmp_path, decoder, index_grace=5, index_quarantine_after=20)
     rig.write(1, [[1], [2]], completed=False, durable=len(segment(1, [[clustered_insert(1)]])))

@@ -1,10 +1,12 @@
 """Confluent framing, the registry wrapper's caching and typed errors, and serialized events;
 the registry is a stand-in here (tests/integration/test_avro_registry.py uses the real one)."""
 import json
+import socket
 import time
 
 import httpx
 import pytest
+from confluent_kafka.schema_registry import SchemaRegistryClient
 from confluent_kafka.schema_registry.error import SchemaRegistryError
 from fastavro import parse_schema
 
@@ -12,6 +14,7 @@ from schemas.avro import (ChangeEncoder, ChangeSerializer, MalformedPayload, Reg
                             SchemaRejected, UnknownSchemaId, topic_name)
 from schemas.avro.reader import EventReaders
 from schemas.avro.wire import frame, unframe
+from schemas.runtime.access import RegistrySecurity
 from tests.unit.connector.commitlog.testdata import SCHEMA_50 as SCHEMA, SEGMENT_50 as SEGMENT, changes_50 as changes
 from tests.unit.schemas.avro.support import PROCESSED_MS, SOURCE
 
@@ -90,6 +93,24 @@ def test_other_registry_failures_are_retryable_errors(failure):
         SchemaRegistry(FakeRegistryClient(failure)).register("t-value", SCHEMA_INT, "ks.t")
     assert not isinstance(raised.value, SchemaRejected) and raised.value.subject == "t-value"
 
+
+
+def test_a_registry_that_never_answers_is_a_registry_error_naming_its_address_not_a_wait_for_ever():
+    """A real socket that takes the connection and says nothing: the client's timeout (RegistrySecurity.client)
+    turns it into a RegistryError with the address asked, whose password is nowhere in it."""
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        port = server.getsockname()[1]
+        config = RegistrySecurity(username="ringtail", password="s3cret").client(f"http://127.0.0.1:{port}",
+                                                                             timeout=0.3)
+        client = SchemaRegistryClient({**config, "max.retries": 1, "retries.wait.ms": 10})
+        began = time.monotonic()
+        with pytest.raises(RegistryError) as raised:
+            SchemaRegistry(client).schema(7)
+    assert time.monotonic() - began < 5
+    assert f"registry unreachable at http://127.0.0.1:{port}/schemas/ids/7: ReadTimeout" in str(raised.value)
+    assert "s3cret" not in str(raised.value) and not isinstance(raised.value, UnknownSchemaId)
 
 def test_decoding_fetches_an_unknown_writer_schema_once():
     client = FakeRegistryClient()

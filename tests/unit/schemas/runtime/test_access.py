@@ -7,7 +7,7 @@ from cassandra.auth import PlainTextAuthProvider
 from pydantic import ValidationError
 
 from connector.config import ConnectorSettings
-from schemas.runtime.access import AccessError, CassandraSecurity, KafkaSecurity, RegistrySecurity
+from schemas.runtime.access import AccessError, CassandraSecurity, KafkaSecurity, REGISTRY_TIMEOUT, RegistrySecurity
 from spark.job.config import JobSettings
 
 
@@ -45,7 +45,7 @@ def test_settings_file_nests_security(tmp_path):
     assert isinstance(auth, PlainTextAuthProvider)
     assert (auth.username, auth.password) == ("cdc", "from-a-file")  # the file's newline is not the password's
     assert job.registry_security.client("https://registry:8081") == {
-        "url": "https://registry:8081", "basic.auth.user.info": "reader:registry-pass"}
+        "url": "https://registry:8081", "basic.auth.user.info": "reader:registry-pass", "timeout": REGISTRY_TIMEOUT}
 
 
 def test_a_secret_file_is_read_at_each_use_so_a_rotated_one_is_taken(tmp_path):
