@@ -27,9 +27,10 @@ def tls_options(query: str) -> dict:
     return options
 
 
-def connect_dsn(dsn: str) -> Any:
+def connect_dsn(dsn: str, local_infile: bool = False) -> Any:
     """A PyMySQL connection from `mysql://user[:password]@host[:port]/database[?ssl_ca=…]` (`tls_options`),
-    in UTC, autocommit off."""
+    in UTC, autocommit off; `local_infile`: it may send files for LOAD DATA LOCAL (the sink's own only: the
+    server names the file, so only a trusted server is given such a connection)."""
     import pymysql
 
     parts = urlsplit(dsn)
@@ -38,4 +39,5 @@ def connect_dsn(dsn: str) -> Any:
     return pymysql.connect(host=parts.hostname or "127.0.0.1", port=parts.port or 3306,
                            user=unquote(parts.username or ""), password=unquote(parts.password or ""),
                            database=parts.path.strip("/"), charset="utf8mb4", autocommit=False,
-                           init_command="SET time_zone = '+00:00'", connect_timeout=10, **tls_options(parts.query))
+                           init_command="SET time_zone = '+00:00'", connect_timeout=10, local_infile=local_infile,
+                           **tls_options(parts.query))

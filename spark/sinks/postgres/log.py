@@ -28,7 +28,6 @@ sink's DSN as it is: files it names (sslrootcert, sslcert, sslkey) must be at th
 """
 from __future__ import annotations
 
-import io
 import logging
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -36,7 +35,6 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.csv as pacsv
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
@@ -44,10 +42,10 @@ from spark.streams.generations import Generations
 
 from ..contract import MicroBatch, Sink, generation_rows
 from ..parts import DRIVER_PART, held_to_write, part_digest, write_each_part
+from ..staged import csv_chunk, object_of_texts, plain_rows
 
 log = logging.getLogger(__name__)
 
-_CSV = pacsv.WriteOptions(include_header=False, quoting_style="all_valid")
 _CSV_SCHEMA = "csv binary"
 
 
@@ -91,36 +89,11 @@ def _json_text(name: str) -> Callable[[], Column]:
     return lambda: F.to_json(F.col(name))
 
 
-def _quoted(text: Column) -> Column:
-    """A string as a JSON string literal (Spark's JSON writer escapes it)."""
-    array = F.to_json(F.array(text))  # ["…"]
-    return array.substr(F.lit(2), F.length(array) - 2)
-
-
-def _object_of_texts(name: str) -> Callable[[], Column]:
-    """A map of JSON texts as the text of the JSON object of their values."""
-    def made() -> Column:
-        members = F.transform(F.map_entries(F.col(name)), lambda e: F.concat(
-            _quoted(e["key"]), F.lit(":"), F.coalesce(e["value"], F.lit("null"))))
-        return F.concat(F.lit("{"), F.array_join(members, ","), F.lit("}"))
-    return made
-
-
 def _text_array(name: str) -> Callable[[], Column]:
     """A list of texts in PostgreSQL's array input form: each element quoted, its quotes and backslashes
     escaped."""
     return lambda: F.concat(F.lit("{"), F.array_join(F.transform(F.col(name), lambda text: F.concat(
         F.lit('"'), F.regexp_replace(text, r'(["\\])', r"\\$1"), F.lit('"'))), ","), F.lit("}"))
-
-
-def plain_rows() -> Column:
-    """Whether a log row's JSON texts are all plain: none holds NaN, Infinity or \\u0000, which jsonb refuses.
-    A part of such rows goes in by casts alone, its objects assembled on the executors (a third of the
-    insert's time); any other part value by value through {json}. Text that is not JSON at all is found
-    by the cast, and the part goes in the other way."""
-    texts = F.concat_ws("\n", F.col("key"), F.array_join(F.map_values(F.col("columns")), "\n"),
-                        F.array_join(F.map_values(F.col("deleted_elements")), "\n"))
-    return ~texts.rlike(r"NaN|Infinity|\\u0000")
 
 
 _TIMESTAMP = "(timestamptz 'epoch' + {s} * interval '1 microsecond')"  # exact for any µs count
@@ -151,10 +124,10 @@ LOG_COLUMNS: tuple[_Column, ...] = (
     _Column("cdc$end_of_batch", "boolean NOT NULL", "boolean", _col("cdc$end_of_batch")),
     _Column("key", "jsonb NOT NULL", "text", _col("key"), _jsonb("{s}"), plain_load="({s})::jsonb"),
     _Column("columns", "jsonb NOT NULL", "text", _json_text("columns"), _json_object("{s}"),
-            _object_of_texts("columns"), "({s})::jsonb"),
+            object_of_texts("columns"), "({s})::jsonb"),
     _Column("deleted_columns", "text[] NOT NULL", "text", _text_array("deleted_columns"), "({s})::text[]"),
     _Column("deleted_elements", "jsonb NOT NULL", "text", _json_text("deleted_elements"), _json_object("{s}"),
-            _object_of_texts("deleted_elements"), "({s})::jsonb"),
+            object_of_texts("deleted_elements"), "({s})::jsonb"),
     _Column("write_time", "timestamptz NOT NULL", "bigint", _micros("write_time"), _TIMESTAMP),
     _Column("write_time_us", "bigint NOT NULL", "bigint", _col("write_time_us")),
     _Column("partition_key", "bytea NOT NULL", "bytea", _bytea("partition_key")),
@@ -287,14 +260,6 @@ class Inserts:
 
     def in_turn(self, plain: bool) -> list[str]:
         return [self.plain, self.usual, self.lenient] if plain and self.plain else [self.usual, self.lenient]
-
-
-def csv_chunk(batch: pa.RecordBatch) -> bytes:
-    """Rows as PostgreSQL's CSV COPY reads them: every value quoted (so '' is an empty string), nulls
-    as nothing; quotes doubled; backslashes and newlines need no escape."""
-    out = io.BytesIO()
-    pacsv.write_csv(batch, out, _CSV)
-    return out.getvalue()
 
 
 def _csv_chunks(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:

@@ -47,7 +47,7 @@ def test_a_batch_older_than_the_newest_held_is_never_a_replay():
 
 
 def _csv(*names: str) -> bytes:
-    from spark.sinks.postgres.log import csv_chunk
+    from spark.sinks.staged import csv_chunk
 
     return csv_chunk(pa.RecordBatch.from_pydict({"name": list(names), "n": list(range(len(names)))}))
 

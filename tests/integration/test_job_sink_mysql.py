@@ -1,0 +1,139 @@
+"""The MySQL sink's log against the real MariaDB and a local Spark: every value exact whether its part goes
+in with objects assembled on the executors (plain rows) or made strict in Python (NaN, the infinities,
+text that is not JSON), replica copies and replays absorbed, and a server that takes no local file for
+LOAD DATA still given every row."""
+from __future__ import annotations
+
+import json
+import logging
+import uuid
+
+import pytest
+
+from deploy.local.endpoints import Stack
+from spark.rows import LOG_ROW, PARTITION_DELETE, ROW_UPDATE
+from spark.sinks.mysql import log as mysql_log
+from spark.sinks.mysql.connection import connect_dsn
+from spark.sinks.mysql.log import MySqlSink, load_part, staged_part, staged_values
+from spark.sinks.staged import csv_chunk
+from tests.integration.delivered import drop_mysql_database, mysql_database
+from tests.integration.micro_batches import STREAM_A, WRITE_US, log_row, micro_batch
+from tests.support import micros
+
+pytestmark = pytest.mark.integration
+
+ELEMENT = "757e5210-7cbb-11ee-9858-c9aa1eb53e69"
+# Text that CSV, LOAD DATA and JSON each quote differently, as plain JSON texts.
+PLAIN = {
+    "name": json.dumps("O'Brien, \"Bob\"\nline two\r\n\t\\ é 😀"),
+    "items": json.dumps({ELEMENT: 5}), "attrs": json.dumps([["k", 1], ["l", None]]),
+    "amount": json.dumps("-12.345"), "word": json.dumps("NULL"), "empty": '""', "none": "null",
+    'we"ird,\\name': json.dumps(1), "commas": json.dumps("a,b,,c"),
+}
+
+
+@pytest.fixture
+def sink(stack: Stack):
+    dsn = mysql_database(stack, f"rt_{uuid.uuid4().hex[:12]}")
+    sink = MySqlSink(dsn, app_id="sink-test")
+    sink.prepare()
+    yield sink
+    drop_mysql_database(stack, dsn)
+
+
+def query(sink: MySqlSink, sql: str) -> list[tuple]:
+    conn = connect_dsn(sink.dsn)
+    try:
+        with conn.cursor() as cursor:
+            cursor.execute(sql)
+            return list(cursor.fetchall())
+    finally:
+        conn.close()
+
+
+def logged(sink: MySqlSink) -> dict[tuple[int, int], dict]:
+    """The log's rows by (key id, batch sequence number), JSON columns parsed, times as aware UTC."""
+    names = LOG_ROW.fieldNames()
+    out = {}
+    for values in query(sink, f"SELECT {', '.join(f'`{n}`' for n in names)} FROM cdc_log"):
+        row = dict(zip(names, values))
+        for name in ("key", "columns", "deleted_columns", "deleted_elements", "source"):
+            row[name] = json.loads(row[name])
+        for name in ("write_time", "generation", "kafka_time"):
+            row[name] = row[name] and row[name].replace(tzinfo=micros(0).tzinfo)
+        out[row["key"]["id"], row["cdc$batch_seq_no"]] = row
+    return out
+
+
+def without(row: tuple, **changes) -> tuple:
+    names = LOG_ROW.fieldNames()
+    values = dict(zip(names, row)) | changes
+    return tuple(values[n] for n in names)
+
+
+def test_every_value_lands_exact_and_once_in_plain_parts_and_in_others(spark, sink: MySqlSink) -> None:
+    deleted = ["a,b", 'q"uote', "back\\slash", "NULL", ""]
+    rich = log_row(1, operation=ROW_UPDATE, columns=PLAIN, deleted=deleted,
+                   elements={'t"ags': '["x"]', "items": json.dumps([ELEMENT])}, ttl=3600)
+    bare = without(log_row(6), token=None, generation=None, **{"cdc$end_of_batch": False})
+    rows = [rich, bare, log_row(2), log_row(2, node="n2"), log_row(3, operation=PARTITION_DELETE, columns={})]
+    sink.write(micro_batch(spark, 0, rows))
+
+    got = logged(sink)
+    assert sorted(got) == [(1, 0), (2, 0), (3, 0), (6, 0)]  # the copy from node n2 is not
+    expected = dict(zip(LOG_ROW.fieldNames(), rich))
+    one = got[1, 0]
+    assert (one["keyspace"], one["table"], one["cdc$stream_id"], one["cdc$time"]) == (
+        "shop", "orders", STREAM_A, expected["cdc$time"])
+    assert (one["cdc$operation"], one["cdc$ttl"], one["cdc$end_of_batch"]) == (ROW_UPDATE, 3600, 1)
+    assert one["key"] == {"id": 1, "region": "eu"}
+    assert one["columns"] == {name: json.loads(text) for name, text in PLAIN.items()}
+    assert one["deleted_columns"] == deleted
+    assert one["deleted_elements"] == {'t"ags': ["x"], "items": [ELEMENT]}
+    assert (one["write_time"], one["write_time_us"]) == (expected["write_time"], WRITE_US + 1)
+    assert (one["partition_key"], one["token"], one["generation"]) == (
+        b"\x00\x00\x00\x01", expected["token"], expected["generation"])
+    assert (one["change_id"], one["kafka_time"], one["source"]) == ("change-1", expected["kafka_time"],
+                                                                    expected["source"])
+    two = got[6, 0]
+    assert (two["cdc$ttl"], two["token"], two["generation"], two["cdc$end_of_batch"]) == (None, None, None, 0)
+    assert got[3, 0]["columns"] == {} and got[3, 0]["deleted_elements"] == {}
+    assert query(sink, "SELECT batch_id, `rows`, done FROM batches") == [(0, 4, 1)]
+
+    # A replay of batch 0 is a no-op; batch 1 holds values JSON cannot hold and text that is not JSON,
+    # beside plain rows and copies of batch 0's changes.
+    sink.write(micro_batch(spark, 0, rows + [log_row(9)]))
+    odd = log_row(4, columns={"score": "NaN", "ratios": "[1.5, NaN, -Infinity]", "broken": "{not json",
+                              "fine": "[1]"}, elements={"m": "{\"k\": Infinity}"})
+    sink.write(micro_batch(spark, 1, rows + [odd, log_row(5)]))
+    got = logged(sink)
+    assert sorted(got) == [(1, 0), (2, 0), (3, 0), (4, 0), (5, 0), (6, 0)]
+    assert got[4, 0]["columns"] == {"score": "NaN", "ratios": [1.5, "NaN", "-Infinity"], "broken": "{not json",
+                                    "fine": [1]}
+    assert got[4, 0]["deleted_elements"] == {"m": {"k": "Infinity"}}
+    assert got[5, 0]["columns"] == {"name": "order 5"}
+    assert query(sink, "SELECT batch_id, `rows` FROM batches ORDER BY 1") == [(0, 4), (1, 2)]
+
+
+def test_a_server_that_takes_no_local_file_gets_the_rows_by_inserts(spark, sink: MySqlSink, caplog) -> None:
+    """A connection without local files is refused LOAD DATA LOCAL by the server, as a server with
+    `local_infile=OFF` refuses every one: the part goes in by multi-row inserts, said once."""
+    rows = [log_row(1, columns=PLAIN), log_row(2, columns={"score": "NaN"}), log_row(3, node="n2"), log_row(3)]
+    part = staged_part(staged_values(micro_batch(spark, 0, rows).rows).coalesce(1).toArrow().to_batches())
+    csv = b"".join(csv_chunk(batch) for batch in part.to_batches())
+    conn = connect_dsn(sink.dsn)  # local files off
+    server = f"{conn.host}:{conn.port}"
+    try:
+        with caplog.at_level(logging.WARNING, logger=mysql_log.__name__), conn.cursor() as cursor:
+            assert load_part(conn, cursor, part, csv) == 3
+            assert server in mysql_log._refused
+            assert load_part(conn, cursor, part, csv) == 0  # again: straight to inserts, every row there
+        conn.commit()
+    finally:
+        mysql_log._refused.discard(server)
+        conn.close()
+    assert [r.message for r in caplog.records].count(next(r.message for r in caplog.records)) == 1
+    assert "takes no local file" in caplog.records[0].message
+    got = logged(sink)
+    assert got[1, 0]["columns"] == {name: json.loads(text) for name, text in PLAIN.items()}
+    assert got[2, 0]["columns"] == {"score": "NaN"} and sorted(got) == [(1, 0), (2, 0), (3, 0)]
