@@ -11,6 +11,8 @@ import pyarrow.csv as pacsv
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
+from .json_rows import json_object
+
 # Every valid value quoted (so '' is an empty string), nulls as nothing; quotes doubled; backslashes and
 # newlines need no escape.
 _CSV = pacsv.WriteOptions(include_header=False, quoting_style="all_valid")
@@ -23,19 +25,9 @@ def csv_chunk(batch: pa.RecordBatch) -> bytes:
     return out.getvalue()
 
 
-def quoted_text(text: Column) -> Column:
-    """A string as a JSON string literal (Spark's JSON writer escapes it)."""
-    array = F.to_json(F.array(text))  # ["…"]
-    return array.substr(F.lit(2), F.length(array) - 2)
-
-
 def object_of_texts(name: str) -> Callable[[], Column]:
-    """A map of JSON texts as the text of the JSON object of their values (`{}` for none)."""
-    def made() -> Column:
-        members = F.transform(F.map_entries(F.col(name)), lambda e: F.concat(
-            quoted_text(e["key"]), F.lit(":"), F.coalesce(e["value"], F.lit("null"))))
-        return F.coalesce(F.concat(F.lit("{"), F.array_join(members, ","), F.lit("}")), F.lit("{}"))
-    return made
+    """Column `name`, a map of JSON texts, as the text of the JSON object of their values (`{}` for none)."""
+    return lambda: json_object(F.col(name))
 
 
 def plain_rows() -> Column:

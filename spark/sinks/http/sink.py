@@ -33,14 +33,15 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pyspark.sql import Row
+import pyarrow as pa
+from pyspark.sql import DataFrame
 
 from schemas.runtime.access import tls_context
 from spark.streams.generations import Generations
 
 from ..contract import MicroBatch, Sink, chunks
-from ..json_rows import dead_letter_json, generations_json, log_row_json
-from ..parts import part_digest, write_each_row_part
+from ..json_rows import dead_letter_json, generations_json, is_json, log_row_json_text
+from ..parts import part_digest, write_each_part
 
 log = logging.getLogger(__name__)
 _RETRIED = {408, 429}
@@ -85,17 +86,23 @@ class Poster:
             count += len(chunk)
         return count
 
-    def post_part(self, batch: str, rows: Iterator[Row]) -> int | None:
-        """One part of a batch's log rows (run by `parts.write_each_row_part`), its chunks under the part's name;
-        how many rows it posted (None: it had none)."""
-        items = [log_row_json(row) for row in rows]
-        if not items:
+    def post_part(self, batch: str, batches: Iterator[pa.RecordBatch]) -> int | None:
+        """One part of a batch's log rows (run by `parts.write_each_part` on `part_of`: each row's JSON text made
+        by Spark, and its change id), its chunks under the part's name; how many rows it posted (None: it had
+        none)."""
+        texts = []
+        for rows in batches:
+            for text, change_id in zip(*(column.to_pylist() for column in rows.columns)):
+                if not is_json(text):
+                    raise HttpSinkError(f"the log row of change {change_id} holds a value whose text is not JSON")
+                texts.append(text)
+        if not texts:
             return None
-        bodies = [_body(chunk) for chunk in chunks(items, self.batch_size)]
+        bodies = [f"[{','.join(chunk)}]".encode() for chunk in chunks(texts, self.batch_size)]
         part = part_digest(bodies)
         for index, body in enumerate(bodies):
             self.post("log-rows", body, f"{self.app_id}:{batch}:log-rows:{part}:{index}")
-        return len(items)
+        return len(texts)
 
     def post(self, content: str, data: bytes, key: str) -> None:
         headers = {"Content-Type": "application/json", "Idempotency-Key": key, "Ringtail-Content": content}
@@ -122,6 +129,11 @@ class Poster:
             time.sleep(wait)
 
 
+def part_of(rows: DataFrame) -> DataFrame:
+    """What `Poster.post_part` takes of log rows: each one's JSON text and change id."""
+    return rows.select(log_row_json_text(rows.schema).alias("json"), "change_id")
+
+
 class HttpSink(Sink):
     # Its write is one action over the batch's partitions, on the executors.
     reads_batch_whole = True
@@ -142,7 +154,7 @@ class HttpSink(Sink):
     def write(self, batch: MicroBatch) -> None:
         name = f"{batch.id}:{batch.offsets}"
         grouped = batch.rows.repartition("partition_key").sortWithinPartitions(*(f"`{c}`" for c in _ORDER))
-        sent = write_each_row_part(grouped, functools.partial(self.poster.post_part, name))
+        sent = write_each_part(part_of(grouped), functools.partial(self.poster.post_part, name))
         dead = 0
         if batch.has_dead_letters():
             letters = batch.dead_letters.orderBy("topic", "partition", "offset").toLocalIterator()

@@ -41,7 +41,7 @@ from spark import rows as R
 from spark.streams.generations import Generations
 
 from ..contract import MicroBatch, Sink
-from ..json_rows import dead_letter_json, generations_json, log_row_json
+from ..json_rows import dead_letter_json, generations_json, is_json, log_row_json_text
 from ..layouts import KafkaFormat
 from .avro_rows import avro_datum
 from ..ledger import is_newest_replay
@@ -99,12 +99,12 @@ class KafkaSink(Sink):
     def _client(self) -> dict:
         return self.security.librdkafka(self.bootstrap_servers)
 
-    def _encoders(self) -> tuple[Encode, Encode]:
+    def _encoders(self) -> tuple[Encode | None, Encode]:
         """(log row → value, dead letter → value) in the sink's format, self-contained: they run on the
-        executors. Avro's schemas are registered here, so a registry that refuses them stops the sink before
+        executors (a JSON log row has none: Spark makes it). Avro's schemas are registered here, so a registry that refuses them stops the sink before
         any batch."""
         if self.format == "json":
-            return _json_log_row, _json_dead_letter
+            return None, _json_dead_letter  # a log row's JSON is made by Spark (`_json_records`)
         from confluent_kafka.schema_registry import SchemaRegistryClient
 
         from schemas.avro.registry import SchemaRegistry
@@ -152,8 +152,9 @@ class KafkaSink(Sink):
         producer = self._producer
         self._begin()
         try:
-            sent = self._produce(self.topic, _records(rows.orderBy(*(f"`{c}`" for c in _ORDER)),
-                                                      self._encode_row, log_rows=True))
+            ordered = rows.orderBy(*(f"`{c}`" for c in _ORDER))
+            sent = self._produce(self.topic, _json_records(ordered) if self._encode_row is None else
+                                 _records(ordered, self._encode_row, log_rows=True))
             dead = self._produce(self.dead_letters, _records(dead_letters.orderBy("topic", "partition", "offset"),
                                                              self._encode_dead_letter, log_rows=False))
             if not self.transactions:
@@ -230,8 +231,13 @@ def _records(frame: DataFrame, encode: Encode, log_rows: bool) -> Iterator[tuple
     return frame.rdd.mapPartitions(encoded).toLocalIterator(prefetchPartitions=True)
 
 
-def _json_log_row(row: Row) -> bytes:
-    return _json(log_row_json(row, omit=R.LATE))
+def _json_records(frame: DataFrame) -> Iterator[tuple[bytes, bytes, str, bool]]:
+    """`_records` of log rows as JSON, made by Spark on the executors (`log_row_json_text`)."""
+    selected = frame.select("partition_key", log_row_json_text(frame.schema, omit=R.LATE), "change_id", R.LATE)
+    for key, value, change_id, late in selected.toLocalIterator(prefetchPartitions=True):
+        if not is_json(value):
+            raise KafkaSinkError(f"the log row of change {change_id} holds a value whose text is not JSON")
+        yield bytes(key), value.encode(), change_id, bool(late)
 
 
 def _json_dead_letter(row: Row) -> bytes:

@@ -3,6 +3,7 @@ retries with backoff on 5xx, timeouts and refused connections, and a 4xx failing
 receiver's answer."""
 from __future__ import annotations
 
+import pyarrow as pa
 import pytest
 from pyspark.sql import Row
 
@@ -71,12 +72,18 @@ def test_chunks_keep_order_and_size():
     assert list(chunks([], 2)) == []
 
 
+def part(texts: list[str]) -> list[pa.RecordBatch]:
+    """A part as `part_of` makes it: the rows' JSON texts and their change ids."""
+    return [pa.RecordBatch.from_arrays([pa.array(texts, pa.string()),
+                                        pa.array([f"change-{n}" for n in range(len(texts))])], ["json", "change_id"])]
+
+
 def test_a_part_of_a_batch_is_posted_under_its_content_so_a_replay_repeats_its_keys(receiver):
     poster = sink(receiver.url).poster
-    rows = [Row(keyspace="shop", key=f'{{"id": {n}}}', write_time_us=n) for n in range(3)]
-    assert poster.post_part("7:abc", iter(rows)) == 3
-    assert poster.post_part("7:abc", iter(rows)) == 3  # a replay of the same part
-    assert poster.post_part("7:abc", iter(rows[:1])) == 1  # another part of the batch
+    rows = [f'{{"keyspace":"shop","key":{{"id":{n}}},"write_time_us":{n}}}' for n in range(3)]
+    assert poster.post_part("7:abc", iter(part(rows))) == 3
+    assert poster.post_part("7:abc", iter(part(rows))) == 3  # a replay of the same part
+    assert poster.post_part("7:abc", iter(part(rows[:1]))) == 1  # another part of the batch
     assert poster.post_part("7:abc", iter(())) is None  # an empty partition posts nothing
     keys = [r["headers"]["idempotency-key"] for r in receiver.requests]
     first, second = part_digest([b'[{"keyspace":"shop","key":{"id":0},"write_time_us":0},'
@@ -87,3 +94,9 @@ def test_a_part_of_a_batch_is_posted_under_its_content_so_a_replay_repeats_its_k
         f"audit.1:7:abc:log-rows:{second}:0"]
     assert receiver.accepted()[f"audit.1:7:abc:log-rows:{first}:1"] == [{"keyspace": "shop", "key": {"id": 2},
                                                                           "write_time_us": 2}]
+
+
+def test_a_part_holding_a_text_that_is_not_json_fails_naming_the_change(receiver):
+    with pytest.raises(HttpSinkError, match="change change-1 holds a value whose text is not JSON"):
+        sink(receiver.url).poster.post_part("7:abc", iter(part(['{"a":1}', '{"a":{not json}'])))
+    assert receiver.requests == []
