@@ -1,6 +1,7 @@
 """Fixtures of the integration tests that run the connector."""
 from __future__ import annotations
 
+import re
 import threading
 import uuid
 from contextlib import contextmanager
@@ -17,19 +18,27 @@ from spark.subscriptions.settings import ServerSettings
 from tests.integration.pipeline import EventConsumer
 
 LOG_TAIL = 60  # lines of each process log shown with a failed test
+LOG_PROBLEMS = 20  # its first warnings and errors, shown before the tail
+_PROBLEM = re.compile(r' (WARNING|ERROR|CRITICAL) |"level": "(warning|error|critical)"')
 
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item, call):
-    """A failed test's report carries the end of each process log it wrote (connector, runner: they
-    live in its tmp_path): CI shows only what pytest prints, and the processes' side is half the story."""
+    """A failed test's report carries, for each process log it wrote (connector, runner: they live in its
+    tmp_path), its first warnings and errors and then its end: CI shows only what pytest prints, and the
+    processes' side is half the story. The warnings come first: a connector's end can be other tests' DDL
+    only, while the line that says why it stopped came minutes before."""
     report = yield
     tmp_path = getattr(item, "funcargs", {}).get("tmp_path")
     if report.failed and tmp_path is not None:
         for log in sorted(tmp_path.glob("**/*.log")):
             if log.is_file() and log.with_suffix(".yaml").exists():  # a process started with its config file
-                lines = log.read_text(errors="replace").splitlines()[-LOG_TAIL:]
-                report.sections.append((f"log {log.name} (last {LOG_TAIL} lines)", "\n".join(lines)))
+                lines = log.read_text(errors="replace").splitlines()
+                problems = [line for line in lines if _PROBLEM.search(line)][:LOG_PROBLEMS]
+                if problems:
+                    report.sections.append((f"log {log.name} (its first {len(problems)} warnings and errors)",
+                                            "\n".join(problems)))
+                report.sections.append((f"log {log.name} (last {LOG_TAIL} lines)", "\n".join(lines[-LOG_TAIL:])))
     return report
 
 
