@@ -16,10 +16,10 @@ the dead letters and records the counts.
 
 A part's values are made on the executors by Spark expressions (`_STAGED`; its JSON objects assembled from
 the texts when the part's rows are all plain, `staged.plain_rows`), written as CSV by Arrow and loaded with
-`LOAD DATA LOCAL INFILE` (a third of the time multi-row inserts take); a server that refuses local files
-(MySQL 8's default, `local_infile=OFF`) gets them by multi-row inserts, said once per executor. JSON cannot
-hold NaN or the infinities: in a part that holds them, such values are written as the strings "NaN",
-"Infinity", "-Infinity", and a text that is not JSON at all as a JSON string.
+`LOAD DATA LOCAL INFILE` (a third of the time the multi-row inserts it replaced took); a server that
+refuses local files (MySQL 8's default, `local_infile=OFF`) gets them by multi-row inserts, said once per
+executor. JSON cannot hold NaN or the infinities: in a part that holds them, such values are written as the
+strings "NaN", "Infinity", "-Infinity", and a text that is not JSON at all as a JSON string.
 """
 from __future__ import annotations
 
