@@ -25,6 +25,16 @@ def csv_chunk(batch: pa.RecordBatch) -> bytes:
     return out.getvalue()
 
 
+def column(name: str) -> Callable[[], Column]:
+    """Column `name` as it is."""
+    return lambda: F.col(name)
+
+
+def micros(name: str) -> Callable[[], Column]:
+    """Timestamp column `name` as µs since the epoch (exact, and free of any zone)."""
+    return lambda: F.unix_micros(F.col(name))
+
+
 def object_of_texts(name: str) -> Callable[[], Column]:
     """Column `name`, a map of JSON texts, as the text of the JSON object of their values (`{}` for none)."""
     return lambda: json_object(F.col(name))

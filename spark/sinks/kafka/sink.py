@@ -101,8 +101,8 @@ class KafkaSink(Sink):
 
     def _encoders(self) -> tuple[Encode | None, Encode]:
         """(log row → value, dead letter → value) in the sink's format, self-contained: they run on the
-        executors (a JSON log row has none: Spark makes it). Avro's schemas are registered here, so a registry that refuses them stops the sink before
-        any batch."""
+        executors (a JSON log row has none: Spark makes it). Avro's schemas are registered here, so a
+        registry that refuses them stops the sink before any batch."""
         if self.format == "json":
             return None, _json_dead_letter  # a log row's JSON is made by Spark (`_json_records`)
         from confluent_kafka.schema_registry import SchemaRegistryClient

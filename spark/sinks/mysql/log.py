@@ -40,7 +40,7 @@ from spark.streams.generations import Generations
 
 from ..contract import MicroBatch, Sink, chunks, generation_rows
 from ..parts import DRIVER_PART, held_to_write, part_digest, write_each_part
-from ..staged import csv_chunk, object_of_texts, plain_rows
+from ..staged import column, csv_chunk, micros, object_of_texts, plain_rows
 from .connection import connect_dsn
 
 log = logging.getLogger(__name__)
@@ -135,16 +135,8 @@ class _Staged:
         return [self.spark(), self.plain()] if self.plain else [self.spark()]
 
 
-def _col(name: str) -> Callable[[], Column]:
-    return lambda: F.col(name)
-
-
 def _hex(name: str) -> Callable[[], Column]:
     return lambda: F.hex(F.col(name))
-
-
-def _micros(name: str) -> Callable[[], Column]:
-    return lambda: F.unix_micros(F.col(name))
 
 
 def _object(text: str | None) -> str:
@@ -155,27 +147,27 @@ def _object(text: str | None) -> str:
 _UNHEX, _NULLABLE = "UNHEX({s})", "NULLIF({s}, '')"
 _TIME = "TIMESTAMPADD(MICROSECOND, {s}, '1970-01-01 00:00:00')"  # exact for any µs count, UTC (the session's)
 _STAGED: tuple[_Staged, ...] = (
-    _Staged("keyspace", _col("keyspace")),
-    _Staged("table", _col("table")),
+    _Staged("keyspace", column("keyspace")),
+    _Staged("table", column("table")),
     _Staged("cdc$stream_id", _hex("cdc$stream_id"), _UNHEX),
-    _Staged("cdc$time", _col("cdc$time")),
-    _Staged("cdc$batch_seq_no", _col("cdc$batch_seq_no")),
-    _Staged("cdc$operation", _col("cdc$operation")),
-    _Staged("cdc$ttl", _col("cdc$ttl"), _NULLABLE),
+    _Staged("cdc$time", column("cdc$time")),
+    _Staged("cdc$batch_seq_no", column("cdc$batch_seq_no")),
+    _Staged("cdc$operation", column("cdc$operation")),
+    _Staged("cdc$ttl", column("cdc$ttl"), _NULLABLE),
     _Staged("cdc$end_of_batch", lambda: F.col("cdc$end_of_batch").cast("int")),
-    _Staged("key", _col("key"), strict=json_text),
+    _Staged("key", column("key"), strict=json_text),
     _Staged("columns", lambda: F.to_json(F.col("columns")), plain=object_of_texts("columns"), strict=_object),
     _Staged("deleted_columns", lambda: F.to_json(F.coalesce(F.col("deleted_columns"),
                                                             F.array().cast("array<string>")))),
     _Staged("deleted_elements", lambda: F.to_json(F.col("deleted_elements")),
             plain=object_of_texts("deleted_elements"), strict=_object),
-    _Staged("write_time", _micros("write_time"), _TIME),
-    _Staged("write_time_us", _col("write_time_us")),
+    _Staged("write_time", micros("write_time"), _TIME),
+    _Staged("write_time_us", column("write_time_us")),
     _Staged("partition_key", _hex("partition_key"), _UNHEX),
-    _Staged("token", _col("token"), _NULLABLE),
-    _Staged("generation", _micros("generation"), _TIME.replace("{s}", _NULLABLE)),
-    _Staged("change_id", _col("change_id")),
-    _Staged("kafka_time", _micros("kafka_time"), _TIME),
+    _Staged("token", column("token"), _NULLABLE),
+    _Staged("generation", micros("generation"), _TIME.replace("{s}", _NULLABLE)),
+    _Staged("change_id", column("change_id")),
+    _Staged("kafka_time", micros("kafka_time"), _TIME),
     _Staged("source", lambda: F.to_json(F.col("source"))),
 )
 _STAGING = "ringtail_log_staging"
@@ -199,7 +191,7 @@ _refused: set[str] = set()  # servers (host:port) that took no local file, in th
 def staged_values(rows: DataFrame) -> DataFrame:
     """The log rows' staged texts (`_STAGED`, a JSON column's plain text after its own), then whether the row
     is plain (`plain_rows`)."""
-    values = [value for column in _STAGED for value in column.values()]
+    values = [value for staged in _STAGED for value in staged.values()]
     return rows.select(*(v.alias(f"c{i}") for i, v in enumerate(values)), plain_rows().alias("plain"))
 
 
@@ -213,14 +205,14 @@ def staged_part(batches: Iterable[pa.RecordBatch]) -> pa.Table | None:
     flags = table.column(table.num_columns - 1)
     all_plain = pc.all(flags).as_py()
     out, at = [], 0
-    for column in _STAGED:
+    for staged in _STAGED:
         usual = table.column(at)
-        plain = table.column(at + 1) if column.plain else usual
-        at += 2 if column.plain else 1
-        if column.strict is None or all_plain:
+        plain = table.column(at + 1) if staged.plain else usual
+        at += 2 if staged.plain else 1
+        if staged.strict is None or all_plain:
             out.append(plain)
         else:
-            out.append(pa.array([p if flag else column.strict(u) for u, p, flag in
+            out.append(pa.array([p if flag else staged.strict(u) for u, p, flag in
                                  zip(usual.to_pylist(), plain.to_pylist(), flags.to_pylist())], pa.string()))
     return pa.table(out, names=[f"c{i}" for i in range(len(_STAGED))])
 
@@ -329,11 +321,11 @@ class MySqlSink(Sink):
                     cursor.execute(statement)
                 # MySQL has no ADD COLUMN IF NOT EXISTS. A ledger created before it kept offsets: its rows keep
                 # none, and are taken on trust; before batches went in part by part: each row is finished.
-                for column, definition in (("offsets", "VARCHAR(64)"), ("done", "BOOLEAN NOT NULL DEFAULT TRUE")):
+                for name, definition in (("offsets", "VARCHAR(64)"), ("done", "BOOLEAN NOT NULL DEFAULT TRUE")):
                     cursor.execute("SELECT COUNT(*) FROM information_schema.columns WHERE table_schema = DATABASE()"
-                                   " AND table_name = 'batches' AND column_name = %s", (column,))
+                                   " AND table_name = 'batches' AND column_name = %s", (name,))
                     if cursor.fetchone()[0] == 0:
-                        cursor.execute(f"ALTER TABLE batches ADD COLUMN {column} {definition}")
+                        cursor.execute(f"ALTER TABLE batches ADD COLUMN {name} {definition}")
             conn.commit()
         finally:
             conn.close()

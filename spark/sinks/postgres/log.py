@@ -42,7 +42,7 @@ from spark.streams.generations import Generations
 
 from ..contract import MicroBatch, Sink, generation_rows
 from ..parts import DRIVER_PART, held_to_write, part_digest, write_each_part
-from ..staged import csv_chunk, object_of_texts, plain_rows
+from ..staged import column, csv_chunk, micros, object_of_texts, plain_rows
 
 log = logging.getLogger(__name__)
 
@@ -73,16 +73,8 @@ class _Column:
         return [self.spark(), self.plain()] if self.plain else [self.spark()]
 
 
-def _col(name: str) -> Callable[[], Column]:
-    return lambda: F.col(name)
-
-
 def _bytea(name: str) -> Callable[[], Column]:
     return lambda: F.concat(F.lit("\\x"), F.hex(F.col(name)))  # bytea's hex input form
-
-
-def _micros(name: str) -> Callable[[], Column]:
-    return lambda: F.unix_micros(F.col(name))
 
 
 def _json_text(name: str) -> Callable[[], Column]:
@@ -114,44 +106,44 @@ def _json_object(staged: str) -> str:
 
 
 LOG_COLUMNS: tuple[_Column, ...] = (
-    _Column("keyspace", "text NOT NULL", "text", _col("keyspace")),
-    _Column("table", "text NOT NULL", "text", _col("table")),
+    _Column("keyspace", "text NOT NULL", "text", column("keyspace")),
+    _Column("table", "text NOT NULL", "text", column("table")),
     _Column("cdc$stream_id", "bytea NOT NULL", "bytea", _bytea("cdc$stream_id")),
-    _Column("cdc$time", "uuid NOT NULL", "uuid", _col("cdc$time")),
-    _Column("cdc$batch_seq_no", "integer NOT NULL", "integer", _col("cdc$batch_seq_no")),
-    _Column("cdc$operation", "smallint NOT NULL", "smallint", _col("cdc$operation")),
-    _Column("cdc$ttl", "bigint", "bigint", _col("cdc$ttl")),
-    _Column("cdc$end_of_batch", "boolean NOT NULL", "boolean", _col("cdc$end_of_batch")),
-    _Column("key", "jsonb NOT NULL", "text", _col("key"), _jsonb("{s}"), plain_load="({s})::jsonb"),
+    _Column("cdc$time", "uuid NOT NULL", "uuid", column("cdc$time")),
+    _Column("cdc$batch_seq_no", "integer NOT NULL", "integer", column("cdc$batch_seq_no")),
+    _Column("cdc$operation", "smallint NOT NULL", "smallint", column("cdc$operation")),
+    _Column("cdc$ttl", "bigint", "bigint", column("cdc$ttl")),
+    _Column("cdc$end_of_batch", "boolean NOT NULL", "boolean", column("cdc$end_of_batch")),
+    _Column("key", "jsonb NOT NULL", "text", column("key"), _jsonb("{s}"), plain_load="({s})::jsonb"),
     _Column("columns", "jsonb NOT NULL", "text", _json_text("columns"), _json_object("{s}"),
             object_of_texts("columns"), "({s})::jsonb"),
     _Column("deleted_columns", "text[] NOT NULL", "text", _text_array("deleted_columns"), "({s})::text[]"),
     _Column("deleted_elements", "jsonb NOT NULL", "text", _json_text("deleted_elements"), _json_object("{s}"),
             object_of_texts("deleted_elements"), "({s})::jsonb"),
-    _Column("write_time", "timestamptz NOT NULL", "bigint", _micros("write_time"), _TIMESTAMP),
-    _Column("write_time_us", "bigint NOT NULL", "bigint", _col("write_time_us")),
+    _Column("write_time", "timestamptz NOT NULL", "bigint", micros("write_time"), _TIMESTAMP),
+    _Column("write_time_us", "bigint NOT NULL", "bigint", column("write_time_us")),
     _Column("partition_key", "bytea NOT NULL", "bytea", _bytea("partition_key")),
-    _Column("token", "bigint", "bigint", _col("token")),
-    _Column("generation", "timestamptz", "bigint", _micros("generation"), _TIMESTAMP),
-    _Column("change_id", "text NOT NULL", "text", _col("change_id")),
-    _Column("kafka_time", "timestamptz NOT NULL", "bigint", _micros("kafka_time"), _TIMESTAMP),
+    _Column("token", "bigint", "bigint", column("token")),
+    _Column("generation", "timestamptz", "bigint", micros("generation"), _TIMESTAMP),
+    _Column("change_id", "text NOT NULL", "text", column("change_id")),
+    _Column("kafka_time", "timestamptz NOT NULL", "bigint", micros("kafka_time"), _TIMESTAMP),
     _Column("source", "jsonb NOT NULL", "text", _json_text("source"), "({s})::jsonb"),
 )
 LOG_KEY = ("keyspace", "table", "cdc$stream_id", "cdc$time", "cdc$batch_seq_no")
 
 DEAD_LETTER_COLUMNS: tuple[_Column, ...] = (
-    _Column("topic", "text NOT NULL", "text", _col("topic")),
-    _Column("partition", "integer NOT NULL", "integer", _col("partition")),
-    _Column("offset", "bigint NOT NULL", "bigint", _col("offset")),
-    _Column("reason", "text NOT NULL", "text", _col("reason")),
-    _Column("detail", "text NOT NULL", "text", _col("detail")),
-    _Column("kafka_time", "timestamptz NOT NULL", "bigint", _micros("kafka_time"), _TIMESTAMP),
+    _Column("topic", "text NOT NULL", "text", column("topic")),
+    _Column("partition", "integer NOT NULL", "integer", column("partition")),
+    _Column("offset", "bigint NOT NULL", "bigint", column("offset")),
+    _Column("reason", "text NOT NULL", "text", column("reason")),
+    _Column("detail", "text NOT NULL", "text", column("detail")),
+    _Column("kafka_time", "timestamptz NOT NULL", "bigint", micros("kafka_time"), _TIMESTAMP),
     _Column("key", "bytea", "bytea", _bytea("key")),
     _Column("value", "bytea", "bytea", _bytea("value")),
-    _Column("keyspace", "text", "text", _col("keyspace")),
-    _Column("table", "text", "text", _col("table")),
-    _Column("write_time_us", "bigint", "bigint", _col("write_time_us")),
-    _Column("change_id", "text", "text", _col("change_id")),
+    _Column("keyspace", "text", "text", column("keyspace")),
+    _Column("table", "text", "text", column("table")),
+    _Column("write_time_us", "bigint", "bigint", column("write_time_us")),
+    _Column("change_id", "text", "text", column("change_id")),
 )
 DEAD_LETTER_KEY = ("topic", "partition", "offset", "reason")
 
