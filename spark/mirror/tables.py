@@ -1,16 +1,12 @@
 """What every mirror sink does around the merge: read each table's layout from the cluster, turn a
-micro-batch's rows into each table's changes, and merge them chunk by chunk into a store."""
+task's rows into each table's changes, and merge them chunk by chunk into a store."""
 from __future__ import annotations
 
 import json
 import logging
 import time
-from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
-
-from pyspark.sql import DataFrame
-from pyspark.sql import functions as F
 
 from schemas.runtime.access import CassandraCluster
 from schemas.runtime.session import connect
@@ -25,18 +21,6 @@ log = logging.getLogger(__name__)
 
 # (serialized partition key, key JSON, cells JSON) of one change, as the batch carries it.
 RawChange = tuple[bytes, str, str]
-
-
-def batch_changes(rows: DataFrame) -> dict[tuple[str, str], list[RawChange]]:
-    """The micro-batch's changes, per (keyspace, table), brought to the driver as Arrow columns (not a
-    pickled Row each): a range deletion's second row (its end bound) carries no cells, the first has both
-    bounds."""
-    out: dict[tuple[str, str], list[RawChange]] = defaultdict(list)
-    chosen = rows.where(F.col("cells").isNotNull()).select("keyspace", "table", "partition_key", "key", "cells")
-    columns = chosen.toArrow().to_pydict()
-    for keyspace, table, partition, key, cells in zip(*columns.values()):
-        out[(keyspace, table)].append((partition, key, cells))
-    return out
 
 
 def changes_of(layout: MirrorLayout, raw: Iterable[RawChange]) -> Iterable[Change]:
@@ -72,18 +56,17 @@ class Layouts:
 
 
 def prepare_tables(layouts: Layouts, names: Iterable[tuple[str, str]], store_of: Callable[[MirrorLayout], MirrorStore],
-                   batch: Mapping[tuple[str, str], list[RawChange]] | None = None
-                   ) -> list[tuple[MirrorLayout, MirrorStore]]:
+                   counts: Mapping[tuple[str, str], int] | None = None) -> list[tuple[MirrorLayout, MirrorStore]]:
     """Each table named (keyspace, table) to merge into, with the store `store_of` prepares for it (its
     tables created or brought to the base table's columns). A table that no longer exists keeps its
-    mirror as it was; its changes in `batch` are not merged."""
+    mirror as it was; its changes in the batch (`counts` of them per table) are not merged."""
     out = []
     for keyspace, table in sorted(set(names)):
         layout = layouts.get(keyspace, table)
         if layout is None:
-            if batch and batch.get((keyspace, table)):
+            if counts and counts.get((keyspace, table)):
                 log.warning("%s.%s no longer exists: %d of its changes not merged into its mirror, which stays as"
-                            " it was", keyspace, table, len(batch[(keyspace, table)]))
+                            " it was", keyspace, table, counts[(keyspace, table)])
             continue
         out.append((layout, store_of(layout)))
     return out

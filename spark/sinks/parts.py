@@ -38,8 +38,6 @@ log = logging.getLogger(__name__)
 # and as Arrow declare it.
 _PART_COUNTS = "written bigint"
 _COUNTS = pa.schema([pa.field("written", pa.int64())])
-# The part a sink that takes a batch's rows on the driver writes them as, in one transaction.
-DRIVER_PART = "driver"
 
 
 def part_digest(chunks: Iterable[bytes]) -> str:

@@ -14,6 +14,7 @@ import subprocess
 import sys
 import time
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import psycopg
@@ -21,6 +22,7 @@ import pytest
 from cassandra.concurrent import execute_concurrent
 from cassandra.query import SimpleStatement
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
+from pyspark.sql.types import StringType, StructField, StructType
 
 from deploy.local.endpoints import ROOT
 from schemas.avro.reader import event_readers
@@ -29,13 +31,17 @@ from schemas.runtime.access import CassandraCluster
 from spark.job.config import JobSettings
 from spark.sinks.delta.sink import DeltaSink
 from spark.sinks.mysql.connection import connect_dsn
+from spark.rows import CELLS, LOG_ROW
+from spark.sinks.mirror_parts import bucketed
 from spark.sinks.mysql.mirror import MySqlMirrorSink
+from spark.sinks.postgres.mirror import PostgresMirrorSink
 from spark.subscriptions.model import Change
 from spark.subscriptions.statements import Statement
 from tests.integration.decoders import assert_decoders_agree
 from tests.integration.delivered import drop_mysql_database, mysql_database, run_available
-from tests.integration.mirrors import (delta_rows, diff, layout_of, mysql_rows, postgres_rows, source_rows,
-                                       without_negative_zero)
+from tests.integration.micro_batches import WRITE_US, log_row
+from tests.integration.mirrors import (delta_rows, diff, layout_of, mysql_rows, ordered, postgres_mirror,
+                                       postgres_rows, source_rows, without_negative_zero)
 from tests.integration.pipeline import EventConsumer, has_marker, write_marker
 from tests.integration.workload import TABLES, Workload, ddl
 from tests.support import wait_for
@@ -244,3 +250,62 @@ def drop_postgres_schemas(stack, *schemas: str) -> None:
             if attempt == 4:
                 raise
             time.sleep(1)
+
+
+def cell_rows(keyspace: str, column: str, count: int, write_us: int) -> list[tuple]:
+    """Log rows (with their cells, as the job decodes them for a mirror) of updates setting `column` of
+    rows 0…count-1 of `keyspace.kv` to ±k, at `write_us`."""
+    rows = []
+    for k in range(count):
+        row = dict(zip(LOG_ROW.fieldNames(), log_row(k)))
+        value = k if column == "a" else -k
+        row.update(keyspace=keyspace, table="kv", key=json.dumps({"k": k}), partition_key=k.to_bytes(4, "big"),
+                   columns={column: json.dumps(value)}, change_id=f"{column}-{k}", write_time_us=write_us)
+        cells = {"k": [], "s": False, "l": None, "d": None, "c": {column: [write_us, 0, None, 0, value]}}
+        rows.append((*row.values(), json.dumps(cells)))
+    return rows
+
+
+@pytest.mark.parametrize("kind", ["postgres", "mysql"])
+def test_two_writers_of_one_mirror_take_turns_and_lose_neither_ones_cells(kind, stack, cql, keyspace, spark):
+    """Two writers (two subscriptions, or a runner that lost its claim without knowing it) merge changes to
+    the same rows at once, each its own column: each task takes its buckets' turn before reading the
+    states, so neither writes over the other's merge."""
+    cql.execute(f"CREATE TABLE {keyspace}.kv (k int PRIMARY KEY, a int, b int)")
+    count = 3_000
+    dsn = mysql_database(stack, f"{keyspace}_turns") if kind == "mysql" else stack.postgres_dsn
+    cluster = CassandraCluster((stack.cassandra_host,), stack.cassandra_port)
+
+    def sink(app_id: str):
+        opened = (MySqlMirrorSink(dsn, app_id, cluster) if kind == "mysql" else
+                  PostgresMirrorSink(dsn, f"{keyspace}_turns", app_id, cluster))
+        opened.prepare()
+        return opened
+
+    schema = StructType([*LOG_ROW.fields, StructField(CELLS, StringType())])
+    writers = []
+    for app_id, column, written in (("a", "a", WRITE_US), ("b", "b", WRITE_US + 1)):
+        writer = sink(app_id)
+        frame = spark.createDataFrame(cell_rows(keyspace, column, count, written), schema)
+        parts = writer.parts_of(1, {(keyspace, "kv"): count})
+        writers.append((writer, parts, bucketed(frame).toArrow().to_batches()))
+    try:
+        with ThreadPoolExecutor(2) as pool:
+            merged = list(pool.map(lambda w: w[1](iter(w[2])), writers))
+        assert merged == [count, count]
+        layout = layout_of(cql, keyspace, "kv")
+        if kind == "mysql":
+            conn = connect_dsn(dsn)
+            try:
+                mirror = mysql_rows(conn, layout)
+            finally:
+                conn.close()
+        else:
+            mirror = postgres_mirror(dsn, layout)
+        expected = ordered({"k": k, "a": k, "b": -k} for k in range(count))
+        assert mirror == expected, diff(expected, mirror)
+    finally:
+        for writer, _, _ in writers:
+            writer.close()
+        if kind == "mysql":
+            drop_mysql_database(stack, dsn)

@@ -3,7 +3,7 @@ started with a Cassandra node and a Kafka broker of their own for this module (`
 127.0.0.41; its registry, PostgreSQL, MariaDB and S3-compatible store are the main stack's) and thrown away after
 it. The job and the runner keep their checkpoints in the store, and the job its Delta table (`s3a://`).
 The executors run an empty Python (stack.json's `spark-master.python`): whatever of ringtail they run —
-the event decoder, stream ids, the sinks' writes — the driver shipped them (spark.ship)."""
+the event decoder, stream ids, the sinks' writes, the mirrors' merges — the driver shipped them (spark.ship)."""
 from __future__ import annotations
 
 import configparser
@@ -20,6 +20,7 @@ import pymysql
 import pytest
 from cassandra import InvalidRequest
 from cassandra.concurrent import execute_concurrent_with_args
+from pyspark.errors import AnalysisException
 
 from deploy.local.endpoints import ROOT
 from deploy.local.receiver import Receiver
@@ -30,7 +31,7 @@ from spark.subscriptions.model import Change
 from tests.conftest import DRIVER_OPTIONS
 from tests.integration.conftest import serving
 from tests.integration.delivered import drop_mysql_database, kafka_messages, mysql_database
-from tests.integration.mirrors import layout_of, postgres_mirror, source_rows
+from tests.integration.mirrors import delta_rows, layout_of, postgres_mirror, source_rows
 from tests.integration.serving import runner_process
 from tests.integration.side_stacks import CLUSTER, running, session_on
 from tests.support import new_keyspace, wait_for
@@ -161,41 +162,6 @@ def test_the_job_submitted_to_the_cluster_ships_ringtail_and_a_worker_killed_mid
     assert logged_keys(spark, on, sink, keyspace, delta) == Counter(range(rows)), "a change lost or logged twice"
 
 
-def test_a_runner_on_the_cluster_keeps_a_mirror_equal_to_select_star(cluster, cluster_cql, cluster_keyspace,
-                                                                    pipeline, spark, tmp_path, monkeypatch):
-    on, master = cluster
-    cql, keyspace = cluster_cql, cluster_keyspace
-    for name, value in on.object_store.environment().items():  # this process reads the bucket too
-        monkeypatch.setenv(name, value)
-    connector, _ = pipeline(on=on)
-    with serving(on, cql, keyspace, tmp_path, connector, spark) as (control, _, _, base):
-        table = f"{keyspace}.orders"
-        control.create("pg", Change(table=table, sink="postgres", start="earliest", sink_config={
-            "dsn": on.postgres_dsn, "schema": f"{keyspace}_sub", "layout": "mirror"}))
-        for k in range(300):
-            cql.execute(f"INSERT INTO {table} (id, qty, note) VALUES (%s, %s, %s)", (k, k, f"n{k}"))
-        cql.execute(f"UPDATE {table} SET note = 'changed' WHERE id = 3")
-        cql.execute(f"DELETE FROM {table} WHERE id = 7")
-        layout = layout_of(cql, keyspace, "orders")
-        source = source_rows(cql.cluster, layout)
-        # The runner's checkpoints on the object store, its keys from the environment.
-        checkpoints = in_bucket(on, keyspace, "runner")
-        keys = {"AWS_ENDPOINT_URL": on.object_store.endpoint, "AWS_ACCESS_KEY_ID": "ringtail",
-                "AWS_SECRET_ACCESS_KEY": secret_of(on)}
-        runner = runner_process(on, base, tmp_path, "a", env=keys, checkpoint_dir=str(checkpoints),
-                                spark_jars=[*on.spark_jars, *on.object_store.jars], **on_cluster(master))
-        try:
-            wait_for(lambda: postgres_mirror(on.postgres_dsn, layout) == source, 300, "the mirror equal to SELECT *")
-        finally:
-            runner.terminate()
-            runner.wait(120)
-    assert len(source) == 299
-    log = (tmp_path / "runner-a.log").read_text()
-    assert "ringtail shipped to the executors" in log, log[-3000:]
-    assert secret_of(on) not in log
-    assert "pg" in checkpoints.names(), checkpoints.names()  # the subscription's checkpoint, in the bucket
-
-
 def delivered_ids(kind: str, target: str, on, cql, keyspace: str, receiver: Receiver) -> Counter:
     """How many times each row id of `keyspace.orders` is in sink `kind` (`target`: its DSN or topic)."""
     if kind == "mysql":
@@ -268,3 +234,68 @@ def test_a_worker_killed_while_a_runner_delivers_to_mysql_cassandra_kafka_and_ht
         CLUSTER.command(stack.run_dir, "start", "spark-worker@2", check=False)  # for the next test
         receiver.close()
         drop_mysql_database(on, mysql)
+
+
+@pytest.mark.parametrize("kind", ["postgres", "delta"])
+def test_a_worker_killed_while_a_runner_merges_into_a_mirror_costs_no_change(
+        kind, stack, cluster, cluster_cql, cluster_keyspace, pipeline, spark, tmp_path, monkeypatch):
+    """The mirrors merge on the executors (a SQL store's tasks write their parts; Delta's tasks compute what
+    two `MERGE`s then write): one runner on the cluster keeps a PostgreSQL or a Delta mirror (on the object
+    store), and a worker dies while it has a backlog of updates to merge. The mirror still equals `SELECT *`,
+    updated rows and deleted ones too."""
+    on, master = cluster
+    cql, keyspace, rows = cluster_cql, cluster_keyspace, 2_000
+    for name, value in on.object_store.environment().items():  # this process reads the bucket too
+        monkeypatch.setenv(name, value)
+    delta, checkpoints = in_bucket(on, keyspace, "mirror"), in_bucket(on, keyspace, "runner")
+    config = ({"dsn": on.postgres_dsn, "schema": f"{keyspace}_pm", "layout": "mirror"} if kind == "postgres" else
+              {"path": str(delta), "layout": "mirror"})
+    connector, _ = pipeline(on=on)
+    runner = None
+    with serving(on, cql, keyspace, tmp_path, connector, spark) as (control, _, _, base):
+        control.create("m", Change(table=f"{keyspace}.orders", sink=kind, start="earliest", sink_config=config))
+        statement = cql.prepare(f"INSERT INTO {keyspace}.orders (id, qty, note) VALUES (?, ?, ?)")
+        execute_concurrent_with_args(cql, statement, [(k, k, f"n{k}") for k in range(rows)], concurrency=64)
+        execute_concurrent_with_args(cql, statement, [(k, -k, "again") for k in range(0, rows, 3)], concurrency=64)
+        execute_concurrent_with_args(cql, cql.prepare(f"DELETE FROM {keyspace}.orders WHERE id = ?"),
+                                     [(k,) for k in range(1, rows, 5)], concurrency=64)
+        layout = layout_of(cql, keyspace, "orders")
+        source = source_rows(cql.cluster, layout)
+        log = tmp_path / "runner-a.log"
+        keys = {"AWS_ENDPOINT_URL": on.object_store.endpoint, "AWS_ACCESS_KEY_ID": "ringtail",
+                "AWS_SECRET_ACCESS_KEY": secret_of(on)}
+
+        def batches() -> int:
+            return len(re.findall(r"subscription-m: batch \d+ written", log.read_text(errors="replace")))
+
+        def mirror() -> list[dict]:
+            return postgres_mirror(on.postgres_dsn, layout) if kind == "postgres" else delta_mirror(spark, delta, layout)
+
+        try:
+            # Its checkpoints on the object store too, the keys from the environment.
+            runner = runner_process(on, base, tmp_path, "a", env=keys, max_offsets_per_trigger=400,
+                                    checkpoint_dir=str(checkpoints), spark_jars=[*on.spark_jars, *on.object_store.jars],
+                                    **on_cluster(master))
+            wait_for(lambda: batches() >= 2, 300, "two batches")
+            before = batches()
+            CLUSTER.command(stack.run_dir, "kill", "spark-worker@2")
+            wait_for(lambda: mirror() == source, 300, f"the {kind} mirror equal to SELECT *")
+        finally:
+            if runner is not None and runner.poll() is None:
+                runner.terminate()
+                runner.wait(120)
+            CLUSTER.command(stack.run_dir, "start", "spark-worker@2", check=False)  # for the next test
+    text = log.read_text(errors="replace")
+    assert "Lost executor" in text or "ExecutorLostFailure" in text, text[-5000:]  # Spark saw it go
+    assert batches() > before  # it merged past the loss
+    assert len(source) == rows - len(range(1, rows, 5))
+    assert "ringtail shipped to the executors" in text and secret_of(on) not in text
+    assert "m" in checkpoints.names(), checkpoints.names()  # the subscription's checkpoint, in the bucket
+
+
+def delta_mirror(spark, path: Location, layout) -> list[dict]:
+    """The Delta mirror's rows at `path`, none before its table exists."""
+    try:
+        return delta_rows(spark, path, layout)
+    except AnalysisException:  # not a Delta table yet
+        return []

@@ -2,10 +2,13 @@
 ks.t` returns, its columns in the typed log's Spark types (`typed_log`), and `<path>/mirror_state/ks/t`
 holding the cells with their timestamps that decide it (`partition`, `row`, `state`, `expires`).
 
-Each chunk of a micro-batch is read with a join on the keys it touches and written with two `MERGE`s,
-the states' then the mirror's. The two commit one after the other: a crash between them leaves the
-mirror behind its states until the batch is replayed, which merges the same changes again (a no-op on
-the states) and writes the mirror rows they decide. One writer per mirror path: Delta's optimistic
+A micro-batch is merged on the executors (`merged`): the driver plans one job per table that joins the
+batch's changes with the states of every partition they touch, spreads both by partition over the
+tasks, and has each task merge its partitions (`engine.merge`, on the states it was given); the result,
+persisted, is written with two `MERGE`s, the mirror's rows first, then the states. The two commit one
+after the other: a crash between them leaves the states as they were, so the batch's replay merges the
+same changes into them again and writes the same mirror rows (a result lost with an executor before the
+second commit is computed again from those states too). One writer per mirror path: Delta's optimistic
 concurrency fails a second writer's conflicting `MERGE` (the batch is then retried).
 
 The mirror gains the columns its base table gains and drops those it drops (column mapping by name,
@@ -13,7 +16,8 @@ which also lets a column have any name).
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
@@ -21,9 +25,12 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import BinaryType, BooleanType, LongType, StringType, StructField, StructType
 
-from spark.mirror.engine import MirrorRow, StateKey, StoredState
+from spark.mirror.engine import MirrorRow, StateKey, StoredState, merge
 from spark.mirror.layout import MirrorLayout
+from spark.mirror.state import Rules
+from spark.mirror.tables import changes_of
 from spark.mirror.values import StoreColumn, row_values
+from spark.rows import arrow_schema
 
 from ..cql_values import converter
 from ..typed_log import typed
@@ -47,15 +54,8 @@ class DeltaMirrorStore:
         self.spark, self.layout = spark, layout
         self.mirror_path = f"{path}/mirror/{layout.keyspace}/{layout.table}"
         self.state_path = f"{path}/mirror_state/{layout.keyspace}/{layout.table}"
-        types = {c.name: c.type for c in (*layout.key_columns, *layout.columns)}
-        fields, self.columns = [], []
-        for name in layout.names():
-            spark_type, to_arrow = typed(layout.cql(types[name]))
-            fields.append(StructField(name, spark_type))
-            to_driver = converter(layout.cql(types[name]))
-            self.columns.append(StoreColumn(name, spark_type.simpleString(), _composed(to_driver, to_arrow)))
-        self.schema = StructType(fields)
-        self._rows_schema = StructType([*fields, StructField(_WRITE, BooleanType(), False)])
+        self.rows = MirrorRows.of(layout)
+        self.schema = self.rows.schema
 
     def prepare(self) -> None:
         """Create both tables, or bring the mirror's columns to the base table's."""
@@ -101,30 +101,30 @@ class DeltaMirrorStore:
         return list(zip(table.column("partition").to_pylist(), table.column("row").to_pylist()))
 
     def save(self, states: list[StoredState], rows: list[MirrorRow]) -> None:
-        from delta.tables import DeltaTable
-
-        if states:
-            updates = self.spark.createDataFrame(pa.Table.from_pylist(
-                [s._asdict() for s in states], schema=pa.schema(
-                    [("partition", pa.binary()), ("row", pa.string()), ("state", pa.string()),
-                     ("expires", pa.int64())])), STATE)
-            (DeltaTable.forPath(self.spark, self.state_path).alias("t")
-             .merge(updates.alias("s"), "t.partition = s.partition AND t.row = s.row")
-             .whenMatchedDelete("s.state IS NULL")
-             .whenMatchedUpdate(set={"state": "s.state", "expires": "s.expires"})
-             .whenNotMatchedInsert("s.state IS NOT NULL", values={n: f"s.{n}" for n in STATE.fieldNames()})
-             .execute())
+        """Write the mirror rows, then the states (the order `merged`'s explains)."""
         if rows:
-            self._replace(rows)
+            self.replace(self.spark.createDataFrame(
+                pa.Table.from_pylist([self.rows.values(r) for r in rows], schema=arrow_schema(self.rows.with_flag)),
+                self.rows.with_flag))
+        if states:
+            self.merge_states(self.spark.createDataFrame(pa.Table.from_pylist(
+                [s._asdict() for s in states], schema=arrow_schema(STATE)), STATE))
 
-    def _replace(self, rows: Sequence[MirrorRow]) -> None:
+    def merge_states(self, updates: DataFrame) -> None:
+        """Write `STATE` rows: a null state removes its key's."""
         from delta.tables import DeltaTable
 
-        from spark.rows import arrow_schema
+        (DeltaTable.forPath(self.spark, self.state_path).alias("t")
+         .merge(updates.alias("s"), "t.partition = s.partition AND t.row = s.row")
+         .whenMatchedDelete("s.state IS NULL")
+         .whenMatchedUpdate(set={"state": "s.state", "expires": "s.expires"})
+         .whenNotMatchedInsert("s.state IS NOT NULL", values={n: f"s.{n}" for n in STATE.fieldNames()})
+         .execute())
 
-        source = self.spark.createDataFrame(
-            pa.Table.from_pylist([self._values(r) for r in rows], schema=arrow_schema(self._rows_schema)),
-            self._rows_schema)
+    def replace(self, source: DataFrame) -> None:
+        """Write mirror rows (`MirrorRows.with_flag`): each removed by its key, then written when flagged."""
+        from delta.tables import DeltaTable
+
         layout = self.layout
         match = " AND ".join([f"t.{_quoted(c.name)} = s.{_quoted(c.name)}" for c in layout.partition_key]
                              + [f"t.{_quoted(c.name)} <=> s.{_quoted(c.name)}" for c in layout.clustering])
@@ -135,7 +135,30 @@ class DeltaMirrorStore:
          .whenNotMatchedInsert(f"s.{_quoted(_WRITE)}", values=values)
          .execute())
 
-    def _values(self, row: MirrorRow) -> dict[str, Any]:
+
+@dataclass(frozen=True)
+class MirrorRows:
+    """A table's mirror columns in Spark's types, and a mirror row's values for them; built where it is
+    used (the converters are closures), from the layout alone."""
+
+    layout: MirrorLayout
+    schema: StructType
+    with_flag: StructType  # and whether the row is written (or only removed)
+    columns: tuple[StoreColumn, ...]
+
+    @classmethod
+    def of(cls, layout: MirrorLayout) -> MirrorRows:
+        types = {c.name: c.type for c in (*layout.key_columns, *layout.columns)}
+        fields, columns = [], []
+        for name in layout.names():
+            spark_type, to_arrow = typed(layout.cql(types[name]))
+            fields.append(StructField(name, spark_type))
+            to_driver = converter(layout.cql(types[name]))
+            columns.append(StoreColumn(name, spark_type.simpleString(), _composed(to_driver, to_arrow)))
+        return cls(layout, StructType(fields), StructType([*fields, StructField(_WRITE, BooleanType(), False)]),
+                   tuple(columns))
+
+    def values(self, row: MirrorRow) -> dict[str, Any]:
         values = row_values(self.layout, self.columns, row, "Delta")
         return {**dict(zip(self.schema.fieldNames(), values)), _WRITE: row.values is not None}
 
@@ -159,3 +182,75 @@ def known_mirrors(spark: SparkSession, path: str) -> list[tuple[str, str]]:
                       for table in fs.listStatus(keyspace.getPath())
                       if fs.exists(jvm.org.apache.hadoop.fs.Path(table.getPath(), "_delta_log"))]
     return sorted(found)
+
+
+def merged(store: DeltaMirrorStore, changes: DataFrame, now: int) -> DataFrame:
+    """The plan of `changes` (of `store`'s table: `partition`, `key`, `cells`) merged on the executors
+    into the states of every partition they touch, as of `now` (s): rows of a `state` to write or a
+    `mirror` row to write, one of the two set. The driver only plans it."""
+    states = store.spark.read.format("delta").load(store.state_path)
+    touched = states.join(changes.select("partition").distinct(), "partition")
+    given = (changes.select("partition", F.lit(None).cast("string").alias("row"), F.lit(None).cast("string")
+                            .alias("state"), "key", "cells")
+             .unionByName(touched.select("partition", "row", "state", F.lit(None).cast("string").alias("key"),
+                                         F.lit(None).cast("string").alias("cells"))))
+    tasks = store.spark.sparkContext.defaultParallelism
+    return given.repartition(tasks, "partition").mapInArrow(MergeTask(store.layout, now), _merged(store.rows))
+
+
+def _merged(rows: MirrorRows) -> StructType:
+    """What `merged` gives: a state to write, or a mirror row."""
+    return StructType([StructField("state", STATE), StructField("mirror", rows.with_flag)])
+
+
+@dataclass(frozen=True)
+class MergeTask:
+    """One task of `merged`: its partitions' changes merged into their states, every one of which it was
+    given (so the store it merges through is those states in memory); picklable."""
+
+    layout: MirrorLayout
+    now: int
+
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        loaded: dict[StateKey, str] = {}
+        changes: list[tuple[bytes, str, str]] = []
+        for batch in batches:
+            columns = batch.to_pydict()
+            for partition, row, state, key, cells in zip(columns["partition"], columns["row"], columns["state"],
+                                                          columns["key"], columns["cells"]):
+                if cells is None:
+                    loaded[(partition, row)] = state
+                else:
+                    changes.append((partition, key, cells))
+        if not changes:
+            return
+        store = _Loaded(loaded)
+        merge(Rules(self.layout), store, changes_of(self.layout, sorted(changes)), self.now)
+        rows = MirrorRows.of(self.layout)
+        output = [{"state": s._asdict(), "mirror": None} for s in store.states]
+        output += [{"state": None, "mirror": rows.values(r)} for r in store.rows]
+        yield from pa.Table.from_pylist(output, schema=arrow_schema(_merged(rows))).to_batches()
+
+
+class _Loaded:
+    """The states of whole partitions, as a task was given them; what a merge saves, kept
+    (`spark.mirror.engine.MirrorStore`)."""
+
+    def __init__(self, loaded: dict[StateKey, str]) -> None:
+        self.loaded = loaded
+        self.states: list[StoredState] = []
+        self.rows: list[MirrorRow] = []
+
+    def load(self, keys: Collection[StateKey]) -> dict[StateKey, str]:
+        return {key: self.loaded[key] for key in keys if key in self.loaded}
+
+    def load_partitions(self, partitions: Collection[bytes]) -> dict[StateKey, str]:
+        wanted = set(partitions)
+        return {key: state for key, state in self.loaded.items() if key[0] in wanted}
+
+    def due(self, now: int) -> list[StateKey]:
+        return []  # a purge runs on the driver
+
+    def save(self, states: list[StoredState], rows: list[MirrorRow]) -> None:
+        self.states += states
+        self.rows += rows

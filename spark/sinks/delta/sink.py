@@ -26,7 +26,8 @@ from __future__ import annotations
 import functools
 import json
 import logging
-from collections.abc import Iterable, Sequence
+import time
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import get_args
@@ -44,13 +45,14 @@ from schemas.runtime.session import connect
 from schemas.tables.loader import read_table
 from spark import rows as R
 from spark.mirror.layout import MirrorLayout
-from spark.mirror.tables import Layouts, batch_changes, merge_batch, prepare_tables
+from spark.mirror.tables import Layouts, merge_batch, prepare_tables
 from spark.streams.generations import Generations
 
 from ..contract import MicroBatch, Sink, generation_rows, of_tables
-from .mirror import DeltaMirrorStore, known_mirrors
+from .mirror import DeltaMirrorStore, known_mirrors, merged
 from ..layouts import MIRROR, Layout
 from ..ledger import is_newest_replay
+from ..mirror_parts import mirror_changes, table_counts
 from ..log_table import LogLayout, typed_log_layout
 from ..typed_log import TypedLog
 
@@ -136,7 +138,8 @@ class DeltaSink(Sink):
         # Per table: the newest batch of this app id it holds, with its offsets (None: none).
         self._newest: dict[str, tuple[int, str | None] | None] = {}
         self.mirror_chunk = mirror_chunk
-        # An append reads the batch in one action; a mirror brings its changes to the driver.
+        # An append reads the batch in one action; a mirror reads it in several (the tables it holds, then
+        # each table's changes).
         self.reads_batch_whole = layout != MIRROR
 
     def table(self, name: str) -> str:
@@ -169,8 +172,7 @@ class DeltaSink(Sink):
     def write(self, batch: MicroBatch) -> None:
         rows: DataFrame | None = batch.rows
         if self.layout == MIRROR:
-            changes = batch_changes(batch.rows)
-            self._merge_mirrors(changes, changes)
+            self._merge_batch(batch.rows)
             rows = None
         elif self.layout == "typed":
             rows = self._write_typed(batch)
@@ -185,19 +187,38 @@ class DeltaSink(Sink):
             self._append(batch.dead_letters, "dead_letters", batch)
 
     def purge(self) -> None:
-        """Remove what has expired from every mirror under the path."""
-        self._merge_mirrors({}, known_mirrors(self.spark, self.path), purge=True)
+        """Remove what has expired from every mirror under the path (on the driver: a few states)."""
+        names = known_mirrors(self.spark, self.path)
+        merge_batch(prepare_tables(self._mirrors, names, self._store_of), {}, self.mirror_chunk, purge=True)
 
-    def _merge_mirrors(self, batch: dict, names: Iterable[tuple[str, str]], purge: bool = False) -> None:
-        def store_of(layout):
-            store = DeltaMirrorStore(self.spark, self.path, layout)
-            # Its tables are created, or altered, when the base table is new to this sink or has changed.
-            if self._prepared.get(layout.qualified) != layout:
-                store.prepare()
-                self._prepared[layout.qualified] = layout
-            return store
+    def _merge_batch(self, rows: DataFrame) -> None:
+        """The batch's changes merged into each table's mirror on the executors (`mirror.merged`), table by
+        table; the driver plans and counts."""
+        counts = table_counts(rows)
+        now = int(time.time())
+        changes = mirror_changes(rows)
+        for layout, store in prepare_tables(self._mirrors, counts, self._store_of, counts):
+            of_table = (changes.where((F.col("keyspace") == layout.keyspace) & (F.col("table") == layout.table))
+                        .select(F.col("partition_key").alias("partition"), "key", "cells"))
+            result = merged(store, of_table, now).persist()
+            try:
+                states, written = result.agg(F.count("state"), F.count("mirror")).first()
+                if written:
+                    store.replace(result.where(F.col("mirror").isNotNull()).select("mirror.*"))
+                if states:
+                    store.merge_states(result.where(F.col("state").isNotNull()).select("state.*"))
+            finally:
+                result.unpersist()
+            log.info("mirror %s: %d changes merged; %d states and %d rows written", layout.qualified,
+                     counts[(layout.keyspace, layout.table)], states, written)
 
-        merge_batch(prepare_tables(self._mirrors, names, store_of, batch), batch, self.mirror_chunk, purge)
+    def _store_of(self, layout: MirrorLayout) -> DeltaMirrorStore:
+        store = DeltaMirrorStore(self.spark, self.path, layout)
+        # Its tables are created, or altered, when the base table is new to this sink or has changed.
+        if self._prepared.get(layout.qualified) != layout:
+            store.prepare()
+            self._prepared[layout.qualified] = layout
+        return store
 
     def _unheld(self, fresh: DataFrame, late: DataFrame, name: str, key: Sequence[str], span: Span) -> DataFrame:
         """`fresh` rows and those `late` rows the table `name` does not hold (by `key`), to append."""

@@ -39,7 +39,7 @@ from pyspark.sql import functions as F
 from spark.streams.generations import Generations
 
 from ..contract import MicroBatch, Sink, chunks, generation_rows
-from ..parts import DRIVER_PART, held_to_write, part_digest, write_each_part
+from ..parts import held_to_write, part_digest, write_each_part
 from ..staged import column, csv_chunk, micros, object_of_texts, plain_rows
 from .connection import connect_dsn
 
@@ -265,19 +265,20 @@ def record_part(cursor: Any, app_id: str, batch_id: int, part: str, written: int
                    (written, app_id, batch_id, part))
 
 
-def write_part(dsn: str, app_id: str, batch_id: int, part: str, write: Callable[[Any, Any, Any], int],
-               prepare: Callable[[Any], Any] = lambda conn: None, local_infile: bool = False) -> int:
-    """Step 2 of `parts` for one part, in one transaction: claimed, written (`write(conn, cursor, prepared)`:
-    how many rows were new) and recorded; 0 when an attempt has committed it. `prepare(conn)` runs before
-    the transaction: DDL, which MySQL commits by itself (it would commit the claim with it). `local_infile`:
-    the connection may send files for LOAD DATA LOCAL."""
+def write_part(dsn: str, app_id: str, batch_id: int, part: str, write: Callable[[Any, Any], int],
+               local_infile: bool = False, read_committed: bool = False) -> int:
+    """Step 2 of `parts` for one part, in one transaction: claimed, written (`write(conn, cursor)`: how
+    many rows were new) and recorded; 0 when an attempt has committed it. `local_infile`: the connection
+    may send files for LOAD DATA LOCAL; `read_committed`: the transaction takes no gap locks, which
+    would make concurrent parts that delete and insert by random keys wait on each other."""
     conn = connect_dsn(dsn, local_infile=local_infile)
     try:
-        prepared = prepare(conn)
         written = 0
         with conn.cursor() as cursor:
+            if read_committed:
+                cursor.execute("SET TRANSACTION ISOLATION LEVEL READ COMMITTED")
             if claim_part(cursor, app_id, batch_id, part):
-                written = write(conn, cursor, prepared)
+                written = write(conn, cursor)
                 record_part(cursor, app_id, batch_id, part, written)
         conn.commit()
         return written
@@ -303,7 +304,7 @@ class LogParts:
             return None
         csv = b"".join(csv_chunk(batch) for batch in part.to_batches())
         return write_part(self.dsn, self.app_id, self.batch_id, part_digest([csv]),
-                          lambda conn, cursor, _: load_part(conn, cursor, part, csv), local_infile=True)
+                          lambda conn, cursor: load_part(conn, cursor, part, csv), local_infile=True)
 
 
 class MySqlSink(Sink):
@@ -384,22 +385,6 @@ class MySqlSink(Sink):
         finally:
             conn.close()
         log.info("batch %d: %d log rows and %d dead letters written", batch.id, written, letters)
-
-    def _write_on_driver(self, batch: MicroBatch) -> None:
-        """Step 2 for a layout written from the driver (`_write_rows`): one part, in one transaction."""
-        write_part(self.dsn, self.app_id, batch.id, DRIVER_PART,
-                   lambda conn, cursor, prepared: self._write_rows(cursor, batch.rows, prepared),
-                   lambda conn: self._before_batch(conn, batch.rows))
-
-    def _before_batch(self, conn: Any, rows: DataFrame) -> Any:
-        """What must happen before the batch's transaction (DDL, which MySQL commits by itself); handed
-        to `_write_rows`."""
-        return None
-
-    def _write_rows(self, cursor: Any, rows: DataFrame, prepared: Any) -> int:
-        """Write the batch's rows from the driver in the open transaction; how many were written (a layout
-        written there has it: the log goes in from the executors)."""
-        raise NotImplementedError
 
     def publish_generations(self, generations: Generations) -> None:
         timestamps, streams = generation_rows(generations)

@@ -3,34 +3,41 @@
 `ks`.`t$state`, the cells with their timestamps that decide it.
 
 A row is found by an invisible column, `ringtail$key` (a digest of its partition and clustering), so
-`SELECT *` shows the base table's columns only and keys of any length are indexed. One transaction per
-micro-batch: the ledger entry (a replay is skipped), each table's states and rows, the dead letters;
-the tables are created or altered before it (MySQL commits DDL by itself). Writers of one mirror take
-turns (`GET_LOCK` per table).
+`SELECT *` shows the base table's columns only and keys of any length are indexed. A micro-batch is
+merged on the executors (`mirror_parts`): the driver creates or alters the tables first (MySQL commits
+DDL by itself); each task merges its buckets' changes and writes their states and rows in one
+transaction with its part in the ledger (a part committed once is skipped); the dead letters after
+them. Writers of one mirror take turns per bucket: a task locks its (table, bucket) rows of
+`mirror_buckets` first.
 
 Columns in MySQL's types (`types`); a value MySQL cannot hold fails the micro-batch with a
 `MirrorError` naming the row.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
-from collections.abc import Collection, Iterable, Sequence
+import logging
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
-
-from pyspark.sql import DataFrame
 
 from schemas.runtime.access import CassandraCluster
 from spark.mirror.engine import MirrorRow, StateKey, StoredState
 from spark.mirror.layout import MirrorLayout
 from spark.mirror.state import canonical
-from spark.mirror.tables import Layouts, batch_changes, merge_batch, prepare_tables
+from spark.mirror.tables import Layouts, merge_batch, prepare_tables
 from spark.mirror.values import row_values
 
 from ..contract import MicroBatch, chunks
+from ..mirror_parts import BUCKETS, MirrorPart, MirrorParts, bucketed, table_counts
+from ..parts import write_each_part
 from .connection import connect_dsn
-from .log import _SCHEMA, MySqlSink
+from .log import _SCHEMA, MySqlSink, write_part
 from .types import CHUNK, mysql_column, quote
 
+
+log = logging.getLogger(__name__)
 
 _KEY = "ringtail$key"
 
@@ -123,17 +130,37 @@ class MySqlMirrorStore:
         return digest(row.partition, canonical([row.key[c.name] for c in self.layout.clustering]))
 
 
+def lock_buckets(cursor: Any, layout: MirrorLayout, buckets: Sequence[int]) -> None:
+    """Take the table's turn in these buckets, in the open transaction, in ascending order."""
+    cursor.execute(f"SELECT bucket FROM mirror_buckets WHERE keyspace = %s AND `table` = %s AND bucket IN"
+                   f" ({', '.join(['%s'] * len(buckets))}) ORDER BY bucket FOR UPDATE",
+                   (layout.keyspace, layout.table, *buckets))
+
+
+@dataclass(frozen=True)
+class MySqlMirrorParts(MirrorParts):
+    """`MirrorParts` into MySQL: each part in a transaction of its own (`log.write_part`), reading committed
+    rows only."""
+
+    dsn: str = field(repr=False)
+    app_id: str
+
+    def write(self, part: MirrorPart) -> int:
+        return write_part(self.dsn, self.app_id, self.batch_id, part.name, functools.partial(self._merge, part),
+                          read_committed=True)
+
+    def _merge(self, part: MirrorPart, conn: Any, cursor: Any) -> int:
+        return part.merge(self.layouts, functools.partial(lock_buckets, cursor),
+                          functools.partial(MySqlMirrorStore, conn), self.chunk)
+
+
 class MySqlMirrorSink(MySqlSink):
     """The MySQL sink in mirror layout: mirrors instead of the log (dead letters and the ledger in the DSN's
     database, as the log's sink keeps them)."""
 
-    # Its rows are written from the driver, in one transaction, so the job reads the batch first.
-    reads_batch_whole = False
-
-    def write_parts(self, batch: MicroBatch) -> None:
-        self._write_on_driver(batch)
-
     merges_cells = True
+    # Its write reads the batch twice (which tables, then the changes), so the job reads it whole first.
+    reads_batch_whole = False
 
     def __init__(self, dsn: str, app_id: str = "ringtail",
                  cluster: CassandraCluster = CassandraCluster(("127.0.0.1",)), chunk: int = 20_000) -> None:
@@ -143,39 +170,55 @@ class MySqlMirrorSink(MySqlSink):
 
     def _schema_statements(self) -> tuple[str, ...]:
         return (*_SCHEMA, "CREATE TABLE IF NOT EXISTS mirrors (keyspace VARCHAR(255) NOT NULL,"
-                          " `table` VARCHAR(255) NOT NULL, PRIMARY KEY (keyspace, `table`))")
+                          " `table` VARCHAR(255) NOT NULL, PRIMARY KEY (keyspace, `table`))",
+                "CREATE TABLE IF NOT EXISTS mirror_buckets (keyspace VARCHAR(255) NOT NULL, `table` VARCHAR(255)"
+                " NOT NULL, bucket INT NOT NULL, PRIMARY KEY (keyspace, `table`, bucket))")
 
-    def _before_batch(self, conn: Any, rows: DataFrame) -> Any:
-        batch = batch_changes(rows)
-        return batch, self._tables(conn, batch, batch)
+    def write_parts(self, batch: MicroBatch) -> None:
+        """Step 2: the tables made ready on the driver, then the changes merged on the executors."""
+        parts = self.parts_of(batch.id, table_counts(batch.rows))
+        merged = write_each_part(bucketed(batch.rows), parts)
+        log.info("mirror: %d changes of %d tables merged", merged, len(parts.layouts))
+
+    def parts_of(self, batch_id: int, counts: Mapping[tuple[str, str], int]) -> MySqlMirrorParts:
+        """The tables of a batch holding `counts` changes per table made ready; what merges its parts."""
+        conn = connect_dsn(self.dsn)
+        try:
+            tables = self._tables(conn, counts, counts)
+        finally:
+            conn.close()  # and so its locks taken for the DDL
+        return MySqlMirrorParts(batch_id, tuple(layout for layout, _ in tables), self.chunk, self.dsn, self.app_id)
 
     def purge(self) -> None:
-        """Remove what has expired from every mirror of this sink."""
+        """Remove what has expired from every mirror of this sink (on the driver: a few states)."""
         conn = connect_dsn(self.dsn)
         try:
             with conn.cursor() as cursor:
                 cursor.execute("SELECT keyspace, `table` FROM mirrors")
                 known = [tuple(k) for k in cursor.fetchall()]
-            merge_batch(self._tables(conn, known), {}, self.chunk, purge=True)
+            tables = self._tables(conn, known)
+            with conn.cursor() as cursor:
+                for layout, _ in tables:
+                    lock_buckets(cursor, layout, range(BUCKETS))
+            merge_batch(tables, {}, self.chunk, purge=True)
             conn.commit()
         finally:
             conn.close()
 
-    def _tables(self, conn: Any, names: Iterable[tuple[str, str]], batch: dict | None = None) -> list:
-        """Each table to merge into, its tables created or altered (DDL: before the transaction)."""
+    def _tables(self, conn: Any, names: Iterable[tuple[str, str]], counts: Mapping[tuple[str, str], int] | None = None
+                ) -> list:
+        """Each table to merge into, its tables created or altered (DDL: before any transaction)."""
         def store_of(layout: MirrorLayout) -> MySqlMirrorStore:
             store = MySqlMirrorStore(conn, layout)
             store.prepare()
             with conn.cursor() as cursor:
                 cursor.execute("INSERT IGNORE INTO mirrors VALUES (%s, %s)", (layout.keyspace, layout.table))
+                cursor.executemany("INSERT IGNORE INTO mirror_buckets VALUES (%s, %s, %s)",
+                                   [(layout.keyspace, layout.table, b) for b in range(BUCKETS)])
             conn.commit()
             return store
 
-        return prepare_tables(self.layouts, names, store_of, batch)
-
-    def _write_rows(self, cursor: Any, rows: DataFrame, prepared: Any) -> int:
-        batch, tables = prepared
-        return merge_batch(tables, batch, self.chunk).changes
+        return prepare_tables(self.layouts, names, store_of, counts)
 
     def close(self) -> None:
         self.layouts.close()

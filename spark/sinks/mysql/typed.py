@@ -113,7 +113,7 @@ class TypedParts:
         part = TypedPart.of(rows)
         if part is None:
             return None
-        return write_part(self.dsn, self.app_id, self.batch_id, part.name, lambda conn, cursor, _: sum(
+        return write_part(self.dsn, self.app_id, self.batch_id, part.name, lambda conn, cursor: sum(
             MySqlTypedLog(conn, self.layouts[table]).write(cursor, table_rows) for table, table_rows in part.tables()))
 
 

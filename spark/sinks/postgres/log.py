@@ -41,7 +41,7 @@ from pyspark.sql import functions as F
 from spark.streams.generations import Generations
 
 from ..contract import MicroBatch, Sink, generation_rows
-from ..parts import DRIVER_PART, held_to_write, part_digest, write_each_part
+from ..parts import held_to_write, part_digest, write_each_part
 from ..staged import column, csv_chunk, micros, object_of_texts, plain_rows
 
 log = logging.getLogger(__name__)
@@ -441,11 +441,6 @@ class PostgresSink(Sink):
                                self._insert_dead_letters, (self.app_id, batch.id))
             written = self.ledger.finish(conn, batch.id, letters)
         log.info("batch %d: %d log rows and %d dead letters inserted", batch.id, written, letters)
-
-    def _write_on_driver(self, batch: MicroBatch) -> None:
-        """Step 2 for a layout written from the driver: one part, in one transaction, by the layout's
-        `_write_rows(conn, rows)` (how many rows were new)."""
-        self.ledger.write_part(self.dsn, batch.id, DRIVER_PART, lambda conn: self._write_rows(conn, batch.rows))
 
     def publish_generations(self, generations: Generations) -> None:
         timestamps, streams = generation_rows(generations)

@@ -3,8 +3,11 @@
 `"ks"."t$state"`, the cells with their timestamps that decide it (a row per partition and per row:
 `partition`, `row`, `state` as JSON text, `expires`).
 
-A micro-batch's states and mirror rows are merged on the driver and written in one transaction, the
-batch's one part in the ledger (`parts`: a replay is skipped); the dead letters after it. Concurrent writers of one mirror take turns (an advisory lock per table).
+A micro-batch is merged on the executors (`mirror_parts`): the driver creates or alters the tables the
+batch's changes name; each task merges its buckets' changes and writes their states and mirror rows in
+one transaction with its part in the ledger (`parts`: a part committed once is skipped); the dead
+letters after them. Writers of one mirror take turns per bucket: a task locks its (table, bucket) rows
+of `<schema>.mirror_buckets` first.
 
 Columns in their PostgreSQL types (`types`). A mirror table gains the columns its base table
 gains and loses those it drops. A value PostgreSQL cannot hold fails the micro-batch with a
@@ -12,21 +15,26 @@ gains and loses those it drops. A value PostgreSQL cannot hold fails the micro-b
 """
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Sequence
+import functools
+import logging
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
-
-from pyspark.sql import DataFrame
 
 from schemas.runtime.access import CassandraCluster
 from spark.mirror.engine import MirrorRow, StateKey, StoredState
 from spark.mirror.layout import MirrorLayout
-from spark.mirror.tables import Layouts, batch_changes, merge_batch, prepare_tables
+from spark.mirror.tables import Layouts, merge_batch, prepare_tables
 from spark.mirror.values import StoreColumn, row_values
 
 from ..contract import MicroBatch
-from .log import PostgresSink, ident, schema_statements
+from ..mirror_parts import BUCKETS, MirrorPart, MirrorParts, bucketed, table_counts
+from ..parts import write_each_part
+from .log import Ledger, PostgresSink, ident, schema_statements
 from .types import copy_staged, pg_column
 
+
+log = logging.getLogger(__name__)
 
 STATE_SUFFIX = "$state"
 
@@ -126,14 +134,34 @@ class PostgresMirrorStore:
         return [*row_values(self.layout, self.columns, row, "PostgreSQL"), row.values is not None]
 
 
+def lock_buckets(conn: Any, schema: str, layout: MirrorLayout, buckets: Sequence[int]) -> None:
+    """Take the table's turn in these buckets, in the open transaction, in ascending order."""
+    conn.execute(f"SELECT bucket FROM {ident(schema)}.mirror_buckets WHERE keyspace = %s AND \"table\" = %s"
+                 " AND bucket = ANY(%s) ORDER BY bucket FOR UPDATE", (layout.keyspace, layout.table, list(buckets)))
+
+
+@dataclass(frozen=True)
+class PostgresMirrorParts(MirrorParts):
+    """`MirrorParts` into PostgreSQL: each part in a transaction of the ledger's (`Ledger.write_part`)."""
+
+    dsn: str = field(repr=False)
+    ledger: Ledger
+
+    def write(self, part: MirrorPart) -> int:
+        return self.ledger.write_part(self.dsn, self.batch_id, part.name, functools.partial(self._merge, part))
+
+    def _merge(self, part: MirrorPart, conn: Any) -> int:
+        return part.merge(self.layouts, functools.partial(lock_buckets, conn, self.ledger.schema),
+                          functools.partial(PostgresMirrorStore, conn), self.chunk)
+
+
 class PostgresMirrorSink(PostgresSink):
     """The PostgreSQL sink in mirror layout: mirrors instead of the log (dead letters, the ledger and the
     generations as the log's sink keeps them, in `schema`)."""
 
-    # Its rows are written from the driver, in one transaction, so the job reads the batch first.
-    reads_batch_whole = False
-
     merges_cells = True
+    # Its write reads the batch twice (which tables, then the changes), so the job reads it whole first.
+    reads_batch_whole = False
 
     def __init__(self, dsn: str, schema: str = "ringtail", app_id: str = "ringtail",
                  cluster: CassandraCluster = CassandraCluster(("127.0.0.1",)), chunk: int = 20_000) -> None:
@@ -142,32 +170,48 @@ class PostgresMirrorSink(PostgresSink):
         self.chunk = chunk
 
     def _schema_statements(self) -> list[str]:
+        s = ident(self.schema)
         return schema_statements(self.schema, log=False) + [
-            f"CREATE TABLE IF NOT EXISTS {ident(self.schema)}.mirrors (keyspace text NOT NULL, \"table\" text NOT NULL,"
-            " PRIMARY KEY (keyspace, \"table\"))"]
+            f"CREATE TABLE IF NOT EXISTS {s}.mirrors (keyspace text NOT NULL, \"table\" text NOT NULL,"
+            " PRIMARY KEY (keyspace, \"table\"))",
+            f"CREATE TABLE IF NOT EXISTS {s}.mirror_buckets (keyspace text NOT NULL, \"table\" text NOT NULL,"
+            " bucket integer NOT NULL, PRIMARY KEY (keyspace, \"table\", bucket))"]
 
     def write_parts(self, batch: MicroBatch) -> None:
-        self._write_on_driver(batch)
+        """Step 2: the tables made ready on the driver, then the changes merged on the executors."""
+        parts = self.parts_of(batch.id, table_counts(batch.rows))
+        merged = write_each_part(bucketed(batch.rows), parts)
+        log.info("mirror: %d changes of %d tables merged", merged, len(parts.layouts))
 
-    def _write_rows(self, conn: Any, rows: DataFrame) -> int:
-        batch = batch_changes(rows)
-        return merge_batch(self._tables(conn, batch, batch), batch, self.chunk).changes
+    def parts_of(self, batch_id: int, counts: Mapping[tuple[str, str], int]) -> PostgresMirrorParts:
+        """The tables of a batch holding `counts` changes per table made ready; what merges its parts."""
+        with self._connect() as conn, conn.transaction():
+            tables = self._tables(conn, counts, counts)
+        return PostgresMirrorParts(batch_id, tuple(layout for layout, _ in tables), self.chunk, self.dsn,
+                                   self.ledger)
 
     def purge(self) -> None:
-        """Remove what has expired from every mirror of this sink."""
+        """Remove what has expired from every mirror of this sink (on the driver: a few states)."""
         with self._connect() as conn, conn.transaction():
             known = conn.execute(f"SELECT keyspace, \"table\" FROM {ident(self.schema)}.mirrors").fetchall()
-            merge_batch(self._tables(conn, [tuple(k) for k in known]), {}, self.chunk, purge=True)
+            tables = self._tables(conn, [tuple(k) for k in known])
+            for layout, _ in tables:
+                lock_buckets(conn, self.schema, layout, range(BUCKETS))
+            merge_batch(tables, {}, self.chunk, purge=True)
 
-    def _tables(self, conn: Any, names: Iterable[tuple[str, str]], batch: dict | None = None) -> list:
+    def _tables(self, conn: Any, names: Iterable[tuple[str, str]], counts: Mapping[tuple[str, str], int] | None = None
+                ) -> list:
         def store_of(layout: MirrorLayout) -> PostgresMirrorStore:
             store = PostgresMirrorStore(conn, layout)
             store.prepare()
-            conn.execute(f"INSERT INTO {ident(self.schema)}.mirrors VALUES (%s, %s) ON CONFLICT DO NOTHING",
+            s = ident(self.schema)
+            conn.execute(f"INSERT INTO {s}.mirrors VALUES (%s, %s) ON CONFLICT DO NOTHING",
                          (layout.keyspace, layout.table))
+            conn.execute(f"INSERT INTO {s}.mirror_buckets SELECT %s, %s, generate_series(0, %s) ON CONFLICT DO NOTHING",
+                         (layout.keyspace, layout.table, BUCKETS - 1))
             return store
 
-        return prepare_tables(self.layouts, names, store_of, batch)
+        return prepare_tables(self.layouts, names, store_of, counts)
 
     def close(self) -> None:
         self.layouts.close()

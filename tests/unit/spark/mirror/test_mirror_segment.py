@@ -4,11 +4,13 @@ it is what `SELECT *` returns after those statements, in any order of arrival.""
 import json
 import random
 
+import pyarrow as pa
 import pytest
 
 from spark.delivery.events import decode_records
-from spark.mirror.engine import Change
+from spark.mirror.engine import Change, StoredState
 from spark.mirror.layout import MirrorError, MirrorLayout
+from spark.sinks.delta.mirror import MergeTask
 from tests.unit.connector.commitlog.testdata import SCHEMA_50 as SCHEMA
 from tests.unit.spark.delivery.decoding import framed_events, preloaded_cache, records
 from tests.unit.spark.mirror.memory import mirrored, ordered
@@ -86,3 +88,29 @@ def test_a_counter_table_has_no_mirror():
     table = SCHEMA.table_by_name("ringtail_decoder_check", "counters")
     with pytest.raises(MirrorError, match="counter"):
         MirrorLayout.of_table(table, {})
+
+
+def test_a_delta_task_given_its_partitions_states_merges_as_a_store_does(layout, changes):
+    """Delta's mirror merges on the executors (`spark.sinks.delta.mirror.MergeTask`): a task is given the
+    states of its partitions beside the changes, in Arrow batches, and gives back the states and rows to
+    write; applied, they are what merging through a store gives."""
+    expected = mirrored(layout, changes, BEFORE_EXPIRY)
+    half = len(changes) // 2
+    store = mirrored(layout, changes[:half], BEFORE_EXPIRY)
+    names = [c.name for c in layout.partition_key]
+    given = [{"partition": p, "row": row, "state": state, "key": None, "cells": None}
+             for (p, row), (state, _) in store.states.items()]
+    given += [{"partition": c.partition, "row": None, "state": None, "key": json.dumps(dict(zip(names, c.key))),
+               "cells": json.dumps(c.cells)} for c in changes[half:]]
+    schema = pa.schema([("partition", pa.binary()), ("row", pa.string()), ("state", pa.string()),
+                        ("key", pa.string()), ("cells", pa.string())])
+    batches = pa.Table.from_pylist(given[::-1], schema=schema).to_batches(max_chunksize=3)
+    out = [row for batch in MergeTask(layout, BEFORE_EXPIRY)(iter(batches)) for row in batch.to_pylist()]
+    states = [StoredState(**row["state"]) for row in out if row["state"] is not None]
+    mirror = [row["mirror"] for row in out if row["mirror"] is not None]
+    store.save(states, [])
+    assert store.states == expected.states
+    # Each row it writes is in SELECT *, each it removes is not.
+    shown = {(row["p1"], row["p2"], row["c1"], row["c2"]) for row in expected.select()}
+    assert mirror and all(((row["p1"], row["p2"], row["c1"], row["c2"]) in shown) == row["ringtail$write"]
+                          for row in mirror)
