@@ -1,13 +1,14 @@
 """The Spark job as users run it (native decoding, stream ids) against the same job passing rows through
 and the same job decoding with the Python reference, in one run.
 
-    python bench/job.py [--rows N] [--repeat R] [--batch B] [--max-offsets M]
+    python bench/job.py [--rows N] [--repeat R] [--batch B] [--max-offsets M] [--workers W]
 
 Input: real connector events. A cdc=true table (k int, c int, v text, n bigint, PRIMARY KEY (k, c))
 gets N rows (execute_concurrent_with_args); the connector runs as users run it (`python -m connector
 run`), positioned at the end of cdc_raw before the writes, until its topic holds all N events, and is
-stopped. Then the job (`start(..., available_now=True)`, local[2], Delta sink, replica removal on)
-reads those topics R times per variant, taking turns (A B C, B C A, …), after one warm-up run, not
+stopped. Then the job (`start(..., available_now=True)`, local[2] or W workers of the local stack's
+Spark cluster (`bench/cluster.py`), Delta sink, replica removal on) reads those topics R times per
+variant, taking turns (A B C, B C A, …), after one warm-up run, not
 counted (JVM, Python workers, the first generation), each run with a fresh checkpoint and Delta path,
 in micro-batches of at most M records (the job's `max_offsets_per_trigger`; a small M shows what each
 micro-batch costs beyond its rows, as a live job's small batches pay it):
@@ -69,7 +70,8 @@ from spark.delivery.native_events import NativeEvents  # noqa: E402
 from spark.job.config import JobSettings  # noqa: E402
 from spark.streams.generations import MICROS_PER_SECOND  # noqa: E402
 from spark.streams.storage import GenerationStore  # noqa: E402
-from timing import best_seconds  # noqa: E402 - bench/ is the script's directory
+from cluster import add_workers_option, spark_placement  # noqa: E402 - bench/ is the script's directory
+from timing import best_seconds  # noqa: E402
 
 MiB = 1 << 20
 TABLE = "t"
@@ -378,13 +380,14 @@ def close_clients(consumer: Consumer, cluster, cql, keyspaces: list[str]) -> Non
     cleanup(cluster.shutdown)
 
 
-def base_settings(stack, prefix: str, generations_keyspace: str, max_offsets: int) -> JobSettings:
-    """The job's settings in every run: local[2], the stack's services."""
+def base_settings(stack, prefix: str, generations_keyspace: str, max_offsets: int, master: str,
+                  conf: dict[str, str]) -> JobSettings:
+    """The job's settings in every run: on `master` (`bench/cluster.py`), the stack's services."""
     return JobSettings(
         kafka_bootstrap_servers=stack.kafka_bootstrap, registry_url=stack.registry_url,
         topic_prefix=prefix, cassandra_hosts=(stack.cassandra_host,), cassandra_port=stack.cassandra_port,
-        generations_keyspace=generations_keyspace, spark_master="local[2]", spark_jars=stack.spark_jars,
-        max_offsets_per_trigger=max_offsets, spark_conf=SPARK_CONF, log_format="text")
+        generations_keyspace=generations_keyspace, spark_master=master, spark_jars=stack.spark_jars,
+        max_offsets_per_trigger=max_offsets, spark_conf=conf, log_format="text")
 
 
 def run_in_turns(spark, base: JobSettings, variants: dict[str, dict], first: str, repeat: int, scratch: Path,
@@ -426,10 +429,12 @@ def main() -> int:
     parser.add_argument("--batch", type=int, default=10_000, help="records per Arrow batch in process")
     parser.add_argument("--max-offsets", type=int, default=JobSettings().max_changes_per_trigger,
                         help="records per micro-batch at most (default: the job's on one node, %(default)s)")
+    add_workers_option(parser)
     args = parser.parse_args()
     if min(args.rows, args.repeat, args.batch, args.max_offsets) < 1:
         parser.error("--rows, --repeat, --batch and --max-offsets must be at least 1")
     stack = local_stack()
+    master, conf, placement = spark_placement(args.workers, SPARK_CONF)
 
     name = uuid.uuid4().hex[:8]
     keyspace, prefix = f"benchjob_{name}", f"benchjob{name}"
@@ -445,7 +450,7 @@ def main() -> int:
 
             from spark.delivery.pipeline import spark_session
 
-            base = base_settings(stack, prefix, generations_keyspace, args.max_offsets)
+            base = base_settings(stack, prefix, generations_keyspace, args.max_offsets, master, conf)
             spark = spark_session(base)
             spark.sparkContext.setLogLevel("ERROR")
             jvm = driver_jvm()
@@ -484,7 +489,7 @@ def main() -> int:
 
     peaks = {variant: tuple(largest(variant, f) for f in ("jvm_peak", "driver_peak", "worker_peak"))
              for variant in VARIANTS}
-    print(f"\nringtail Spark job, local[2], Delta sink, replica removal on: {args.rows:,} rows of "
+    print(f"\nringtail Spark job, {placement}, Delta sink, replica removal on: {args.rows:,} rows of "
           f"(k int, c int, v text, n bigint) through the real connector, micro-batches of at most {args.max_offsets:,} "
           f"records; best of {args.repeat} runs per variant")
     print(f"  {'variant':<16} {'seconds':>8} {'setup':>6} {'query':>7} {'log rows':>9} {'stream ids':>10}"

@@ -1,10 +1,11 @@
 """Every sink writing the same log rows, side by side in one run, each beside its floor.
 
-    python bench/sinks.py [--rows N] [--repeat R] [--sinks delta,delta-mirror,…]
+    python bench/sinks.py [--rows N] [--repeat R] [--sinks delta,delta-mirror,…] [--workers W]
 
 Input: N log rows (default 50,000) in the job's `LOG_ROW` layout — a table (`ringtail_bench.orders`,
 created in Cassandra) of an int key, a text, a bigint and a set<text> column, one insert each, with
-stream ids and every metadata column set — built once as a persisted Spark DataFrame (local[2]), so
+stream ids and every metadata column set — built once as a persisted Spark DataFrame (local[2], or W
+workers of the local stack's Spark cluster: `bench/cluster.py`), so
 each sink is timed on its own write only: `sink.write` of a micro-batch of those rows and no dead
 letters, from the call to its return, on a fresh target (a new Delta path, PostgreSQL schema, MariaDB
 database, Cassandra keyspace, Kafka topic), after `prepare()` and one warm-up write of 1,000 rows that is
@@ -44,6 +45,7 @@ sys.path.insert(0, str(REPO_ROOT))
 from pyspark.sql import functions as F  # noqa: E402
 from pyspark.sql.types import StringType, StructField, StructType  # noqa: E402
 
+from cluster import add_workers_option, spark_placement  # noqa: E402 - bench/ is the script's directory
 from deploy.local.endpoints import StackUnavailable, connect_stack  # noqa: E402
 from deploy.local.receiver import Receiver  # noqa: E402
 from schemas.runtime.access import CassandraCluster  # noqa: E402
@@ -247,6 +249,7 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--sinks", default=",".join(SINKS + FLOORS),
                         help=f"a comma-separated subset of {', '.join(SINKS + FLOORS)}")
+    add_workers_option(parser)
     args = parser.parse_args()
     chosen = tuple(s for s in SINKS + FLOORS if s in args.sinks.split(","))
     try:
@@ -254,13 +257,13 @@ def main() -> int:
     except StackUnavailable as exc:
         print(exc, file=sys.stderr)
         return 2
-    spark = spark_session(JobSettings(spark_master="local[2]", spark_jars=stack.spark_jars,
-                                      spark_conf={"spark.ui.enabled": "false"}))
+    master, conf, placement = spark_placement(args.workers, {"spark.ui.enabled": "false"})
+    spark = spark_session(JobSettings(spark_master=master, spark_jars=stack.spark_jars, spark_conf=conf))
     create_source_table(stack)
     receiver = Receiver()
     rows, warm = log_rows(spark, args.rows), log_rows(spark, 1_000, offset=10_000_000)
     empty = spark.createDataFrame([], R.DEAD_LETTER)
-    print(f"{rows.count()} rows, {rows.rdd.getNumPartitions()} partitions, local[2]")
+    print(f"{rows.count()} rows, {rows.rdd.getNumPartitions()} partitions, {placement}")
     log_only = rows.select(*(F.col(f"`{name}`") for name in R.LOG_ROW.fieldNames()))
     csv = csv_of(log_only) if {"floor-postgres", "floor-mysql"} & set(chosen) else b""
     values = [v.encode() for v in log_only.toJSON().collect()] if "floor-kafka" in chosen else []

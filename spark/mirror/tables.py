@@ -73,7 +73,7 @@ def prepare_tables(layouts: Layouts, names: Iterable[tuple[str, str]], store_of:
 
 
 def merge_batch(tables: list[tuple[MirrorLayout, MirrorStore]], batch: dict[tuple[str, str], list[RawChange]],
-                chunk: int, purge: bool = False) -> MergeCounts:
+                chunk: int = 20_000, purge: bool = False) -> MergeCounts:
     """Merge each table's changes in `batch` into its store, `chunk` changes at a time; with `purge`, remove
     what has expired too (`engine.merge`)."""
     total = MergeCounts()

@@ -273,7 +273,7 @@ def test_a_worker_killed_while_a_runner_merges_into_a_mirror_costs_no_change(
 
         try:
             # Its checkpoints on the object store too, the keys from the environment.
-            runner = runner_process(on, base, tmp_path, "a", env=keys, max_offsets_per_trigger=400,
+            runner = runner_process(on, base, tmp_path, "a", env=keys, max_offsets_per_trigger=1000,
                                     checkpoint_dir=str(checkpoints), spark_jars=[*on.spark_jars, *on.object_store.jars],
                                     **on_cluster(master))
             wait_for(lambda: batches() >= 2, 300, "two batches")

@@ -117,7 +117,7 @@ def _ledger_entry(metadata: str | None) -> dict:
 
 class DeltaSink(Sink):
     def __init__(self, spark: SparkSession, path: Path | str, app_id: str = "ringtail", layout: str = "log",
-                 cluster: CassandraCluster | None = None, mirror_chunk: int = 100_000) -> None:
+                 cluster: CassandraCluster | None = None) -> None:
         """`cluster`: where the `typed` and `mirror` layouts read their base tables' schemas."""
         if layout not in get_args(Layout):
             raise ValueError(f"layout {layout!r}: one of {', '.join(get_args(Layout))}")
@@ -137,7 +137,6 @@ class DeltaSink(Sink):
         self._prepared: dict[str, MirrorLayout] = {}
         # Per table: the newest batch of this app id it holds, with its offsets (None: none).
         self._newest: dict[str, tuple[int, str | None] | None] = {}
-        self.mirror_chunk = mirror_chunk
         # An append reads the batch in one action; a mirror reads it in several (the tables it holds, then
         # each table's changes).
         self.reads_batch_whole = layout != MIRROR
@@ -189,7 +188,7 @@ class DeltaSink(Sink):
     def purge(self) -> None:
         """Remove what has expired from every mirror under the path (on the driver: a few states)."""
         names = known_mirrors(self.spark, self.path)
-        merge_batch(prepare_tables(self._mirrors, names, self._store_of), {}, self.mirror_chunk, purge=True)
+        merge_batch(prepare_tables(self._mirrors, names, self._store_of), {}, purge=True)
 
     def _merge_batch(self, rows: DataFrame) -> None:
         """The batch's changes merged into each table's mirror on the executors (`mirror.merged`), table by

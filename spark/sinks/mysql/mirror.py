@@ -200,7 +200,7 @@ class MySqlMirrorSink(MySqlSink):
             with conn.cursor() as cursor:
                 for layout, _ in tables:
                     lock_buckets(cursor, layout, range(BUCKETS))
-            merge_batch(tables, {}, self.chunk, purge=True)
+            merge_batch(tables, {}, purge=True)
             conn.commit()
         finally:
             conn.close()

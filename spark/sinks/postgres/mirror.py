@@ -197,7 +197,7 @@ class PostgresMirrorSink(PostgresSink):
             tables = self._tables(conn, [tuple(k) for k in known])
             for layout, _ in tables:
                 lock_buckets(conn, self.schema, layout, range(BUCKETS))
-            merge_batch(tables, {}, self.chunk, purge=True)
+            merge_batch(tables, {}, purge=True)
 
     def _tables(self, conn: Any, names: Iterable[tuple[str, str]], counts: Mapping[tuple[str, str], int] | None = None
                 ) -> list:
