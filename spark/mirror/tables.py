@@ -21,6 +21,8 @@ log = logging.getLogger(__name__)
 
 # (serialized partition key, key JSON, cells JSON) of one change, as the batch carries it.
 RawChange = tuple[bytes, str, str]
+# Changes merged at a time: the states one read of the store loads.
+MERGE_CHUNK = 20_000
 
 
 def changes_of(layout: MirrorLayout, raw: Iterable[RawChange]) -> Iterable[Change]:
@@ -73,7 +75,7 @@ def prepare_tables(layouts: Layouts, names: Iterable[tuple[str, str]], store_of:
 
 
 def merge_batch(tables: list[tuple[MirrorLayout, MirrorStore]], batch: dict[tuple[str, str], list[RawChange]],
-                chunk: int = 20_000, purge: bool = False) -> MergeCounts:
+                chunk: int = MERGE_CHUNK, purge: bool = False) -> MergeCounts:
     """Merge each table's changes in `batch` into its store, `chunk` changes at a time; with `purge`, remove
     what has expired too (`engine.merge`)."""
     total = MergeCounts()

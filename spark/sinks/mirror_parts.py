@@ -15,6 +15,7 @@ name keeps the ledger's counts exact.
 """
 from __future__ import annotations
 
+import logging
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -27,7 +28,9 @@ from spark.mirror.engine import MirrorStore
 from spark.mirror.layout import MirrorLayout
 from spark.mirror.tables import RawChange, merge_batch
 
-from .parts import part_digest
+from .parts import part_digest, write_each_part
+
+log = logging.getLogger(__name__)
 
 # Enough buckets to spread a table over any executor count a mirror store can take writes from at once.
 BUCKETS = 64
@@ -113,6 +116,14 @@ class MirrorParts:
         """Merge and write `part`, in one transaction with its claim in the ledger of parts; how many changes
         were merged (0 when an attempt has committed it)."""
         raise NotImplementedError
+
+
+def merge_on_executors(rows: DataFrame, parts_of: Callable[[dict[Name, int]], MirrorParts]) -> None:
+    """Step 2 of a SQL mirror's batch (`spark.sinks.parts`): the tables made ready on the driver (`parts_of`
+    the batch's change counts per table), then the changes merged on the executors."""
+    parts = parts_of(table_counts(rows))
+    merged = write_each_part(bucketed(rows), parts)
+    log.info("mirror: %d changes of %d tables merged", merged, len(parts.layouts))
 
 
 def _encoded(changes: dict[Name, list[RawChange]]) -> Iterator[bytes]:

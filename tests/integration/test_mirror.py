@@ -29,10 +29,10 @@ from schemas.avro.reader import event_readers
 from schemas.avro.wire import frame, schema_id_of, unframe
 from schemas.runtime.access import CassandraCluster
 from spark.job.config import JobSettings
-from spark.sinks.delta.sink import DeltaSink
-from spark.sinks.mysql.connection import connect_dsn
 from spark.rows import CELLS, LOG_ROW
+from spark.sinks.delta.sink import DeltaSink
 from spark.sinks.mirror_parts import bucketed
+from spark.sinks.mysql.connection import connect_dsn
 from spark.sinks.mysql.mirror import MySqlMirrorSink
 from spark.sinks.postgres.mirror import PostgresMirrorSink
 from spark.subscriptions.model import Change

@@ -2,14 +2,14 @@
 ks.t` returns, its columns in the typed log's Spark types (`typed_log`), and `<path>/mirror_state/ks/t`
 holding the cells with their timestamps that decide it (`partition`, `row`, `state`, `expires`).
 
-A micro-batch is merged on the executors (`merged`): the driver plans one job per table that joins the
-batch's changes with the states of every partition they touch, spreads both by partition over the
-tasks, and has each task merge its partitions (`engine.merge`, on the states it was given); the result,
-persisted, is written with two `MERGE`s, the mirror's rows first, then the states. The two commit one
-after the other: a crash between them leaves the states as they were, so the batch's replay merges the
-same changes into them again and writes the same mirror rows (a result lost with an executor before the
-second commit is computed again from those states too). One writer per mirror path: Delta's optimistic
-concurrency fails a second writer's conflicting `MERGE` (the batch is then retried).
+A micro-batch is merged on the executors (`DeltaMirrorStore.merged`): the driver plans one job per
+table that joins the batch's changes with the states of every partition they touch, spreads both by
+partition over the tasks, and has each task merge its partitions (`engine.merge`, on the states it was
+given); the result, persisted, is written with two `MERGE`s, the mirror's rows first, then the states.
+The two commit one after the other: a crash between them leaves the states as they were, so the batch's
+replay merges the same changes into them again and writes the same mirror rows (a result lost with an
+executor before the second commit is computed again from those states too). One writer per mirror path:
+Delta's optimistic concurrency fails a second writer's conflicting `MERGE` (the batch is then retried).
 
 The mirror gains the columns its base table gains and drops those it drops (column mapping by name,
 which also lets a column have any name).
@@ -100,8 +100,20 @@ class DeltaMirrorStore:
         table = self._states().where(F.col("expires") <= now).select("partition", "row").toArrow()
         return list(zip(table.column("partition").to_pylist(), table.column("row").to_pylist()))
 
+    def merged(self, changes: DataFrame, now: int) -> DataFrame:
+        """The plan of `changes` (of this table: `partition`, `key`, `cells`) merged on the executors into the
+        states of every partition they touch, as of `now` (s): rows of a `state` to write or a `mirror` row
+        to write, one of the two set. The driver only plans it."""
+        touched = self._states().join(changes.select("partition").distinct(), "partition")
+        given = (changes.select("partition", F.lit(None).cast("string").alias("row"), F.lit(None).cast("string")
+                                .alias("state"), "key", "cells")
+                 .unionByName(touched.select("partition", "row", "state", F.lit(None).cast("string").alias("key"),
+                                             F.lit(None).cast("string").alias("cells"))))
+        tasks = self.spark.sparkContext.defaultParallelism
+        return given.repartition(tasks, "partition").mapInArrow(MergeTask(self.layout, now), _merged(self.rows))
+
     def save(self, states: list[StoredState], rows: list[MirrorRow]) -> None:
-        """Write the mirror rows, then the states (the order `merged`'s explains)."""
+        """Write the mirror rows, then the states (in the order the module explains)."""
         if rows:
             self.replace(self.spark.createDataFrame(
                 pa.Table.from_pylist([self.rows.values(r) for r in rows], schema=arrow_schema(self.rows.with_flag)),
@@ -184,29 +196,15 @@ def known_mirrors(spark: SparkSession, path: str) -> list[tuple[str, str]]:
     return sorted(found)
 
 
-def merged(store: DeltaMirrorStore, changes: DataFrame, now: int) -> DataFrame:
-    """The plan of `changes` (of `store`'s table: `partition`, `key`, `cells`) merged on the executors
-    into the states of every partition they touch, as of `now` (s): rows of a `state` to write or a
-    `mirror` row to write, one of the two set. The driver only plans it."""
-    states = store.spark.read.format("delta").load(store.state_path)
-    touched = states.join(changes.select("partition").distinct(), "partition")
-    given = (changes.select("partition", F.lit(None).cast("string").alias("row"), F.lit(None).cast("string")
-                            .alias("state"), "key", "cells")
-             .unionByName(touched.select("partition", "row", "state", F.lit(None).cast("string").alias("key"),
-                                         F.lit(None).cast("string").alias("cells"))))
-    tasks = store.spark.sparkContext.defaultParallelism
-    return given.repartition(tasks, "partition").mapInArrow(MergeTask(store.layout, now), _merged(store.rows))
-
-
 def _merged(rows: MirrorRows) -> StructType:
-    """What `merged` gives: a state to write, or a mirror row."""
+    """What `DeltaMirrorStore.merged` gives: a state to write, or a mirror row."""
     return StructType([StructField("state", STATE), StructField("mirror", rows.with_flag)])
 
 
 @dataclass(frozen=True)
 class MergeTask:
-    """One task of `merged`: its partitions' changes merged into their states, every one of which it was
-    given (so the store it merges through is those states in memory); picklable."""
+    """One task of `DeltaMirrorStore.merged`: its partitions' changes merged into their states, every one of
+    which it was given (so the store it merges through is those states in memory); picklable."""
 
     layout: MirrorLayout
     now: int

@@ -49,7 +49,7 @@ from spark.mirror.tables import Layouts, merge_batch, prepare_tables
 from spark.streams.generations import Generations
 
 from ..contract import MicroBatch, Sink, generation_rows, of_tables
-from .mirror import DeltaMirrorStore, known_mirrors, merged
+from .mirror import DeltaMirrorStore, known_mirrors
 from ..layouts import MIRROR, Layout
 from ..ledger import is_newest_replay
 from ..mirror_parts import mirror_changes, table_counts
@@ -191,7 +191,7 @@ class DeltaSink(Sink):
         merge_batch(prepare_tables(self._mirrors, names, self._store_of), {}, purge=True)
 
     def _merge_batch(self, rows: DataFrame) -> None:
-        """The batch's changes merged into each table's mirror on the executors (`mirror.merged`), table by
+        """The batch's changes merged into each table's mirror on the executors (`DeltaMirrorStore.merged`), table by
         table; the driver plans and counts."""
         counts = table_counts(rows)
         now = int(time.time())
@@ -199,7 +199,7 @@ class DeltaSink(Sink):
         for layout, store in prepare_tables(self._mirrors, counts, self._store_of, counts):
             of_table = (changes.where((F.col("keyspace") == layout.keyspace) & (F.col("table") == layout.table))
                         .select(F.col("partition_key").alias("partition"), "key", "cells"))
-            result = merged(store, of_table, now).persist()
+            result = store.merged(of_table, now).persist()
             try:
                 states, written = result.agg(F.count("state"), F.count("mirror")).first()
                 if written:

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import logging
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -26,18 +25,15 @@ from schemas.runtime.access import CassandraCluster
 from spark.mirror.engine import MirrorRow, StateKey, StoredState
 from spark.mirror.layout import MirrorLayout
 from spark.mirror.state import canonical
-from spark.mirror.tables import Layouts, merge_batch, prepare_tables
+from spark.mirror.tables import MERGE_CHUNK, Layouts, merge_batch, prepare_tables
 from spark.mirror.values import row_values
 
 from ..contract import MicroBatch, chunks
-from ..mirror_parts import BUCKETS, MirrorPart, MirrorParts, bucketed, table_counts
-from ..parts import write_each_part
+from ..mirror_parts import BUCKETS, MirrorPart, MirrorParts, merge_on_executors
 from .connection import connect_dsn
 from .log import _SCHEMA, MySqlSink, write_part
 from .types import CHUNK, mysql_column, quote
 
-
-log = logging.getLogger(__name__)
 
 _KEY = "ringtail$key"
 
@@ -163,7 +159,7 @@ class MySqlMirrorSink(MySqlSink):
     reads_batch_whole = False
 
     def __init__(self, dsn: str, app_id: str = "ringtail",
-                 cluster: CassandraCluster = CassandraCluster(("127.0.0.1",)), chunk: int = 20_000) -> None:
+                 cluster: CassandraCluster = CassandraCluster(("127.0.0.1",)), chunk: int = MERGE_CHUNK) -> None:
         super().__init__(dsn, app_id)
         self.layouts = Layouts(cluster)
         self.chunk = chunk
@@ -175,10 +171,7 @@ class MySqlMirrorSink(MySqlSink):
                 " NOT NULL, bucket INT NOT NULL, PRIMARY KEY (keyspace, `table`, bucket))")
 
     def write_parts(self, batch: MicroBatch) -> None:
-        """Step 2: the tables made ready on the driver, then the changes merged on the executors."""
-        parts = self.parts_of(batch.id, table_counts(batch.rows))
-        merged = write_each_part(bucketed(batch.rows), parts)
-        log.info("mirror: %d changes of %d tables merged", merged, len(parts.layouts))
+        merge_on_executors(batch.rows, functools.partial(self.parts_of, batch.id))
 
     def parts_of(self, batch_id: int, counts: Mapping[tuple[str, str], int]) -> MySqlMirrorParts:
         """The tables of a batch holding `counts` changes per table made ready; what merges its parts."""

@@ -16,7 +16,6 @@ gains and loses those it drops. A value PostgreSQL cannot hold fails the micro-b
 from __future__ import annotations
 
 import functools
-import logging
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,17 +23,14 @@ from typing import Any
 from schemas.runtime.access import CassandraCluster
 from spark.mirror.engine import MirrorRow, StateKey, StoredState
 from spark.mirror.layout import MirrorLayout
-from spark.mirror.tables import Layouts, merge_batch, prepare_tables
+from spark.mirror.tables import MERGE_CHUNK, Layouts, merge_batch, prepare_tables
 from spark.mirror.values import StoreColumn, row_values
 
 from ..contract import MicroBatch
-from ..mirror_parts import BUCKETS, MirrorPart, MirrorParts, bucketed, table_counts
-from ..parts import write_each_part
+from ..mirror_parts import BUCKETS, MirrorPart, MirrorParts, merge_on_executors
 from .log import Ledger, PostgresSink, ident, schema_statements
 from .types import copy_staged, pg_column
 
-
-log = logging.getLogger(__name__)
 
 STATE_SUFFIX = "$state"
 
@@ -164,7 +160,7 @@ class PostgresMirrorSink(PostgresSink):
     reads_batch_whole = False
 
     def __init__(self, dsn: str, schema: str = "ringtail", app_id: str = "ringtail",
-                 cluster: CassandraCluster = CassandraCluster(("127.0.0.1",)), chunk: int = 20_000) -> None:
+                 cluster: CassandraCluster = CassandraCluster(("127.0.0.1",)), chunk: int = MERGE_CHUNK) -> None:
         super().__init__(dsn, schema, app_id)
         self.layouts = Layouts(cluster)
         self.chunk = chunk
@@ -178,10 +174,7 @@ class PostgresMirrorSink(PostgresSink):
             " bucket integer NOT NULL, PRIMARY KEY (keyspace, \"table\", bucket))"]
 
     def write_parts(self, batch: MicroBatch) -> None:
-        """Step 2: the tables made ready on the driver, then the changes merged on the executors."""
-        parts = self.parts_of(batch.id, table_counts(batch.rows))
-        merged = write_each_part(bucketed(batch.rows), parts)
-        log.info("mirror: %d changes of %d tables merged", merged, len(parts.layouts))
+        merge_on_executors(batch.rows, functools.partial(self.parts_of, batch.id))
 
     def parts_of(self, batch_id: int, counts: Mapping[tuple[str, str], int]) -> PostgresMirrorParts:
         """The tables of a batch holding `counts` changes per table made ready; what merges its parts."""
