@@ -57,6 +57,17 @@ class Change(NamedTuple):
     partition: bytes
     key: list[Any]  # the partition key's values
     cells: Mapping[str, Any]  # as `spark.delivery.events.cell_changes` writes it
+    origin: Any = None  # what the caller knows of the change beyond its cells (an observer's business)
+
+
+class Observer(Protocol):
+    """Watches each change as it is merged into its partition's state (`images.Images`)."""
+
+    def before(self, change: Change, record: Mapping[str, Any], rows: Mapping[str, dict]) -> Any:
+        """Called before `change` is applied; what it returns is given to `after`."""
+
+    def after(self, change: Change, seen: Any, record: Mapping[str, Any], rows: Mapping[str, dict]) -> None:
+        """Called once `change` is applied to the partition's `record` and `rows`."""
 
 
 @dataclass
@@ -72,11 +83,13 @@ class MergeCounts:
             setattr(self, name, getattr(self, name) + getattr(other, name))
 
 
-def merge(rules: Rules, store: MirrorStore, changes: Iterable[Change], now: int, purge: bool = False) -> MergeCounts:
-    """Merge `changes` (one table's) into `store`; `now` (s) decides what has expired; with `purge`, the
-    states with something expired are read again too."""
+def merge(rules: Rules, store: MirrorStore, changes: Iterable[Change], now: int, purge: bool = False,
+          observer: Observer | None = None) -> MergeCounts:
+    """Merge `changes` (one table's) into `store`, a partition's in the order given; `now` (s) decides what
+    has expired; with `purge`, the states with something expired are read again too; `observer` watches
+    each change merged."""
     layout = rules.layout
-    by_partition: dict[bytes, list[Mapping[str, Any]]] = defaultdict(list)
+    by_partition: dict[bytes, list[Change]] = defaultdict(list)
     partition_keys: dict[bytes, list[Any]] = {}
     keys: set[StateKey] = set()
     whole: set[bytes] = set()
@@ -84,7 +97,7 @@ def merge(rules: Rules, store: MirrorStore, changes: Iterable[Change], now: int,
     for change in changes:
         counts.changes += 1
         cells = change.cells
-        by_partition[change.partition].append(cells)
+        by_partition[change.partition].append(change)
         partition_keys.setdefault(change.partition, change.key)
         if cells.get("r") is not None or cells["s"] or cells["k"] is None or not rules.statics.isdisjoint(cells["c"]):
             whole.add(change.partition)  # a range or partition deletion, or the static row (a snapshot's row too)
@@ -114,12 +127,15 @@ def merge(rules: Rules, store: MirrorStore, changes: Iterable[Change], now: int,
         record_text = texts.get(RECORD)
         record = json.loads(record_text) if record_text is not None else {"p": partition_keys[p]}
         rows = {row: json.loads(text) for row, text in texts.items() if row != RECORD}
-        for cells in by_partition.get(p, ()):
+        for change in by_partition.get(p, ()):
             try:
-                rules.apply(cells, record, rows)
+                seen = None if observer is None else observer.before(change, record, rows)
+                rules.apply(change.cells, record, rows)
+                if observer is not None:
+                    observer.after(change, seen, record, rows)
             except (KeyError, TypeError, ValueError, IndexError) as exc:
                 raise MirrorError(f"{layout.qualified}: a change the mirror cannot merge ({type(exc).__name__}:"
-                                  f" {exc}): {canonical(cells)[:1000]}") from exc
+                                  f" {exc}): {canonical(change.cells)[:1000]}") from exc
         rules.prune(record, rows)
         record_changed = _save(states, p, RECORD, record, record_text, (p, RECORD) in due, rules, now)
         changed = []

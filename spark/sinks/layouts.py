@@ -6,3 +6,5 @@ from typing import Literal
 MIRROR = "mirror"
 Layout = Literal["log", "typed", MIRROR]  # the log, a typed log per table, or a mirror of each table
 KafkaFormat = Literal["json", "avro"]  # the Kafka sink's record values
+IMAGE = "image"
+KafkaLayout = Literal["log", IMAGE]  # the log, or each change's images (the rows before and after it)

@@ -153,6 +153,48 @@ def delta_rows(spark: Any, path: Any, layout: MirrorLayout) -> list[dict]:
                    for row in table.to_pylist())
 
 
+def _from_avro(cql: CqlType) -> Callable[[Any], Any]:
+    """An image's column value (fastavro's reading of its natural Avro type, `schemas.avro.types`) → the
+    event's form of it."""
+    from schemas.avro.names import avro_name
+    from schemas.cql import MapType, TupleType, UserType
+
+    def nullable(convert: Callable[[Any], Any]) -> Callable[[Any], Any]:
+        return lambda v: None if v is None else convert(v)
+
+    if isinstance(cql, (ListType, SetType, VectorType)):
+        element = _from_avro(cql.element)
+        return nullable(lambda values: [element(v) for v in values])
+    if isinstance(cql, MapType):
+        key, value = _from_avro(cql.key), _from_avro(cql.value)
+        return nullable(lambda m: [[key(k), value(v)] for k, v in m.items()] if isinstance(m, dict)
+                        else [[key(e["key"]), value(e["value"])] for e in m])
+    if isinstance(cql, TupleType):
+        elements = [_from_avro(t) for t in cql.elements]
+        return nullable(lambda value: [e(value[f"field{i}"]) for i, e in enumerate(elements, 1)])
+    if isinstance(cql, UserType):
+        fields = [(n, avro_name(n), _from_avro(t)) for n, t in zip(cql.field_names, cql.field_types)]
+        return nullable(lambda value: {n: f(value.get(a)) for n, a, f in fields})
+    name = cql.cql
+    if name == "blob":
+        return nullable(lambda v: "0x" + v.hex())
+    if name == "timestamp":
+        return nullable(lambda v: (v - _EPOCH) // dt.timedelta(milliseconds=1))
+    if name == "date":
+        return nullable(lambda v: (v - _EPOCH.date()).days)
+    if name in ("uuid", "timeuuid"):
+        return nullable(str)
+    return lambda v: v
+
+
+def image_values(layout: MirrorLayout) -> Callable[[dict], dict]:
+    """An image's row (`before` or `after`, as fastavro reads it) → `SELECT *`'s row in the event's form."""
+    from schemas.avro.names import avro_name
+
+    reads = [(n, avro_name(n), _from_avro(t), json_value(t)) for n, t in _types(layout).items()]
+    return lambda row: {n: canonical(read(row[a])) for n, a, read, canonical in reads}
+
+
 def without_negative_zero(rows: list[dict], layout: MirrorLayout) -> list[dict]:
     """`rows` with -0.0 as 0.0 in float and double columns, as MySQL stores them."""
     floats = [n for n, t in _types(layout).items() if t.cql in ("float", "double")]

@@ -1,7 +1,8 @@
 """The mirrors' oracle on the real stack: a seeded random workload (tests/integration/workload.py) in
 Cassandra → the connector → Kafka, every event then sent again in shuffled order as a second node's
-connector would → the Spark job → a mirror in PostgreSQL, Delta and MariaDB; each must equal `SELECT *`
-of its source table, row for row and value for value. The connector is killed (-9) in the middle of the
+connector would → the Spark job → a mirror in PostgreSQL, Delta and MariaDB, and each change's images on
+Kafka as a consumer of them holds the rows; each must equal `SELECT *` of its source table, row for row and
+value for value. The connector is killed (-9) in the middle of the
 workload, the PostgreSQL job in the middle of its run; both start again from where they committed."""
 from __future__ import annotations
 
@@ -26,11 +27,14 @@ from pyspark.sql.types import StringType, StructField, StructType
 
 from deploy.local.endpoints import ROOT
 from schemas.avro.reader import event_readers
+from schemas.avro.registry import SchemaRegistry
 from schemas.avro.wire import frame, schema_id_of, unframe
 from schemas.runtime.access import CassandraCluster
 from spark.job.config import JobSettings
 from spark.rows import CELLS, LOG_ROW
 from spark.sinks.delta.sink import DeltaSink
+from spark.sinks.kafka.images import ImagesAt
+from spark.sinks.kafka.sink import KafkaSink
 from spark.sinks.mirror_parts import bucketed
 from spark.sinks.mysql.connection import connect_dsn
 from spark.sinks.mysql.mirror import MySqlMirrorSink
@@ -40,8 +44,8 @@ from spark.subscriptions.statements import Statement
 from tests.integration.decoders import assert_decoders_agree
 from tests.integration.delivered import drop_mysql_database, mysql_database, run_available
 from tests.integration.micro_batches import WRITE_US, log_row
-from tests.integration.mirrors import (delta_rows, diff, layout_of, mysql_rows, ordered, postgres_mirror,
-                                       postgres_rows, source_rows, without_negative_zero)
+from tests.integration.mirrors import (delta_rows, diff, image_values, layout_of, mysql_rows, ordered,
+                                       postgres_mirror, postgres_rows, source_rows, without_negative_zero)
 from tests.integration.pipeline import EventConsumer, has_marker, write_marker
 from tests.integration.workload import TABLES, Workload, ddl
 from tests.support import wait_for
@@ -125,6 +129,41 @@ def run_job_killed_once(stack, settings: JobSettings, folder: Path) -> None:
     assert text.count("written: ") >= 2 and "Traceback" not in text, text[-3000:]
 
 
+def imaged_rows(stack, topic: str, layout) -> list[dict]:
+    """What a `read_committed` consumer of a table's image topic holds at its end: each key's newest
+    `after`, none after its tombstone. Each image must begin where its key's previous one ended."""
+    from confluent_kafka.schema_registry import SchemaRegistryClient
+
+    registry = SchemaRegistry(SchemaRegistryClient({"url": stack.registry_url}))
+    consumer = Consumer({"bootstrap.servers": stack.kafka_bootstrap, "group.id": f"images-{uuid.uuid4()}",
+                         "enable.auto.commit": False, "isolation.level": "read_committed",
+                         "enable.partition.eof": True})
+    values = image_values(layout)
+    rows: dict[bytes, dict | None] = {}
+    try:
+        partitions = consumer.list_topics(topic, timeout=10).topics[topic].partitions
+        consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in partitions])
+        ended: set[int] = set()
+        while len(ended) < len(partitions):
+            message = consumer.poll(10)
+            assert message is not None, f"{topic} did not reach its end"
+            if message.error():
+                ended.add(message.partition())
+                continue
+            if message.value() is None:  # a tombstone: follows the removal's image
+                assert rows.get(message.key()) is None, "a tombstone of a row still there"
+                rows.pop(message.key(), None)
+                continue
+            image = registry.deserialize(message.value())
+            before = None if image["before"] is None else values(image["before"])
+            assert rows.get(message.key()) == before, (image["op"], image["source"])
+            rows[message.key()] = None if image["after"] is None else values(image["after"])
+            assert image["op"] == ("c" if before is None else "d" if image["after"] is None else "u")
+    finally:
+        consumer.close()
+    return ordered(row for row in rows.values() if row is not None)
+
+
 def test_every_mirror_equals_select_star(stack, cql, keyspace, tmp_path, pipeline, spark):
     connector, consumer = pipeline()
     connector.start_from_now()
@@ -163,6 +202,12 @@ def test_every_mirror_equals_select_star(stack, cql, keyspace, tmp_path, pipelin
             started = time.monotonic()
             run_available(spark, settings.model_copy(update={"checkpoint_dir": tmp_path / name}), sink)
             print(f"{name}: {time.monotonic() - started:.0f} s")
+        started = time.monotonic()
+        images = f"{schema}.images"
+        run_available(spark, settings.model_copy(update={"checkpoint_dir": tmp_path / "images"}), KafkaSink(
+            stack.kafka_bootstrap, images, app_id=schema, format="avro", registry_url=stack.registry_url,
+            images=ImagesAt(spark, str(tmp_path / "images-state"), cluster)))
+        print(f"images: {time.monotonic() - started:.0f} s")
 
         differences = []
         with psycopg.connect(stack.postgres_dsn) as pg:
@@ -174,7 +219,8 @@ def test_every_mirror_equals_select_star(stack, cql, keyspace, tmp_path, pipelin
                 for name, expected, mirror in (
                         ("postgres", source, postgres_rows(pg, layout)),
                         ("delta", source, delta_rows(spark, tmp_path / "delta", layout)),
-                        ("mysql", without_negative_zero(source, layout), mysql_rows(mysql, layout))):
+                        ("mysql", without_negative_zero(source, layout), mysql_rows(mysql, layout)),
+                        ("image", source, imaged_rows(stack, f"{images}.{keyspace}.{table}", layout))):
                     found = diff(expected, mirror)
                     if found:
                         differences.append(f"{name} mirror of {table}: {found}")

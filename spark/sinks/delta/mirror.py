@@ -57,15 +57,18 @@ class DeltaMirrorStore:
         self.rows = MirrorRows.of(layout)
         self.schema = self.rows.schema
 
-    def prepare(self) -> None:
-        """Create both tables, or bring the mirror's columns to the base table's."""
+    def prepare(self, mirror: bool = True) -> None:
+        """Create both tables, or bring the mirror's columns to the base table's; without `mirror`, the
+        states' table alone (an image layout keeps no mirror)."""
         from delta.tables import DeltaTable
 
-        for path, schema in ((self.state_path, STATE), (self.mirror_path, self.schema)):
+        for path, schema in ((self.state_path, STATE), (self.mirror_path, self.schema))[:2 if mirror else 1]:
             builder = DeltaTable.createIfNotExists(self.spark).location(path).addColumns(schema)
             for key, value in _COLUMN_MAPPING.items():
                 builder = builder.property(key, value)
             builder.execute()
+        if not mirror:
+            return
         have = self.spark.read.format("delta").load(self.mirror_path).schema.fieldNames()
         wanted = self.schema.fieldNames()
         if set(wanted) - set(have):
@@ -100,17 +103,20 @@ class DeltaMirrorStore:
         table = self._states().where(F.col("expires") <= now).select("partition", "row").toArrow()
         return list(zip(table.column("partition").to_pylist(), table.column("row").to_pylist()))
 
+    def given(self, changes: DataFrame) -> DataFrame:
+        """`changes` (of this table: `partition`, `key`, `cells`, and what else a task reads of them) beside
+        the states of every partition they touch (`partition`, `row`, `state`; null cells), spread by
+        partition over the tasks: what a task merging on the executors is given."""
+        touched = self._states().join(changes.select("partition").distinct(), "partition")
+        given = changes.unionByName(touched.select("partition", "row", "state"), allowMissingColumns=True)
+        return given.repartition(self.spark.sparkContext.defaultParallelism, "partition")
+
     def merged(self, changes: DataFrame, now: int) -> DataFrame:
         """The plan of `changes` (of this table: `partition`, `key`, `cells`) merged on the executors into the
         states of every partition they touch, as of `now` (s): rows of a `state` to write or a `mirror` row
         to write, one of the two set. The driver only plans it."""
-        touched = self._states().join(changes.select("partition").distinct(), "partition")
-        given = (changes.select("partition", F.lit(None).cast("string").alias("row"), F.lit(None).cast("string")
-                                .alias("state"), "key", "cells")
-                 .unionByName(touched.select("partition", "row", "state", F.lit(None).cast("string").alias("key"),
-                                             F.lit(None).cast("string").alias("cells"))))
-        tasks = self.spark.sparkContext.defaultParallelism
-        return given.repartition(tasks, "partition").mapInArrow(MergeTask(self.layout, now), _merged(self.rows))
+        return self.given(changes.select("partition", "key", "cells")).mapInArrow(
+            MergeTask(self.layout, now), _merged(self.rows))
 
     def save(self, states: list[StoredState], rows: list[MirrorRow]) -> None:
         """Write the mirror rows, then the states (in the order the module explains)."""
@@ -222,7 +228,7 @@ class MergeTask:
                     changes.append((partition, key, cells))
         if not changes:
             return
-        store = _Loaded(loaded)
+        store = LoadedStates(loaded)
         merge(Rules(self.layout), store, changes_of(self.layout, sorted(changes)), self.now)
         rows = MirrorRows.of(self.layout)
         output = [{"state": s._asdict(), "mirror": None} for s in store.states]
@@ -230,7 +236,7 @@ class MergeTask:
         yield from pa.Table.from_pylist(output, schema=arrow_schema(_merged(rows))).to_batches()
 
 
-class _Loaded:
+class LoadedStates:
     """The states of whole partitions, as a task was given them; what a merge saves, kept
     (`spark.mirror.engine.MirrorStore`)."""
 

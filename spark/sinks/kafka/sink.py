@@ -44,6 +44,7 @@ from ..contract import MicroBatch, Sink
 from ..json_rows import dead_letter_json, generations_json, is_json, log_row_json_text
 from ..layouts import KafkaFormat
 from .avro_rows import avro_datum
+from .images import ImagesAt, ImageWriter, TableImages
 from ..ledger import is_newest_replay
 
 Encode = Callable[[Row], bytes]
@@ -61,12 +62,17 @@ class KafkaSink(Sink):
     def __init__(self, bootstrap_servers: str, topic: str, *, app_id: str = "ringtail", partitions: int = 3,
                  replication_factor: int = 1, timeout: float = 60.0, format: str = "json",
                  registry_url: str | None = None, transactions: bool = True,
-                 security: KafkaSecurity = KafkaSecurity(), registry_security: RegistrySecurity = RegistrySecurity()
-                 ) -> None:
+                 security: KafkaSecurity = KafkaSecurity(), registry_security: RegistrySecurity = RegistrySecurity(),
+                 images: ImagesAt | None = None) -> None:
         if format not in get_args(KafkaFormat):
             raise ValueError(f"format {format!r}: one of {', '.join(get_args(KafkaFormat))}")
         if format == "avro" and not registry_url:
             raise ValueError("format avro needs the schema registry's URL")
+        if images is not None and format != "avro":
+            raise ValueError("images are Avro: the image layout takes format avro")
+        self.images_at = images
+        self.merges_cells = images is not None  # images are made from a mirror's state
+        self._images: ImageWriter | None = None
         self.bootstrap_servers, self.topic, self.app_id = bootstrap_servers, topic, app_id
         self.security, self.registry_security = security, registry_security
         self.partitions, self.replication_factor, self.timeout = partitions, replication_factor, timeout
@@ -95,6 +101,20 @@ class KafkaSink(Sink):
             self._producer.init_transactions(self.timeout)  # also fences an older writer of this id
         self._written = self._read_ledger()
         self._encode_row, self._encode_dead_letter = self._encoders()
+        if self.images_at is not None:
+            self._images = self.images_at.writer(self.topic, self.app_id, self._registry(), self._create_compacted)
+
+    def _create_compacted(self, topic: str) -> None:
+        create_topic(AdminClient(self._client()), NewTopic(topic, self.partitions, self.replication_factor,
+                                                           config={"cleanup.policy": "compact"}),
+                     threading.Event(), self.timeout)
+
+    def _registry(self):
+        from confluent_kafka.schema_registry import SchemaRegistryClient
+
+        from schemas.avro.registry import SchemaRegistry
+
+        return SchemaRegistry(SchemaRegistryClient(self.registry_security.client(self.registry_url)))
 
     def _client(self) -> dict:
         return self.security.librdkafka(self.bootstrap_servers)
@@ -105,13 +125,9 @@ class KafkaSink(Sink):
         registry that refuses them stops the sink before any batch."""
         if self.format == "json":
             return None, _json_dead_letter  # a log row's JSON is made by Spark (`_json_records`)
-        from confluent_kafka.schema_registry import SchemaRegistryClient
-
-        from schemas.avro.registry import SchemaRegistry
-
         from .avro_rows import record_schema
 
-        registry = SchemaRegistry(SchemaRegistryClient(self.registry_security.client(self.registry_url)))
+        registry = self._registry()
         row_id = registry.register(f"{self.topic}-value", record_schema(R.LOG_ROW, "LogRow"), self.topic)
         dead_id = registry.register(f"{self.dead_letters}-value", record_schema(R.DEAD_LETTER, "DeadLetter"),
                                     self.dead_letters)
@@ -144,17 +160,34 @@ class KafkaSink(Sink):
             consumer.close()
 
     def write(self, batch: MicroBatch) -> None:
-        rows, dead_letters, batch_id = batch.rows, batch.dead_letters, batch.id
+        rows, batch_id = batch.rows, batch.id
         newest, offsets = self._written or (None, None)
-        if is_newest_replay(self.app_id, batch_id, batch.offsets, newest, offsets):
-            log.info("batch %d of %s is in %s already; skipped", batch_id, self.app_id, self.topic)
-            return
+        replay = is_newest_replay(self.app_id, batch_id, batch.offsets, newest, offsets)
+        planned = [] if self._images is None else self._images.plan(rows)
+        try:
+            if replay:
+                log.info("batch %d of %s is in %s already; skipped", batch_id, self.app_id, self.topic)
+            else:
+                self._transact(batch, planned)
+            for table in planned:  # after the images' commit (`images`)
+                table.save_states()
+        finally:
+            for table in planned:
+                table.imaged.unpersist()
+
+    def _transact(self, batch: MicroBatch, planned: list[TableImages]) -> None:
+        """The batch's records, its dead letters and its ledger record, in one transaction."""
+        rows, dead_letters, batch_id = batch.rows, batch.dead_letters, batch.id
         producer = self._producer
         self._begin()
         try:
-            ordered = rows.orderBy(*(f"`{c}`" for c in _ORDER))
-            sent = self._produce(self.topic, _json_records(ordered) if self._encode_row is None else
-                                 _records(ordered, self._encode_row, log_rows=True))
+            if self._images is None:
+                ordered = rows.orderBy(*(f"`{c}`" for c in _ORDER))
+                sent = self._produce(self.topic, _json_records(ordered) if self._encode_row is None else
+                                     _records(ordered, self._encode_row, log_rows=True))
+            else:
+                sent = sum(self._produce(table.topic, ((key, value, None, False) for key, value in table.records()))
+                           for table in planned)
             dead = self._produce(self.dead_letters, _records(dead_letters.orderBy("topic", "partition", "offset"),
                                                              self._encode_dead_letter, log_rows=False))
             if not self.transactions:
@@ -170,9 +203,10 @@ class KafkaSink(Sink):
                     pass  # a fenced or fatal producer: the next prepare starts over
             raise KafkaSinkError(f"batch {batch_id} not written to {self.topic}: {exc}") from exc
         self._written = (batch_id, batch.offsets)
-        log.info("batch %d: %d log rows and %d dead letters committed to %s", batch_id, sent, dead, self.topic)
+        log.info("batch %d: %d %s and %d dead letters committed to %s", batch_id, sent,
+                 "log rows" if self._images is None else "image records", dead, self.topic)
 
-    def _produce(self, topic: str, records: Iterable[tuple[bytes | None, bytes, str | None, bool]]) -> int:
+    def _produce(self, topic: str, records: Iterable[tuple[bytes | None, bytes | None, str | None, bool]]) -> int:
         count = 0
         for key, value, change_id, late in records:
             headers = [("ringtail-change-id", change_id.encode())] if change_id else []
@@ -208,6 +242,8 @@ class KafkaSink(Sink):
         # The client closes when freed; a transaction left open by a batch cut short is aborted
         # by the next writer of this transactional id.
         self._producer = None
+        if self._images is not None:
+            self._images.layouts.close()
 
     def publish_generations(self, generations: Generations) -> None:
         """The generations, as JSON, under the key `generations` of the ledger topic (compacted: the

@@ -190,3 +190,17 @@ def test_a_mirror_is_the_whole_table(sink, config):
     with pytest.raises(InvalidSubscription, match=re.escape("layout = 'wide': Input should be 'log', 'typed' or 'mirror'")):
         Subscription.create("m", Change(table="shop.orders", sink="postgres",
                                         sink_config={"dsn": "postgresql://h/d", "layout": "wide"}))
+
+
+def test_a_kafka_image_layout_takes_avro_and_a_state_path_and_the_whole_table():
+    images = {"topic": "t", "format": "avro", "layout": "image", "state_path": "s3a://bucket/images"}
+    assert Subscription.create("i", Change(table="shop.orders", sink="kafka", sink_config=images,
+                                           start="snapshot")).sink_config["layout"] == "image"
+    for config in ({**images, "format": "json"}, {k: v for k, v in images.items() if k != "state_path"}):
+        with pytest.raises(InvalidSubscription, match="the image layout takes format avro and a state_path"):
+            Subscription.create("i", Change(table="shop.orders", sink="kafka", sink_config=config))
+    with pytest.raises(InvalidSubscription, match="state_path is the image layout's"):
+        Subscription.create("i", Change(table="shop.orders", sink="kafka", sink_config={
+            "topic": "t", "state_path": "/s"}))
+    with pytest.raises(InvalidSubscription, match="no filter, columns or operations"):
+        Subscription.create("i", Change(table="shop.orders", sink="kafka", sink_config=images, filter="qty > 5"))

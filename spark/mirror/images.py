@@ -1,0 +1,82 @@
+"""Images: what each change did to `SELECT *`, row by row — the row before the change and after it, read
+from the mirror's state as the change is merged into it (Debezium's `before` and `after`).
+
+`engine.merge` applies a partition's changes in the order it is given them (the caller orders them by
+write time); `Images` watches it. Before a change it reads every row the change can alter, and again
+after it: the row the change names, or every row of the partition for a change reaching beyond one row
+(a partition or range deletion, static cells); and, in a table with static columns, the partition's
+static-only row (clustering columns null), which `SELECT *` shows while the static row is live and no
+other row is. Each row whose values differ gives an image; one whose values did not change gives none —
+a replica's copy of a change already merged, or a write older than what the state holds, changes no row.
+
+"Before" is therefore the row as merged when the change was applied, not the row at the change's write
+time: a change arriving after a newer write to the same cells changes nothing and has no image. What
+has expired is read as of the merge's `now`, as the mirror reads it.
+"""
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from typing import Any, NamedTuple
+
+from .engine import Change
+from .state import Rules, row_key
+
+Values = dict[str, Any]  # every column of the row, as `SELECT *` shows it (the log's JSON forms)
+STATIC_ONLY = None  # the static-only row, among row keys
+
+
+class RowImage(NamedTuple):
+    change: Change  # the change that made it
+    key: Values  # the row's primary key (clustering columns null for the static-only row)
+    before: Values | None  # None: not in `SELECT *` before the change
+    after: Values | None  # None: not in `SELECT *` after it
+
+
+class Images:
+    """The images of the changes `engine.merge` applies, in the order applied (its `Observer`)."""
+
+    def __init__(self, rules: Rules, now: int) -> None:
+        self.rules, self.now = rules, now
+        layout = rules.layout
+        self._partition_names = [c.name for c in layout.partition_key]
+        self._clustering_names = [c.name for c in layout.clustering]
+        self._regular = {c.name: None for c in layout.columns if not c.static}
+        self._static_only = layout.has_static and bool(layout.clustering)
+        self.images: list[RowImage] = []
+
+    def before(self, change: Change, record: Mapping[str, Any], rows: Mapping[str, dict]) -> dict:
+        return self._read(change, record, rows)
+
+    def after(self, change: Change, seen: dict, record: Mapping[str, Any], rows: Mapping[str, dict]) -> None:
+        now = self._read(change, record, rows)
+        for row in (*seen, *(r for r in now if r not in seen)):
+            before, after = seen.get(row), now.get(row)
+            if before != after:
+                self.images.append(RowImage(change, self._key(record, row), before, after))
+
+    def _rows_reached(self, cells: Mapping[str, Any], rows: Mapping[str, dict]) -> Iterable[str]:
+        if cells.get("r") is None and not cells["s"] and cells["k"] is not None \
+                and self.rules.statics.isdisjoint(cells["c"]):
+            return (row_key(cells["k"]),)
+        named = () if cells["k"] is None else (row_key(cells["k"]),)
+        return dict.fromkeys((*rows, *named))
+
+    def _read(self, change: Change, record: Mapping[str, Any], rows: Mapping[str, dict]) -> dict[str | None, Values]:
+        """Each row the change can alter that `SELECT *` shows now: its values, by row key."""
+        rules, now = self.rules, self.now
+        static, static_live = rules.read_static(record, now) if self._static_only else ({}, False)
+        shown: dict[str | None, Values] = {}
+        for row in self._rows_reached(change.cells, rows):
+            state = rows.get(row)
+            values, live = rules.read_row(record, row, state, now) if state else ({}, False)
+            if live:
+                shown[row] = {**self._key(record, row), **static, **values}
+        if static_live and not any(state and rules.read_row(record, row, state, now)[1]
+                                   for row, state in rows.items()):
+            shown[STATIC_ONLY] = {**self._key(record, STATIC_ONLY), **static, **self._regular}
+        return shown
+
+    def _key(self, record: Mapping[str, Any], row: str | None) -> Values:
+        clustering = [None] * len(self._clustering_names) if row is STATIC_ONLY else json.loads(row)
+        return {**dict(zip(self._partition_names, record["p"])), **dict(zip(self._clustering_names, clustering))}

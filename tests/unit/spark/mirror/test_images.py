@@ -1,0 +1,123 @@
+"""The images of the changes a real Cassandra 5.0 node wrote (the segment of test_mirror_segment): applied in
+order, row by row, they give what `SELECT *` returns; merged again, they give none; and each is a datum of
+its table's image schema."""
+import io
+import json
+
+import pytest
+from fastavro import parse_schema, schemaless_reader, schemaless_writer
+
+from spark.mirror.engine import merge
+from spark.mirror.images import Images
+from spark.mirror.state import Rules
+from spark.sinks.kafka.images import image_schemas
+from tests.unit.spark.mirror.memory import MemoryStore, ordered
+from tests.unit.spark.mirror.segment import BEFORE_EXPIRY, FIRST_ROW
+
+
+def imaged(layout, changes, store=None):
+    store = store or MemoryStore()
+    images = Images(Rules(layout), BEFORE_EXPIRY)
+    merge(Rules(layout), store, changes, BEFORE_EXPIRY, observer=images)
+    return store, images.images
+
+
+def key_of(row: dict) -> str:
+    return json.dumps(row, sort_keys=True)
+
+
+def test_the_images_applied_in_order_are_select_star(layout, changes):
+    store, images = imaged(layout, changes)
+    table: dict[str, dict] = {}
+    for image in images:
+        key = key_of(image.key)
+        assert table.get(key) == image.before  # each image starts where the row's last one ended
+        if image.after is None:
+            del table[key]
+        else:
+            table[key] = image.after
+    assert ordered(table.values()) == store.select()
+    assert FIRST_ROW in table.values()
+    assert {i.before is None for i in images} == {True, False}  # rows created, rows changed
+
+
+def test_a_static_only_row_gives_way_to_the_partitions_first_row(layout, changes):
+    static_only = {"p1": 1, "p2": "a", "c1": None, "c2": None}
+    images = [i for i in imaged(layout, changes)[1] if (i.key["p1"], i.key["p2"]) == (1, "a")]
+    assert images[0].key == static_only and images[0].before is None and images[0].after["s"] == "static!"
+    assert images[1].key == static_only and images[1].after is None  # SELECT * shows the row instead
+    assert images[2].key == {**static_only, "c1": 10, "c2": "x"} and images[2].before is None
+
+
+def ops(images) -> list[list[tuple]]:
+    """Per change, in order: (c1, op) of each row it altered, by c1 (the rows of a partition come in no order)."""
+    by_change: dict[int, list] = {}
+    for i in images:
+        op = "c" if i.before is None else "d" if i.after is None else "u"
+        by_change.setdefault(id(i.change), []).append((i.key["c1"] or 0, op))
+    return [sorted(altered) for altered in by_change.values()]
+
+
+def test_deletions_image_every_row_they_remove_and_a_static_change_every_row_it_shows_on():
+    from tests.unit.spark.mirror.test_mirror_rules import NOW, T, cell, change, insert, update
+
+    store = MemoryStore()
+    merge(Rules(T), store, [insert(1, 1, "a", v=cell(1, 1)), insert(1, 2, "a", v=cell(1, 2)),
+                            insert(1, 3, "a", v=cell(1, 3))], NOW)
+    observer = Images(Rules(T), NOW)
+    merge(Rules(T), store, [
+        update(1, "a", v=cell(2, 10)),  # one row
+        change(static=True, cells={"s": cell(3, "S")}),  # every row shows it
+        change([2, "a"], deletion=4),  # a row deletion
+        update(2, "a", v=cell(3, 99)),  # written before the deletion: shadowed, no image
+        change(deletion=5, bounds=[[[3], True], None]),  # from c1 = 3 on (c1 descends): rows 3 and 1
+        change(deletion=6),  # the partition: the static-only row the range deletion left
+    ], NOW, observer=observer)
+    images = observer.images
+    assert ops(images) == [[(1, "u")], [(1, "u"), (2, "u"), (3, "u")], [(2, "d")],
+                           [(0, "c"), (1, "d"), (3, "d")], [(0, "d")]]  # 0: the static-only row
+    assert all(i.after == {**i.before, "s": "S"} for i in images[1:4])
+    assert store.select() == []
+
+def test_changes_merged_again_make_no_image(layout, changes):
+    store, first = imaged(layout, changes)
+    assert first
+    again_store, again = imaged(layout, changes, store)
+    assert again == []  # a replica's copy of a change already merged changes no row
+
+
+def test_every_image_is_a_datum_of_its_tables_schemas(layout, changes):
+    _, images = imaged(layout, changes)
+    schemas = image_schemas(layout)
+    key_schema, value_schema = parse_schema(schemas.key_schema), parse_schema(schemas.value_schema)
+    source = {"name": "t", "node": "n1", "segment_id": 7, "entry_offset": 12, "ts_ms": 1, "ts_us": 1000,
+              "change_id": "ab", "snapshot": "false"}
+    read = []
+    for image in images:
+        for schema, datum in ((key_schema, schemas.key(image.key)),
+                              (value_schema, schemas.value("u", image.before, image.after, source, 5))):
+            out = io.BytesIO()
+            schemaless_writer(out, schema, datum)
+            out.seek(0)
+            read.append(schemaless_reader(out, schema))
+    # The first row's last image: the row as SELECT * shows it at the end.
+    first = [r["after"] for r in read
+             if "after" in r and r["after"] and (r["after"]["c1"], r["after"]["c2"]) == (10, "x")][-1]
+    # Natural types: bytes, timestamps, uuids, records for tuples and UDTs, maps.
+    assert first["v_blob"] == b"\x00\xff"
+    assert str(first["v_uuid"]) == FIRST_ROW["v_uuid"]
+    assert first["v_timestamp"].timestamp() * 1000 == FIRST_ROW["v_timestamp"]
+    assert first["f_tuple"] == {"field1": 1, "field2": None}
+    assert first["u"] == {"street": "S", "zip": 777}
+    assert first["f_map"] == {"k": 1}
+    assert first["v_varint"] == str(2**70) and first["v_decimal"] == "-12.345"
+
+
+@pytest.mark.parametrize("bad", [{"v_int": "x"}])
+def test_a_value_not_of_its_type_is_refused_by_the_schema(layout, bad):
+    schemas = image_schemas(layout)
+    with pytest.raises((ValueError, TypeError)):
+        schemaless_writer(io.BytesIO(), parse_schema(schemas.value_schema),
+                          schemas.value("c", None, {**FIRST_ROW, **bad}, {
+                              "name": "t", "node": None, "segment_id": None, "entry_offset": None, "ts_ms": 1,
+                              "ts_us": 1, "change_id": "x", "snapshot": "false"}, 1))
