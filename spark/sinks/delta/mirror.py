@@ -100,8 +100,13 @@ class DeltaMirrorStore:
         return self._found(self._states().join(F.broadcast(wanted), ["partition"]))
 
     def due(self, now: int) -> list[StateKey]:
-        table = self._states().where(F.col("expires") <= now).select("partition", "row").toArrow()
-        return list(zip(table.column("partition").to_pylist(), table.column("row").to_pylist()))
+        return list(self.due_states(now))
+
+    def due_states(self, now: int) -> dict[StateKey, int]:
+        """The states with something expired by `now` (s), with when the first of it expired."""
+        table = self._states().where(F.col("expires") <= now).select("partition", "row", "expires").toArrow()
+        return dict(zip(zip(table.column("partition").to_pylist(), table.column("row").to_pylist()),
+                        table.column("expires").to_pylist()))
 
     def given(self, changes: DataFrame) -> DataFrame:
         """`changes` (of this table: `partition`, `key`, `cells`, and what else a task reads of them) beside

@@ -33,21 +33,21 @@ from schemas.avro.registry import SchemaRegistry
 from schemas.avro.wire import frame
 from schemas.runtime.access import CassandraCluster
 from spark import rows as R
-from spark.mirror.engine import Change, merge
+from spark.mirror.engine import Change, StoredState, merge
 from spark.mirror.images import Images, RowImage
 from spark.mirror.layout import MirrorLayout
-from spark.mirror.state import Rules
+from spark.mirror.state import RECORD, Rules
 from spark.mirror.tables import Layouts, prepare_tables
 from spark.rows import arrow_schema
 
-from ..delta.mirror import STATE, DeltaMirrorStore, LoadedStates
+from ..delta.mirror import STATE, DeltaMirrorStore, LoadedStates, known_mirrors
 from ..mirror_parts import mirror_changes, table_counts
 
 log = logging.getLogger(__name__)
 
 # What a task gives: a state to write, or a record to produce (a null value: a tombstone).
-RECORD = StructType([StructField("key", BinaryType(), False), StructField("value", BinaryType())])
-IMAGED = StructType([StructField("state", STATE), StructField("record", RECORD)])
+KAFKA_RECORD = StructType([StructField("key", BinaryType(), False), StructField("value", BinaryType())])
+IMAGED = StructType([StructField("state", STATE), StructField("record", KAFKA_RECORD)])
 # The columns of a change a task reads, beyond its partition, key and cells.
 _ORIGIN = ("write_time_us", "change_id", "cdc$operation", "source")
 
@@ -102,25 +102,30 @@ class ImageTask:
         out = [{"state": s._asdict(), "record": None} for s in store.states]
         schemas, made = image_schemas(self.layout), int(time.time() * 1000)
         for image in images.images:
-            out += [{"state": None, "record": record} for record in self._records(schemas, image, made)]
+            out += [{"state": None, "record": r} for r in image_records(schemas, self.encoding, image, self.name, made)]
         yield from pa.Table.from_pylist(out, schema=arrow_schema(IMAGED)).to_batches()
 
-    def _records(self, schemas: ImageSchemas, image: RowImage, made: int) -> list[dict]:
+
+def image_records(schemas: ImageSchemas, encoding: Encoding, image: RowImage, name: str, made: int) -> list[dict]:
+    """The records of an image: its key and envelope, and a tombstone after a removal (for compaction)."""
+    op = "c" if image.before is None else "d" if image.after is None else "u"
+    if image.change is None:  # cells that expired
+        source = {"name": name, "node": None, "segment_id": None, "entry_offset": None, "ts_ms": made,
+                  "ts_us": made * 1000, "change_id": "", "snapshot": "false"}
+    else:
         origin = image.change.origin
-        source = origin["source"]
-        op = ("r" if origin["cdc$operation"] == R.ROW_READ and image.after is not None
-              else "c" if image.before is None else "d" if image.after is None else "u")
+        if origin["cdc$operation"] == R.ROW_READ and image.after is not None:
+            op = "r"
         written = origin["write_time_us"]
-        value = schemas.value(op, image.before, image.after, {
-            "name": self.name, "node": source["node"], "segment_id": source["segment_id"],
-            "entry_offset": source["entry_offset"], "ts_ms": written // 1000, "ts_us": written,
-            "change_id": origin["change_id"], "snapshot": "true" if op == "r" else "false"}, made)
-        encoding = self.encoding
-        key = frame(encoding.key_id, encoding.key_schema, schemas.key(image.key))
-        records = [{"key": key, "value": frame(encoding.value_id, encoding.value_schema, value)}]
-        if image.after is None:
-            records.append({"key": key, "value": None})  # the row's tombstone, for compaction
-        return records
+        source = {"name": name, "node": origin["source"]["node"], "segment_id": origin["source"]["segment_id"],
+                  "entry_offset": origin["source"]["entry_offset"], "ts_ms": written // 1000, "ts_us": written,
+                  "change_id": origin["change_id"], "snapshot": "true" if op == "r" else "false"}
+    key = frame(encoding.key_id, encoding.key_schema, schemas.key(image.key))
+    records = [{"key": key, "value": frame(encoding.value_id, encoding.value_schema,
+                                          schemas.value(op, image.before, image.after, source, made))}]
+    if image.after is None:
+        records.append({"key": key, "value": None})
+    return records
 
 
 @dataclass
@@ -163,30 +168,76 @@ class ImageWriter:
         self.prefix, self.name, self.create_topic = prefix, name, create_topic
         self._topics: set[str] = set()
 
-    def topic(self, layout: MirrorLayout) -> str:
-        return f"{self.prefix}.{layout.keyspace}.{layout.table}"
-
     def plan(self, rows: DataFrame) -> list[TableImages]:
         counts = table_counts(rows)
         changes = mirror_changes(rows)
         now = int(time.time())
         planned = []
         for layout, store in prepare_tables(self.layouts, counts, self._store, counts):
-            topic = self.topic(layout)
-            if topic not in self._topics:
-                self.create_topic(topic)
-                self._topics.add(topic)
-            schemas = image_schemas(layout)
-            key_id = self.registry.register(f"{topic}-key", schemas.key_schema, layout.qualified)
-            value_id = self.registry.register(f"{topic}-value", schemas.value_schema, layout.qualified)
-            encoding = Encoding(key_id, self.registry.parsed_schema(key_id), value_id,
-                                self.registry.parsed_schema(value_id))
+            topic, encoding = self._encoding(layout)
             mine = changes.where((F.col("keyspace") == layout.keyspace) & (F.col("table") == layout.table))
             imaged = store.given(image_changes(mine)).mapInArrow(ImageTask(layout, now, encoding, self.name), IMAGED)
             planned.append(TableImages(topic, store, imaged.persist()))
         return planned
 
+    def expired(self, since: int, now: int) -> tuple[list[tuple[str, bytes, bytes | None]], list[TableStates]]:
+        """What expired after `since` and by `now` (s), in every table with images: the records imaging it
+        (topic, key, value), and the states to write once they are produced (their next expiry)."""
+        records, saves = [], []
+        for keyspace, table in known_mirrors(self.spark, self.state_path):
+            layout = self.layouts.get(keyspace, table)
+            if layout is None:
+                continue
+            store = self._store(layout)
+            due = store.due_states(now)
+            if not due:
+                continue
+            rules, topic_encoding = Rules(layout), self._encoding(layout)
+            images = Images(rules, now)
+            loaded = store.load_partitions({p for p, _ in due})
+            first: dict[bytes, int] = {}
+            for (partition, _), expires in due.items():
+                first[partition] = min(expires, first.get(partition, expires))
+            states = []
+            for partition, expires in first.items():
+                record = json.loads(loaded.get((partition, RECORD)) or "{}")
+                rows = {row: json.loads(text) for (p, row), text in loaded.items() if p == partition and row != RECORD}
+                if "p" in record:
+                    images.expired(record, rows, max(expires - 1, since))
+            for key in due:
+                state = json.loads(loaded[key])
+                states.append(StoredState(*key, loaded[key], rules.next_expiry([state], now)))
+            topic, encoding = topic_encoding
+            schemas, made = image_schemas(layout), now * 1000
+            records += [(topic, r["key"], r["value"]) for image in images.images
+                        for r in image_records(schemas, encoding, image, self.name, made)]
+            saves.append(TableStates(store, states))
+        return records, saves
+
+    def _encoding(self, layout: MirrorLayout) -> tuple[str, Encoding]:
+        """The table's topic (created on first sight) and its schemas, registered."""
+        topic = f"{self.prefix}.{layout.keyspace}.{layout.table}"
+        if topic not in self._topics:
+            self.create_topic(topic)
+            self._topics.add(topic)
+        schemas = image_schemas(layout)
+        key_id = self.registry.register(f"{topic}-key", schemas.key_schema, layout.qualified)
+        value_id = self.registry.register(f"{topic}-value", schemas.value_schema, layout.qualified)
+        return topic, Encoding(key_id, self.registry.parsed_schema(key_id), value_id,
+                               self.registry.parsed_schema(value_id))
+
     def _store(self, layout: MirrorLayout) -> DeltaMirrorStore:
         store = DeltaMirrorStore(self.spark, self.state_path, layout)
         store.prepare(mirror=False)
         return store
+
+
+@dataclass
+class TableStates:
+    """States an expiry's images were made from, with their next expiry: written after the images."""
+
+    store: DeltaMirrorStore
+    states: list[StoredState]
+
+    def save(self) -> None:
+        self.store.save(self.states, [])

@@ -82,6 +82,7 @@ class KafkaSink(Sink):
         self._producer: Producer | None = None
         # The newest batch id the ledger holds for this writer, and the digest of its source offsets.
         self._written: tuple[int, str | None] | None = None
+        self._purged = 0  # when (s) the images of expired rows were last made
         self._encode_row: Encode | None = None
         self._encode_dead_letter: Encode | None = None
 
@@ -99,7 +100,7 @@ class KafkaSink(Sink):
         self._producer = Producer(config)
         if self.transactions:
             self._producer.init_transactions(self.timeout)  # also fences an older writer of this id
-        self._written = self._read_ledger()
+        self._written, self._purged = self._read_ledger()
         self._encode_row, self._encode_dead_letter = self._encoders()
         if self.images_at is not None:
             self._images = self.images_at.writer(self.topic, self.app_id, self._registry(), self._create_compacted)
@@ -134,15 +135,15 @@ class KafkaSink(Sink):
         return (partial(_avro, row_id, registry.parsed_schema(row_id)),
                 partial(_avro, dead_id, registry.parsed_schema(dead_id)))
 
-    def _read_ledger(self) -> tuple[int, str | None] | None:
+    def _read_ledger(self) -> tuple[tuple[int, str | None] | None, int]:
         """The ledger's last committed batch id of this writer, with its offsets (None in a record
-        written before the ledger kept them: a bare id)."""
+        written before the ledger kept them: a bare id); and the time (s) of its last purge of images."""
         consumer = Consumer({**self._client(), "group.id": f"ringtail-{uuid.uuid4()}",
                              "isolation.level": "read_committed", "enable.auto.commit": False,
                              "enable.partition.eof": True})
         try:
             consumer.assign([TopicPartition(self.ledger, 0, OFFSET_BEGINNING)])
-            written = None
+            written, purged = None, 0
             deadline = time.monotonic() + self.timeout
             while time.monotonic() < deadline:
                 message = consumer.poll(1.0)
@@ -150,11 +151,13 @@ class KafkaSink(Sink):
                     continue
                 if message.error():
                     if message.error().code() == KafkaError._PARTITION_EOF:
-                        return written
+                        return written, purged
                     raise KafkaSinkError(f"reading {self.ledger}: {message.error().str()}")
                 if message.key() == f"batch:{self.app_id}".encode():
                     value = json.loads(message.value())
                     written = (value, None) if isinstance(value, int) else (value["batch"], value["offsets"])
+                elif message.key() == f"purge:{self.app_id}".encode():
+                    purged = json.loads(message.value())["purged"]
             raise KafkaSinkError(f"reading {self.ledger}: not at its end within {self.timeout:.0f} s")
         finally:
             consumer.close()
@@ -196,11 +199,7 @@ class KafkaSink(Sink):
                              value=_json({"batch": batch_id, "offsets": batch.offsets}), on_delivery=self._report)
             self._commit()
         except Exception as exc:
-            if self.transactions:
-                try:
-                    producer.abort_transaction(self.timeout)
-                except KafkaException:
-                    pass  # a fenced or fatal producer: the next prepare starts over
+            self._abort()
             raise KafkaSinkError(f"batch {batch_id} not written to {self.topic}: {exc}") from exc
         self._written = (batch_id, batch.offsets)
         log.info("batch %d: %d %s and %d dead letters committed to %s", batch_id, sent,
@@ -221,6 +220,13 @@ class KafkaSink(Sink):
         if self.transactions:
             self._producer.begin_transaction()
 
+    def _abort(self) -> None:
+        if self.transactions:
+            try:
+                self._producer.abort_transaction(self.timeout)
+            except KafkaException:
+                pass  # a fenced or fatal producer: the next prepare starts over
+
     def _report(self, error, message) -> None:
         if error is not None:
             self._failures.append(f"{message.topic()}: {error.str()}")
@@ -237,6 +243,30 @@ class KafkaSink(Sink):
             self._producer.commit_transaction(self.timeout)
         else:
             self._acknowledged()
+
+    def purge(self) -> None:
+        """Image the rows whose cells expired since the last purge (`images.ImageWriter.expired`), in a
+        transaction that records the purge's time in the ledger; then write their states. A purge repeated
+        after a crash before the states were written images them from that time on: nothing twice."""
+        if self._images is None:
+            return
+        now = int(time.time())
+        records, saves = self._images.expired(self._purged, now)
+        if records:
+            self._begin()
+            try:
+                for topic, key, value in records:
+                    produce(self._producer, topic, key, value, on_delivery=self._report)
+                self._producer.produce(self.ledger, key=f"purge:{self.app_id}".encode(),
+                                       value=_json({"purged": now}), on_delivery=self._report)
+                self._commit()
+            except Exception as exc:
+                self._abort()
+                raise KafkaSinkError(f"expired rows' images not written to {self.topic}: {exc}") from exc
+            log.info("%d image records of expired rows committed to %s", len(records), self.topic)
+        self._purged = now
+        for table in saves:
+            table.save()
 
     def close(self) -> None:
         # The client closes when freed; a transaction left open by a batch cut short is aborted

@@ -36,17 +36,17 @@ def test_the_images_applied_in_order_are_select_star(layout, changes):
             del table[key]
         else:
             table[key] = image.after
-    assert ordered(table.values()) == store.select()
+    # SELECT * but a partition's static-only row (no image has its key: `spark.mirror.images`).
+    assert ordered(table.values()) == [row for row in store.select() if row["c1"] is not None]
     assert FIRST_ROW in table.values()
     assert {i.before is None for i in images} == {True, False}  # rows created, rows changed
 
 
-def test_a_static_only_row_gives_way_to_the_partitions_first_row(layout, changes):
-    static_only = {"p1": 1, "p2": "a", "c1": None, "c2": None}
+def test_a_partition_of_static_values_only_has_no_image_until_its_first_row(layout, changes):
     images = [i for i in imaged(layout, changes)[1] if (i.key["p1"], i.key["p2"]) == (1, "a")]
-    assert images[0].key == static_only and images[0].before is None and images[0].after["s"] == "static!"
-    assert images[1].key == static_only and images[1].after is None  # SELECT * shows the row instead
-    assert images[2].key == {**static_only, "c1": 10, "c2": "x"} and images[2].before is None
+    first = images[0]
+    assert (first.key["c1"], first.key["c2"]) == (10, "x") and first.before is None
+    assert first.after["s"] == "static!"  # the static value written before the row, on it
 
 
 def ops(images) -> list[list[tuple]]:
@@ -54,7 +54,7 @@ def ops(images) -> list[list[tuple]]:
     by_change: dict[int, list] = {}
     for i in images:
         op = "c" if i.before is None else "d" if i.after is None else "u"
-        by_change.setdefault(id(i.change), []).append((i.key["c1"] or 0, op))
+        by_change.setdefault(id(i.change), []).append((i.key["c1"], op))
     return [sorted(altered) for altered in by_change.values()]
 
 
@@ -71,11 +71,11 @@ def test_deletions_image_every_row_they_remove_and_a_static_change_every_row_it_
         change([2, "a"], deletion=4),  # a row deletion
         update(2, "a", v=cell(3, 99)),  # written before the deletion: shadowed, no image
         change(deletion=5, bounds=[[[3], True], None]),  # from c1 = 3 on (c1 descends): rows 3 and 1
-        change(deletion=6),  # the partition: the static-only row the range deletion left
+        change(deletion=6),  # the partition
     ], NOW, observer=observer)
     images = observer.images
-    assert ops(images) == [[(1, "u")], [(1, "u"), (2, "u"), (3, "u")], [(2, "d")],
-                           [(0, "c"), (1, "d"), (3, "d")], [(0, "d")]]  # 0: the static-only row
+    # The partition deletion finds no row left: only the static value, which shows on no row.
+    assert ops(images) == [[(1, "u")], [(1, "u"), (2, "u"), (3, "u")], [(2, "d")], [(1, "d"), (3, "d")]]
     assert all(i.after == {**i.before, "s": "S"} for i in images[1:4])
     assert store.select() == []
 
@@ -121,3 +121,22 @@ def test_a_value_not_of_its_type_is_refused_by_the_schema(layout, bad):
                           schemas.value("c", None, {**FIRST_ROW, **bad}, {
                               "name": "t", "node": None, "segment_id": None, "entry_offset": None, "ts_ms": 1,
                               "ts_us": 1, "change_id": "x", "snapshot": "false"}, 1))
+
+
+def test_rows_whose_cells_expired_are_imaged_as_they_were_and_as_they_are():
+    from tests.unit.spark.mirror.test_mirror_rules import NOW, PK, T, cell, insert, update
+
+    store = MemoryStore()
+    merge(Rules(T), store, [insert(1, 1, "a", ttl=10, v=cell(1, 1, ttl=10)),  # the whole row expires
+                            insert(1, 2, "a", v=cell(1, 2)), update(2, "a", w=cell(2, "w", ttl=10))], NOW)
+    record = json.loads(store.states[(PK, "")][0])
+    rows = {row: json.loads(text) for (_, row), (text, _) in store.states.items() if row}
+    later = Images(Rules(T), NOW + 20)
+    later.expired(record, rows, NOW)
+    changed = {i.key["c1"]: (i.before, i.after) for i in later.images}
+    assert changed[1][0]["v"] == 1 and changed[1][1] is None  # removed
+    assert changed[2][0]["w"] == "w" and changed[2][1] == {**changed[2][0], "w": None}  # a cell gone
+    assert all(i.change is None for i in later.images)
+    early = Images(Rules(T), NOW + 5)
+    early.expired(record, rows, NOW)
+    assert early.images == []  # nothing expired yet

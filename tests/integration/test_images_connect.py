@@ -1,0 +1,210 @@
+"""Images read by a Kafka Connect sink no one here wrote: Debezium's JDBC sink connector, in the Kafka
+distribution's Connect worker (the stack's `connect` service), with its ordinary configuration (upsert by
+the record's key, deletes on), reads a table's image topic into PostgreSQL through Apicurio's Avro
+converter. After a seeded random workload of inserts, updates of a few columns, collection changes, row,
+range and partition deletions, a static column and TTLs, the PostgreSQL table equals `SELECT *` of the
+source (but a partition's static-only row, which has no image); and again once the TTLs have run out and
+the sink's purge has imaged the expired rows.
+
+The table holds the types the JDBC sink maps to columns: native values, and lists and sets of them
+(PostgreSQL arrays). A tuple, a UDT, a duration or a map is an Avro record (or array of them), which it
+refuses (README, "Images")."""
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import random
+import subprocess
+import sys
+import time
+import urllib.request
+import uuid
+
+import psycopg
+import pytest
+
+from deploy.local.endpoints import ROOT
+from schemas.runtime.access import CassandraCluster
+from spark.job.config import JobSettings
+from spark.sinks.kafka.images import ImagesAt
+from spark.sinks.kafka.sink import KafkaSink
+from tests.integration.delivered import run_available
+from tests.integration.mirrors import diff, keyed_rows, layout_of, ordered, source_rows
+from tests.integration.pipeline import has_marker, write_marker
+from tests.integration.test_mirror import execute
+
+pytestmark = pytest.mark.integration
+
+SEED = int(os.environ.get("RINGTAIL_TEST_IMAGES_SEED", "39"))
+STATEMENTS = 1500
+TTL = 20  # s: long enough for the first comparison, short enough to wait for
+STACK = ROOT / "deploy" / "local" / "stack.py"
+
+
+@pytest.fixture(scope="module")
+def connect(stack):
+    """The stack's Kafka Connect worker, started for this module: its REST URL."""
+    env = {**os.environ, "RINGTAIL_STACK_CONNECT": "1"}
+    if stack.run_dir is not None:
+        env["RINGTAIL_STACK_RUN_DIR"] = str(stack.run_dir)
+    started = subprocess.run([sys.executable, str(STACK), "start", "connect"], env=env, cwd=ROOT,
+                             capture_output=True, text=True, timeout=600)
+    assert started.returncode == 0, started.stdout + started.stderr
+    run_dir = stack.run_dir or ROOT / ".run"
+    try:
+        yield json.loads((run_dir / "stack.json").read_text())["connect"]["url"]
+    finally:
+        subprocess.run([sys.executable, str(STACK), "stop", "connect"], env=env, cwd=ROOT, capture_output=True,
+                       timeout=120)
+
+
+def statements(keyspace: str, seed: int, count: int) -> list[str]:
+    """Writes to `items`: few shops (partitions), ids 0-29 (rows) in each."""
+    rng = random.Random(seed)
+    table = f"{keyspace}.items"
+
+    def where() -> str:
+        return f"shop = 's{rng.randrange(4)}' AND id = {rng.randrange(30)}"
+
+    def text() -> str:
+        return "'" + rng.choice(["", "a", "b'c", "ünï", "long " * 5]).replace("'", "''") + "'"
+
+    def full_row(ttl: bool) -> str:
+        shop, row = rng.randrange(4), rng.randrange(30)
+        at = 1_700_000_000_000 + rng.randrange(10**9)
+        day = dt.date(2000, 1, 1) + dt.timedelta(days=rng.randrange(9000))
+        return (f"INSERT INTO {table} (shop, id, name, qty, price, big, ok, at, day, ref, data, tags, scores)"
+                f" VALUES ('s{shop}', {row}, {text()}, {rng.randrange(-5, 100)}, {rng.uniform(-1e3, 1e3)!r},"
+                f" {rng.randrange(-2**62, 2**62)}, {rng.choice(['true', 'false'])}, {at},"
+                f" '{day}', {uuid.UUID(int=rng.getrandbits(128))},"
+                f" 0x{rng.randbytes(rng.randrange(5)).hex()}, {{'x', 'y{rng.randrange(3)}'}},"
+                f" [{rng.randrange(9)}, {rng.randrange(9)}])" + (f" USING TTL {TTL}" if ttl else ""))
+
+    choices = [
+        (30, lambda: full_row(ttl=False)),
+        (5, lambda: full_row(ttl=True)),
+        (15, lambda: f"UPDATE {table} SET qty = {rng.randrange(100)}, name = {text()} WHERE {where()}"),
+        (5, lambda: f"UPDATE {table} USING TTL {TTL} SET name = {text()} WHERE {where()}"),
+        (8, lambda: f"UPDATE {table} SET tags = tags + {{'t{rng.randrange(5)}'}} WHERE {where()}"),
+        (4, lambda: f"UPDATE {table} SET tags = tags - {{'x'}} WHERE {where()}"),
+        (6, lambda: f"UPDATE {table} SET scores = scores + [{rng.randrange(50)}] WHERE {where()}"),
+        (4, lambda: f"UPDATE {table} SET note = {text()} WHERE shop = 's{rng.randrange(4)}'"),
+        (6, lambda: f"DELETE FROM {table} WHERE {where()}"),
+        (4, lambda: f"DELETE name, scores FROM {table} WHERE {where()}"),
+        (2, lambda: f"DELETE FROM {table} WHERE shop = 's{rng.randrange(4)}' AND id >= {rng.randrange(30)}"
+                    f" AND id < {rng.randrange(30)}"),
+        (1, lambda: f"DELETE FROM {table} WHERE shop = 's{rng.randrange(4)}'"),
+    ]
+    weights = [w for w, _ in choices]
+    return [rng.choices(choices, weights)[0][1]() for _ in range(count)]
+
+
+def create_sink_connector(connect: str, name: str, topic: str, table: str, stack) -> None:
+    """Debezium's JDBC sink as its documentation configures it for Debezium's own change events."""
+    registry = stack.registry_url.replace("/apis/ccompat/v7", "/apis/registry/v2")
+    converter = {"": "io.apicurio.registry.utils.converter.AvroConverter", ".apicurio.registry.url": registry,
+                 # ringtail writes Confluent's wire format: a 4-byte id, in the record, of the content.
+                 ".apicurio.registry.as-confluent": "true", ".apicurio.registry.use-id": "contentId",
+                 ".apicurio.registry.headers.enabled": "false"}
+    dsn = psycopg.conninfo.conninfo_to_dict(stack.postgres_dsn)
+    config = {
+        "connector.class": "io.debezium.connector.jdbc.JdbcSinkConnector", "topics": topic, "tasks.max": "1",
+        "connection.url": f"jdbc:postgresql://{dsn['host']}:{dsn.get('port', 5432)}/{dsn['dbname']}",
+        "connection.username": dsn["user"], "connection.password": dsn.get("password", ""),
+        "insert.mode": "upsert", "primary.key.mode": "record_key", "delete.enabled": "true",
+        "schema.evolution": "basic", "collection.name.format": table,
+        "consumer.override.isolation.level": "read_committed", "consumer.override.auto.offset.reset": "earliest",
+        **{f"key.converter{k}": v for k, v in converter.items()},
+        **{f"value.converter{k}": v for k, v in converter.items()},
+    }
+    request = urllib.request.Request(f"{connect}/connectors", json.dumps({"name": name, "config": config}).encode(),
+                                     {"Content-Type": "application/json"}, method="POST")
+    with urllib.request.urlopen(request, timeout=30) as response:
+        assert response.status == 201
+
+
+def connector_failure(connect: str, name: str) -> str | None:
+    with urllib.request.urlopen(f"{connect}/connectors/{name}/status", timeout=10) as response:
+        status = json.load(response)
+    failed = [t.get("trace", "")[:2000] for t in status["tasks"] if t["state"] == "FAILED"]
+    return failed[0] if failed else None
+
+
+def postgres_table(stack, table: str, layout) -> list[dict]:
+    """The JDBC sink's table, in the event's JSON forms (as `mirrors.source_rows` gives `SELECT *`)."""
+    from spark.mirror.values import json_value
+
+    types = {c.name: layout.cql(c.type) for c in (*layout.key_columns, *layout.columns)}
+    reads = {"data": lambda v: "0x" + bytes(v).hex(), "ref": str,
+             "at": lambda v: round(v.replace(tzinfo=dt.timezone.utc).timestamp() * 1000),
+             "day": lambda v: (v - dt.date(1970, 1, 1)).days}
+    with psycopg.connect(stack.postgres_dsn) as conn:
+        try:
+            cursor = conn.execute(f'SELECT * FROM "{table}"')
+        except psycopg.errors.UndefinedTable:
+            return []
+        names = [d.name for d in cursor.description]
+        return ordered({n: None if v is None else json_value(types[n])(reads.get(n, lambda x: x)(v))
+                        for n, v in zip(names, row)} for row in cursor.fetchall())
+
+
+def until_equal(connect: str, name: str, stack, table: str, layout, source: list[dict], timeout: float = 120) -> None:
+    """Wait until the JDBC sink's table equals `source` (the sink reads at its own pace); fail with the
+    difference, or at once with the connector's failure."""
+    deadline = time.monotonic() + timeout
+    while True:
+        failure = connector_failure(connect, name)
+        assert failure is None, failure
+        found = diff(source, postgres_table(stack, table, layout))
+        if not found:
+            return
+        assert time.monotonic() < deadline, found
+        time.sleep(2)
+
+
+def test_debeziums_jdbc_sink_keeps_a_postgres_table_equal_to_select_star(stack, cql, keyspace, tmp_path, pipeline,
+                                                                         spark, connect):
+    cql.execute(f"""CREATE TABLE {keyspace}.items (shop text, id int, name text, qty int, price double, big bigint,
+        ok boolean, at timestamp, day date, ref uuid, data blob, tags set<text>, scores list<int>, note text static,
+        PRIMARY KEY (shop, id)) WITH cdc = true""")
+    connector, consumer = pipeline()
+    connector.start_from_now()
+    connector.start()
+    execute(cql, statements(keyspace, SEED, STATEMENTS))
+    last_write = time.time()
+    consumer.until(has_marker(write_marker(cql, keyspace)), 300)
+
+    cluster = CassandraCluster((stack.cassandra_host,), stack.cassandra_port)
+    app = f"rt_{uuid.uuid4().hex[:10]}"
+    settings = JobSettings(
+        kafka_bootstrap_servers=stack.kafka_bootstrap, registry_url=stack.registry_url, topic_prefix=connector.prefix,
+        cassandra_hosts=cluster[0], cassandra_port=cluster[1], generations_keyspace=f"{keyspace}_gen",
+        log_format="text", app_id=app, checkpoint_dir=tmp_path / "checkpoint")
+    sink = KafkaSink(stack.kafka_bootstrap, f"{app}.images", app_id=app, format="avro",
+                     registry_url=stack.registry_url, images=ImagesAt(spark, str(tmp_path / "states"), cluster))
+    table = f"images_{app}"
+    layout = layout_of(cql, keyspace, "items")
+    try:
+        run_available(spark, settings, sink)
+        create_sink_connector(connect, app, f"{app}.images.{keyspace}.items", table, stack)
+        source = keyed_rows(source_rows(cql.cluster, layout), layout)
+        assert len(source) > 40, len(source)
+
+        until_equal(connect, app, stack, table, layout, source)
+
+        # The TTLs run out: Cassandra's SELECT * loses those rows and cells; the purge images them.
+        time.sleep(max(0.0, last_write + TTL + 2 - time.time()))
+        expired = keyed_rows(source_rows(cql.cluster, layout), layout)
+        assert expired != source  # the workload's TTLs did remove something
+        sink.prepare()
+        try:
+            sink.purge()
+        finally:
+            sink.close()
+        until_equal(connect, app, stack, table, layout, expired)
+    finally:
+        urllib.request.urlopen(urllib.request.Request(f"{connect}/connectors/{app}", method="DELETE"), timeout=30)
+        with psycopg.connect(stack.postgres_dsn, autocommit=True) as conn:
+            conn.execute(f'DROP TABLE IF EXISTS "{table}"')
+        cql.execute(f"DROP KEYSPACE IF EXISTS {keyspace}_gen")
