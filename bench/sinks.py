@@ -16,7 +16,8 @@ each is shown as the median rows/s of its rounds with their range (min–max).
 `mysql-typed` likewise); `kafka` writes JSON values, `kafka-avro` Avro through the registry. The
 `-mirror` sinks merge the same changes (each row carries its change's cells, as the job decodes them for
 a mirror) into the table's mirror (`layout=mirror`): each an insert of a new row, whose state is looked
-up, merged and written. HTTP posts to a local receiver in this process that accepts every request (the
+up, merged and written; `kafka-image` merges them likewise into its state (in Delta, under the
+temporary directory) and produces each change's image (`layout=image`). HTTP posts to a local receiver in this process that accepts every request (the
 floor of the JSON encoding and the HTTP round trips, not of any real service).
 
 The floors, timed in the same turns on the same rows: `floor-delta`, a plain Delta append of the rows'
@@ -58,9 +59,9 @@ from spark.sinks.settings import SinkContext  # noqa: E402
 
 # Each a sink kind, with a variant of its settings after a dash; a floor, its target's plain load.
 SINKS = ("delta", "delta-typed", "delta-mirror", "postgres", "postgres-typed", "postgres-mirror", "mysql", "mysql-typed",
-         "mysql-mirror", "cassandra", "kafka", "kafka-avro", "http")
+         "mysql-mirror", "cassandra", "kafka", "kafka-avro", "kafka-image", "http")
 FLOORS = ("floor-delta", "floor-postgres", "floor-mysql", "floor-kafka")
-_VARIANTS = {"kafka-avro": {"format": "avro"},
+_VARIANTS = {"kafka-avro": {"format": "avro"}, "kafka-image": {"format": "avro", "layout": "image"},
              **{f"{sink}-{layout}": {"layout": layout} for sink in ("delta", "postgres", "mysql")
                 for layout in ("typed", "mirror")}}
 # The rows' source table; the Cassandra sink reads its schema to lay out the log table beside it.
@@ -141,7 +142,8 @@ def cleanup(stack, sink: str, run: str) -> None:
         from confluent_kafka.admin import AdminClient
 
         admin = AdminClient({"bootstrap.servers": stack.kafka_bootstrap})
-        for future in admin.delete_topics([run, f"{run}.ringtail", f"{run}.dead-letters"]).values():
+        made = [t for t in admin.list_topics(timeout=10).topics if t == run or t.startswith(f"{run}.")]
+        for future in admin.delete_topics(made).values():
             future.result()
 
 
@@ -226,6 +228,8 @@ def sink_seconds(spark, stack, sink: str, rows, warm, empty, run: str, tmp: Path
     """Seconds of one sink's write of the rows (after its prepare and a warm-up write)."""
     kind = sink.split("-")[0]
     config = {**targets(stack, kind, run, tmp, receiver.url), **_VARIANTS.get(sink, {})}
+    if config.get("layout") == "image":
+        config["state_path"] = str(tmp / run)
     writer = open_sink(spark, kind, config, SinkContext(
         app_id=run, cluster=CassandraCluster((stack.cassandra_host,), stack.cassandra_port), keyspace=run,
         kafka=stack.kafka_bootstrap, registry=stack.registry_url))
