@@ -201,6 +201,50 @@ def image_values(layout: MirrorLayout) -> Callable[[dict], dict]:
     return lambda row: {n: canonical(read(row[a])) for n, a, read, canonical in reads}
 
 
+def imaged_rows(stack: Any, topic: str, layout: MirrorLayout, ops: list[str] | None = None) -> list[dict]:
+    """What a `read_committed` consumer of a table's image topic holds at its end: each key's newest
+    `after`, none after its tombstone; each image's op goes to `ops`. Each image must begin where its key's
+    previous one ended."""
+    import uuid
+
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+    from confluent_kafka.schema_registry import SchemaRegistryClient
+
+    from schemas.avro.registry import SchemaRegistry
+
+    registry = SchemaRegistry(SchemaRegistryClient({"url": stack.registry_url}))
+    consumer = Consumer({"bootstrap.servers": stack.kafka_bootstrap, "group.id": f"images-{uuid.uuid4()}",
+                         "enable.auto.commit": False, "isolation.level": "read_committed",
+                         "enable.partition.eof": True})
+    values = image_values(layout)
+    rows: dict[bytes, dict | None] = {}
+    try:
+        partitions = consumer.list_topics(topic, timeout=10).topics[topic].partitions
+        consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in partitions])
+        ended: set[int] = set()
+        while len(ended) < len(partitions):
+            message = consumer.poll(10)
+            assert message is not None, f"{topic} did not reach its end"
+            if message.error():
+                ended.add(message.partition())
+                continue
+            if message.value() is None:  # a tombstone: follows the removal's image
+                assert rows.get(message.key()) is None, "a tombstone of a row still there"
+                rows.pop(message.key(), None)
+                continue
+            image = registry.deserialize(message.value())
+            before = None if image["before"] is None else values(image["before"])
+            assert rows.get(message.key()) == before, (image["op"], image["source"])
+            rows[message.key()] = None if image["after"] is None else values(image["after"])
+            made = "c" if before is None else "d" if image["after"] is None else "u"
+            assert image["op"] == ("r" if image["source"]["snapshot"] == "true" and image["after"] else made)
+            if ops is not None:
+                ops.append(image["op"])
+    finally:
+        consumer.close()
+    return ordered(row for row in rows.values() if row is not None)
+
+
 def without_negative_zero(rows: list[dict], layout: MirrorLayout) -> list[dict]:
     """`rows` with -0.0 as 0.0 in float and double columns, as MySQL stores them."""
     floats = [n for n, t in _types(layout).items() if t.cql in ("float", "double")]

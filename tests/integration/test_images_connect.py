@@ -1,4 +1,5 @@
-"""Images read by a Kafka Connect sink no one here wrote: Debezium's JDBC sink connector, in the Kafka
+"""Images (`layout = 'image'` of the Kafka sink) from a subscription's snapshot and log, and read by a Kafka
+Connect sink no one here wrote: Debezium's JDBC sink connector, in the Kafka
 distribution's Connect worker (the stack's `connect` service), with its ordinary configuration (upsert by
 the record's key, deletes on), reads a table's image topic into PostgreSQL through Apicurio's Avro
 converter. After a seeded random workload of inserts, updates of a few columns, collection changes, row,
@@ -30,9 +31,12 @@ from spark.job.config import JobSettings
 from spark.sinks.kafka.images import ImagesAt
 from spark.sinks.kafka.sink import KafkaSink
 from tests.integration.delivered import run_available
-from tests.integration.mirrors import diff, keyed_rows, layout_of, ordered, source_rows
+from spark.subscriptions.model import Change
+from spark.subscriptions.statements import Statement
+from tests.integration.mirrors import diff, imaged_rows, keyed_rows, layout_of, ordered, source_rows
 from tests.integration.pipeline import has_marker, write_marker
 from tests.integration.test_mirror import execute
+from tests.support import wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -208,3 +212,36 @@ def test_debeziums_jdbc_sink_keeps_a_postgres_table_equal_to_select_star(stack, 
         with psycopg.connect(stack.postgres_dsn, autocommit=True) as conn:
             conn.execute(f'DROP TABLE IF EXISTS "{table}"')
         cql.execute(f"DROP KEYSPACE IF EXISTS {keyspace}_gen")
+
+
+def test_a_subscription_of_images_starts_with_its_tables_rows_read_then_its_changes(stack, cql, keyspace, served,
+                                                                                     tmp_path):
+    """A subscription, as a runner serves it: the snapshot's rows as images with `op = r`, then the log's
+    changes as `u` and `d` images; the topic folded equals `SELECT *`."""
+    control, registry, run_runner, base = served
+    execute(cql, [f"INSERT INTO {keyspace}.orders (id, qty, note) VALUES ({i}, {i % 7}, 'n{i}')" for i in range(200)])
+    topic = f"rows_{uuid.uuid4().hex[:8]}"
+    control.create("rows", Change(table=f"{keyspace}.orders", sink="kafka", start="snapshot", sink_config={
+        "topic": topic, "format": "avro", "layout": "image", "state_path": str(tmp_path / "states")}))
+    runner = run_runner(runner_id="images")
+    try:
+        wait_for(lambda: runner.held.get("rows") and runner.held["rows"].delivery
+                 and runner.held["rows"].delivery.snapshot_finished, 120, "the snapshot delivered")
+        execute(cql, [f"UPDATE {keyspace}.orders SET qty = 100 WHERE id = {i}" for i in range(0, 200, 10)]
+                + [f"DELETE FROM {keyspace}.orders WHERE id = {i}" for i in range(5, 200, 50)])
+        layout = layout_of(cql, keyspace, "orders")
+        source = source_rows(cql.cluster, layout)
+        ops: list[str] = []
+
+        def caught_up() -> bool:
+            ops.clear()
+            try:
+                return not diff(source, imaged_rows(stack, f"{topic}.{keyspace}.orders", layout, ops))
+            except KeyError:  # no topic yet
+                return False
+
+        wait_for(caught_up, 180, "the image topic equal to SELECT *")
+        assert ops.count("r") == 200 and ops.count("u") == 20 and ops.count("d") == 4, ops
+    finally:
+        control.run(Statement("cancel", "rows"))
+        wait_for(lambda: "rows" not in runner.held, 60, "the cancelled subscription let go")

@@ -27,7 +27,6 @@ from pyspark.sql.types import StringType, StructField, StructType
 
 from deploy.local.endpoints import ROOT
 from schemas.avro.reader import event_readers
-from schemas.avro.registry import SchemaRegistry
 from schemas.avro.wire import frame, schema_id_of, unframe
 from schemas.runtime.access import CassandraCluster
 from spark.job.config import JobSettings
@@ -44,7 +43,7 @@ from spark.subscriptions.statements import Statement
 from tests.integration.decoders import assert_decoders_agree
 from tests.integration.delivered import drop_mysql_database, mysql_database, run_available
 from tests.integration.micro_batches import WRITE_US, log_row
-from tests.integration.mirrors import (delta_rows, diff, image_values, keyed_rows, layout_of, mysql_rows, ordered,
+from tests.integration.mirrors import (delta_rows, diff, imaged_rows, keyed_rows, layout_of, mysql_rows, ordered,
                                        postgres_mirror, postgres_rows, source_rows, without_negative_zero)
 from tests.integration.pipeline import EventConsumer, has_marker, write_marker
 from tests.integration.workload import TABLES, Workload, ddl
@@ -127,41 +126,6 @@ def run_job_killed_once(stack, settings: JobSettings, folder: Path) -> None:
             process.kill()
     text = log.read_text()
     assert text.count("written: ") >= 2 and "Traceback" not in text, text[-3000:]
-
-
-def imaged_rows(stack, topic: str, layout) -> list[dict]:
-    """What a `read_committed` consumer of a table's image topic holds at its end: each key's newest
-    `after`, none after its tombstone. Each image must begin where its key's previous one ended."""
-    from confluent_kafka.schema_registry import SchemaRegistryClient
-
-    registry = SchemaRegistry(SchemaRegistryClient({"url": stack.registry_url}))
-    consumer = Consumer({"bootstrap.servers": stack.kafka_bootstrap, "group.id": f"images-{uuid.uuid4()}",
-                         "enable.auto.commit": False, "isolation.level": "read_committed",
-                         "enable.partition.eof": True})
-    values = image_values(layout)
-    rows: dict[bytes, dict | None] = {}
-    try:
-        partitions = consumer.list_topics(topic, timeout=10).topics[topic].partitions
-        consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in partitions])
-        ended: set[int] = set()
-        while len(ended) < len(partitions):
-            message = consumer.poll(10)
-            assert message is not None, f"{topic} did not reach its end"
-            if message.error():
-                ended.add(message.partition())
-                continue
-            if message.value() is None:  # a tombstone: follows the removal's image
-                assert rows.get(message.key()) is None, "a tombstone of a row still there"
-                rows.pop(message.key(), None)
-                continue
-            image = registry.deserialize(message.value())
-            before = None if image["before"] is None else values(image["before"])
-            assert rows.get(message.key()) == before, (image["op"], image["source"])
-            rows[message.key()] = None if image["after"] is None else values(image["after"])
-            assert image["op"] == ("c" if before is None else "d" if image["after"] is None else "u")
-    finally:
-        consumer.close()
-    return ordered(row for row in rows.values() if row is not None)
 
 
 def test_every_mirror_equals_select_star(stack, cql, keyspace, tmp_path, pipeline, spark):
