@@ -115,47 +115,9 @@ def postgres_mirror(dsn: str, layout: MirrorLayout) -> list[dict]:
             return []
 
 
-def _from_arrow(cql: CqlType) -> Callable[[Any], Any]:
-    """A Delta mirror column's value (Arrow's Python form of its Spark type, `typed_log`) → the event's."""
-    from schemas.cql import MapType, TupleType, UserType
-
-    def nullable(convert: Callable[[Any], Any]) -> Callable[[Any], Any]:
-        return lambda v: None if v is None else convert(v)
-
-    if isinstance(cql, (ListType, SetType, VectorType)):
-        element = _from_arrow(cql.element)
-        return nullable(lambda values: [element(v) for v in values])
-    if isinstance(cql, MapType):
-        key, value = _from_arrow(cql.key), _from_arrow(cql.value)
-        return nullable(lambda pairs: [[key(e["key"]), value(e["value"])] if isinstance(e, dict)
-                                       else [key(e[0]), value(e[1])] for e in pairs])
-    if isinstance(cql, TupleType):
-        elements = [_from_arrow(t) for t in cql.elements]
-        return nullable(lambda value: [e(value[f"_{i}"]) for i, e in enumerate(elements, 1)])
-    if isinstance(cql, UserType):
-        fields = [(n, _from_arrow(t)) for n, t in zip(cql.field_names, cql.field_types)]
-        return nullable(lambda value: {n: f(value.get(n)) for n, f in fields})
-    name = cql.cql
-    if name == "blob":
-        return nullable(lambda v: "0x" + v.hex())
-    if name == "timestamp":
-        return nullable(lambda v: (v - _EPOCH) // dt.timedelta(milliseconds=1))
-    if name == "date":
-        return nullable(lambda v: (v - _EPOCH.date()).days)
-    return lambda v: v
-
-
-def delta_rows(spark: Any, path: Any, layout: MirrorLayout) -> list[dict]:
-    types = _types(layout)
-    reads = {n: (_from_arrow(t), json_value(t)) for n, t in types.items()}
-    table = spark.read.format("delta").load(f"{path}/mirror/{layout.keyspace}/{layout.table}").toArrow()
-    return ordered({n: canonical(read(v)) for n, (read, canonical) in reads.items() for v in [row[n]]}
-                   for row in table.to_pylist())
-
-
-def _from_avro(cql: CqlType) -> Callable[[Any], Any]:
-    """An image's column value (fastavro's reading of its natural Avro type, `schemas.avro.types`) → the
-    event's form of it."""
+def _from_nested(cql: CqlType, avro: bool) -> Callable[[Any], Any]:
+    """A Delta mirror column's value (Arrow's Python form of its Spark type, `typed_log`), or with `avro` an
+    image's (fastavro's reading of its natural Avro type, `schemas.avro.types`) → the event's form of it."""
     from schemas.avro.names import avro_name
     from schemas.cql import MapType, TupleType, UserType
 
@@ -163,17 +125,23 @@ def _from_avro(cql: CqlType) -> Callable[[Any], Any]:
         return lambda v: None if v is None else convert(v)
 
     if isinstance(cql, (ListType, SetType, VectorType)):
-        element = _from_avro(cql.element)
+        element = _from_nested(cql.element, avro)
         return nullable(lambda values: [element(v) for v in values])
     if isinstance(cql, MapType):
-        key, value = _from_avro(cql.key), _from_avro(cql.value)
-        return nullable(lambda m: [[key(k), value(v)] for k, v in m.items()] if isinstance(m, dict)
-                        else [[key(e["key"]), value(e["value"])] for e in m])
+        key, value = _from_nested(cql.key, avro), _from_nested(cql.value, avro)
+
+        def pairs(entries: Any) -> list:
+            if isinstance(entries, dict):  # an Avro map
+                return [[key(k), value(v)] for k, v in entries.items()]
+            return [[key(e["key"]), value(e["value"])] if isinstance(e, dict) else [key(e[0]), value(e[1])]
+                    for e in entries]
+        return nullable(pairs)
     if isinstance(cql, TupleType):
-        elements = [_from_avro(t) for t in cql.elements]
-        return nullable(lambda value: [e(value[f"field{i}"]) for i, e in enumerate(elements, 1)])
+        elements = [(f"field{i}" if avro else f"_{i}", _from_nested(t, avro)) for i, t in enumerate(cql.elements, 1)]
+        return nullable(lambda value: [e(value[name]) for name, e in elements])
     if isinstance(cql, UserType):
-        fields = [(n, avro_name(n), _from_avro(t)) for n, t in zip(cql.field_names, cql.field_types)]
+        fields = [(n, avro_name(n) if avro else n, _from_nested(t, avro))
+                  for n, t in zip(cql.field_names, cql.field_types)]
         return nullable(lambda value: {n: f(value.get(a)) for n, a, f in fields})
     name = cql.cql
     if name == "blob":
@@ -183,8 +151,16 @@ def _from_avro(cql: CqlType) -> Callable[[Any], Any]:
     if name == "date":
         return nullable(lambda v: (v - _EPOCH.date()).days)
     if name in ("uuid", "timeuuid"):
-        return nullable(str)
+        return nullable(str)  # fastavro reads a uuid as a UUID
     return lambda v: v
+
+
+def delta_rows(spark: Any, path: Any, layout: MirrorLayout) -> list[dict]:
+    types = _types(layout)
+    reads = {n: (_from_nested(t, avro=False), json_value(t)) for n, t in types.items()}
+    table = spark.read.format("delta").load(f"{path}/mirror/{layout.keyspace}/{layout.table}").toArrow()
+    return ordered({n: canonical(read(v)) for n, (read, canonical) in reads.items() for v in [row[n]]}
+                   for row in table.to_pylist())
 
 
 def keyed_rows(rows: list[dict], layout: MirrorLayout) -> list[dict]:
@@ -197,7 +173,7 @@ def image_values(layout: MirrorLayout) -> Callable[[dict], dict]:
     """An image's row (`before` or `after`, as fastavro reads it) → `SELECT *`'s row in the event's form."""
     from schemas.avro.names import avro_name
 
-    reads = [(n, avro_name(n), _from_avro(t), json_value(t)) for n, t in _types(layout).items()]
+    reads = [(n, avro_name(n), _from_nested(t, avro=True), json_value(t)) for n, t in _types(layout).items()]
     return lambda row: {n: canonical(read(row[a])) for n, a, read, canonical in reads}
 
 
