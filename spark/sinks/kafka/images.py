@@ -42,6 +42,7 @@ from spark.rows import arrow_schema
 
 from ..delta.mirror import STATE, DeltaMirrorStore, LoadedStates, known_mirrors
 from ..mirror_parts import mirror_changes, table_counts
+from .records import RECORDS, Record, shipped
 
 log = logging.getLogger(__name__)
 
@@ -136,13 +137,19 @@ class TableImages:
     store: DeltaMirrorStore
     imaged: DataFrame
 
-    def records(self) -> Iterator[tuple[bytes, bytes | None]]:
-        """(key, value) of each image record, in the order made (a row's in the order of its changes)."""
-        table = self.imaged.where(F.col("record").isNotNull()).select("record.key", "record.value").toArrow()
-        return zip(table.column("key").to_pylist(), table.column("value").to_pylist())
+    def records(self) -> Iterator[Record]:
+        """The image records, in the order made (a row's in the order of its changes)."""
+        return shipped(self.imaged.where(F.col("record").isNotNull()).select("record.key", "record.value"),
+                       _as_records)
 
     def save_states(self) -> None:
         self.store.merge_states(self.imaged.where(F.col("state").isNotNull()).select("state.*"))
+
+
+def _as_records(batch: pa.RecordBatch) -> pa.RecordBatch:
+    n = batch.num_rows
+    return pa.RecordBatch.from_arrays([batch.column("key"), batch.column("value"), pa.nulls(n, pa.string()),
+                                       pa.array([False] * n)], schema=RECORDS)
 
 
 @dataclass(frozen=True)

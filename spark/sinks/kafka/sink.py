@@ -49,6 +49,7 @@ from ..json_rows import dead_letter_json, generations_json, is_json, log_row_jso
 from ..layouts import KafkaFormat
 from .avro_rows import avro_datum
 from .images import ImagesAt, ImageWriter, TableImages
+from .records import RECORDS, Record, shipped
 from ..ledger import is_newest_replay
 
 Encode = Callable[[Row], bytes]
@@ -193,8 +194,7 @@ class KafkaSink(Sink):
                 sent = self._produce(self.topic, _json_records(ordered) if self._encode_row is None else
                                      _records(ordered, self._encode_row, log_rows=True))
             else:
-                sent = sum(self._produce(table.topic, ((key, value, None, False) for key, value in table.records()))
-                           for table in planned)
+                sent = sum(self._produce(table.topic, table.records()) for table in planned)
             dead = self._produce(self.dead_letters, _records(dead_letters.orderBy("topic", "partition", "offset"),
                                                              self._encode_dead_letter, log_rows=False))
             if not self.transactions:
@@ -288,40 +288,16 @@ class KafkaSink(Sink):
         self._commit()
 
 
-Record = tuple[bytes | None, bytes, str | None, bool]  # key, value, change id, late
-_RECORDS = pa.schema([pa.field("key", pa.binary()), pa.field("value", pa.binary()), pa.field("change_id", pa.string()),
-                      pa.field("late", pa.bool_())])
-
-
 def _records(frame: DataFrame, encode: Encode, log_rows: bool) -> Iterator[Record]:
     """(key, value, change id, late) of each row of `frame`, in its order: encoded on the executors, so the
     driver only hands finished records to the producer. A log row is keyed by its partition key."""
-    return _shipped(frame, RowEncoder(frame.schema, encode, log_rows))
+    return shipped(frame, RowEncoder(frame.schema, encode, log_rows))
 
 
 def _json_records(frame: DataFrame) -> Iterator[Record]:
     """`_records` of log rows as JSON, made by Spark on the executors (`log_row_json_text`)."""
-    return _shipped(frame.select("partition_key", log_row_json_text(frame.schema, omit=R.LATE).alias("text"),
+    return shipped(frame.select("partition_key", log_row_json_text(frame.schema, omit=R.LATE).alias("text"),
                                  "change_id", R.LATE), _json_chunk)
-
-
-def _shipped(frame: DataFrame, encode: Callable[[pa.RecordBatch], pa.RecordBatch]) -> Iterator[Record]:
-    """Each Arrow batch of `frame` encoded on the executors (`encode`: a batch → `_RECORDS`) and shipped to the
-    driver as one Arrow stream, a partition at a time and in order: a few objects a batch to pass from the
-    executors rather than one per row, which was the sink's bottleneck."""
-    chunks = frame.mapInArrow(partial(_chunks, encode), "chunk binary")
-    for (chunk,) in chunks.toLocalIterator(prefetchPartitions=True):
-        table = pa.ipc.open_stream(chunk).read_all()
-        yield from zip(*(table.column(name).to_pylist() for name in _RECORDS.names))
-
-
-def _chunks(encode: Callable[[pa.RecordBatch], pa.RecordBatch],
-            batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    for batch in batches:
-        sink = pa.BufferOutputStream()
-        with pa.ipc.new_stream(sink, _RECORDS) as stream:
-            stream.write_batch(encode(batch))
-        yield pa.RecordBatch.from_pydict({"chunk": [sink.getvalue().to_pybytes()]})
 
 
 def _json_chunk(batch: pa.RecordBatch) -> pa.RecordBatch:
@@ -331,12 +307,12 @@ def _json_chunk(batch: pa.RecordBatch) -> pa.RecordBatch:
             raise KafkaSinkError(f"the log row of change {change_id} holds a value whose text is not JSON")
     return pa.RecordBatch.from_arrays([batch.column("partition_key"), pa.array([t.encode() for t in texts],
                                                                                 pa.binary()),
-                                       batch.column("change_id"), batch.column(R.LATE)], schema=_RECORDS)
+                                       batch.column("change_id"), batch.column(R.LATE)], schema=RECORDS)
 
 
 @dataclass(frozen=True)
 class RowEncoder:
-    """A batch of rows of `schema` → `_RECORDS`, each row's value made by `encode`; picklable."""
+    """A batch of rows of `schema` → `RECORDS`, each row's value made by `encode`; picklable."""
 
     schema: StructType
     encode: Encode
@@ -352,7 +328,7 @@ class RowEncoder:
                        [bool(r[R.LATE]) for r in rows])
         else:
             columns = ([None] * len(rows), [encode(r) for r in rows], [r.change_id for r in rows], [False] * len(rows))
-        return pa.RecordBatch.from_arrays([pa.array(c, f.type) for c, f in zip(columns, _RECORDS)], schema=_RECORDS)
+        return pa.RecordBatch.from_arrays([pa.array(c, f.type) for c, f in zip(columns, RECORDS)], schema=RECORDS)
 
 
 def _json_dead_letter(row: Row) -> bytes:

@@ -3,7 +3,8 @@ import pyarrow as pa
 import pytest
 
 from spark import rows as R
-from spark.sinks.kafka.sink import _RECORDS, KafkaSinkError, _chunks, _json_chunk
+from spark.sinks.kafka.records import RECORDS, _chunks
+from spark.sinks.kafka.sink import KafkaSinkError, _json_chunk
 
 
 def log_batch(texts: list[str]) -> pa.RecordBatch:
@@ -17,7 +18,7 @@ def test_json_log_rows_are_shipped_as_one_arrow_stream_a_batch_in_their_order():
     texts = ['{"a":1}', '{"b":"é"}', "[]"]
     (chunk,) = [c for out in _chunks(_json_chunk, iter([log_batch(texts)])) for c in out.column("chunk").to_pylist()]
     table = pa.ipc.open_stream(chunk).read_all()
-    assert table.schema == _RECORDS
+    assert table.schema == RECORDS
     assert table.to_pylist() == [{"key": bytes([i]), "value": t.encode(), "change_id": f"change-{i}", "late": i == 1}
                                  for i, t in enumerate(texts)]
 

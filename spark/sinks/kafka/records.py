@@ -1,0 +1,33 @@
+"""Kafka records made on the executors and brought to the driver, which produces them (a batch is one Kafka
+transaction, which only one producer can hold): each Arrow batch of a frame is encoded into `RECORDS` there
+and shipped as one Arrow stream, a partition at a time and in order — a few objects per batch to pass
+from the executors rather than a Row per record."""
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from functools import partial
+
+import pyarrow as pa
+from pyspark.sql import DataFrame
+
+Record = tuple[bytes | None, bytes, str | None, bool]  # key, value, change id, late
+RECORDS = pa.schema([pa.field("key", pa.binary()), pa.field("value", pa.binary()), pa.field("change_id", pa.string()),
+                     pa.field("late", pa.bool_())])  # a null value: a tombstone
+
+
+def shipped(frame: DataFrame, encode: Callable[[pa.RecordBatch], pa.RecordBatch]) -> Iterator[Record]:
+    """The records of `frame`, in its order: each Arrow batch encoded on the executors (`encode`: a batch →
+    `RECORDS`)."""
+    chunks = frame.mapInArrow(partial(_chunks, encode), "chunk binary")
+    for (chunk,) in chunks.toLocalIterator(prefetchPartitions=True):
+        table = pa.ipc.open_stream(chunk).read_all()
+        yield from zip(*(table.column(name).to_pylist() for name in RECORDS.names))
+
+
+def _chunks(encode: Callable[[pa.RecordBatch], pa.RecordBatch],
+            batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    for batch in batches:
+        sink = pa.BufferOutputStream()
+        with pa.ipc.new_stream(sink, RECORDS) as stream:
+            stream.write_batch(encode(batch))
+        yield pa.RecordBatch.from_pydict({"chunk": [sink.getvalue().to_pybytes()]})
