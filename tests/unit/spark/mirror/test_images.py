@@ -140,3 +140,27 @@ def test_rows_whose_cells_expired_are_imaged_as_they_were_and_as_they_are():
     early = Images(Rules(T), NOW + 5)
     early.expired(record, rows, NOW)
     assert early.images == []  # nothing expired yet
+
+
+def test_a_column_added_to_the_table_keeps_its_image_schemas_readable_both_ways():
+    """The schemas are rebuilt from the table each batch and registered under BACKWARD compatibility: a
+    consumer on the new schema reads images written before the column came (the column null), and one on
+    the old schema reads the new ones (without it)."""
+    from schemas.avro.image import ImageSchemas
+    from schemas.cql import parse_type
+
+    key = [("id", parse_type("int", {}, "ks"))]
+    old = ImageSchemas.of("ks", "t", key, [("v", parse_type("text", {}, "ks"))])
+    new = ImageSchemas.of("ks", "t", key, [("v", parse_type("text", {}, "ks")),
+                                           ("w", parse_type("set<int>", {}, "ks"))])
+    source = {"name": "t", "node": None, "segment_id": None, "entry_offset": None, "ts_ms": 1, "ts_us": 1,
+              "change_id": "c", "snapshot": "false"}
+
+    def round_trip(writer: ImageSchemas, reader: ImageSchemas, after: dict) -> dict:
+        out = io.BytesIO()
+        schemaless_writer(out, parse_schema(writer.value_schema), writer.value("c", None, after, source, 1))
+        out.seek(0)
+        return schemaless_reader(out, parse_schema(writer.value_schema), parse_schema(reader.value_schema))["after"]
+
+    assert round_trip(old, new, {"id": 1, "v": "x"}) == {"id": 1, "v": "x", "w": None}
+    assert round_trip(new, old, {"id": 1, "v": "x", "w": [2]}) == {"id": 1, "v": "x"}
