@@ -17,8 +17,9 @@ each is shown as the median rows/s of its rounds with their range (min–max).
 `-mirror` sinks merge the same changes (each row carries its change's cells, as the job decodes them for
 a mirror) into the table's mirror (`layout=mirror`): each an insert of a new row, whose state is looked
 up, merged and written; `kafka-image` merges them likewise into its state (in Delta, under the
-temporary directory) and produces each change's image (`layout=image`). HTTP posts to a local receiver in this process that accepts every request (the
-floor of the JSON encoding and the HTTP round trips, not of any real service).
+temporary directory) and produces each change's image (`layout=image`). HTTP posts to a local receiver
+in this process that accepts every request (the floor of the JSON encoding and the HTTP round trips, not
+of any real service).
 
 The floors, timed in the same turns on the same rows: `floor-delta`, a plain Delta append of the rows'
 DataFrame; `floor-postgres`, a plain `COPY` of the rows (as the PostgreSQL sink stages them: CSV, made

@@ -28,9 +28,6 @@ from .names import ROOT_NAMESPACE, avro_name, define_once, field, record
 from .table import CONNECTOR, VERSION
 from .types import avro_type, optional
 
-OPS = ("c", "u", "d", "r")
-
-
 @dataclass(frozen=True)
 class ImageSchemas:
     """A table's key and value schemas, and the function from an image's parts to their datums."""

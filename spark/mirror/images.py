@@ -29,6 +29,7 @@ from .engine import Change
 from .state import Rules, row_key
 
 Values = dict[str, Any]  # every column of the row, as `SELECT *` shows it (the log's JSON forms)
+_EVERY_ROW = {"k": None, "s": True, "c": {}}  # cells that reach every row of a partition (`_rows_reached`)
 
 
 class RowImage(NamedTuple):
@@ -50,24 +51,23 @@ class Images:
         self.images: list[RowImage] = []
 
     def before(self, change: Change, record: Mapping[str, Any], rows: Mapping[str, dict]) -> dict:
-        return self._read(change, record, rows)
+        return self._read(change.cells, record, rows, self.now)
 
     def after(self, change: Change, seen: dict, record: Mapping[str, Any], rows: Mapping[str, dict]) -> None:
-        now = self._read(change, record, rows)
-        for row in (*seen, *(r for r in now if r not in seen)):
-            before, after = seen.get(row), now.get(row)
-            if before != after:
-                self.images.append(RowImage(change, self._key(record, row), before, after))
+        self._add(change, record, seen, self._read(change.cells, record, rows, self.now))
 
     def expired(self, record: Mapping[str, Any], rows: Mapping[str, dict], before: int) -> None:
         """Image a partition whose cells expired after `before` (s) and by now: each row as read at `before`
         and now."""
-        every = {"k": None, "s": True, "c": {}}  # reaches every row
-        was = Images(self.rules, before)._read(Change(b"", [], every), record, rows)
-        now = self._read(Change(b"", [], every), record, rows)
+        self._add(None, record, self._read(_EVERY_ROW, record, rows, before),
+                  self._read(_EVERY_ROW, record, rows, self.now))
+
+    def _add(self, change: Change | None, record: Mapping[str, Any], was: dict[str, Values],
+             now: dict[str, Values]) -> None:
+        """An image of each row whose values differ between `was` and `now`."""
         for row in (*was, *(r for r in now if r not in was)):
             if was.get(row) != now.get(row):
-                self.images.append(RowImage(None, self._key(record, row), was.get(row), now.get(row)))
+                self.images.append(RowImage(change, self._key(record, row), was.get(row), now.get(row)))
 
     def _rows_reached(self, cells: Mapping[str, Any], rows: Mapping[str, dict]) -> Iterable[str]:
         if cells.get("r") is None and not cells["s"] and cells["k"] is not None \
@@ -76,17 +76,19 @@ class Images:
         named = () if cells["k"] is None else (row_key(cells["k"]),)
         return dict.fromkeys((*rows, *named))
 
-    def _read(self, change: Change, record: Mapping[str, Any], rows: Mapping[str, dict]) -> dict[str, Values]:
-        """Each row the change can alter that `SELECT *` shows now: its values, by row key."""
-        rules, now = self.rules, self.now
-        static = rules.read_static(record, now)[0] if self._has_static else {}
+    def _read(self, cells: Mapping[str, Any], record: Mapping[str, Any], rows: Mapping[str, dict],
+              at: int) -> dict[str, Values]:
+        """Each row a change of `cells` can alter that `SELECT *` shows at `at` (s): its values, by row key."""
+        rules = self.rules
+        static = rules.read_static(record, at)[0] if self._has_static else {}
         shown: dict[str, Values] = {}
-        for row in self._rows_reached(change.cells, rows):
+        for row in self._rows_reached(cells, rows):
             state = rows.get(row)
-            values, live = rules.read_row(record, row, state, now) if state else ({}, False)
+            values, live = rules.read_row(record, row, state, at) if state else ({}, False)
             if live:
                 shown[row] = {**self._key(record, row), **static, **values}
         return shown
 
     def _key(self, record: Mapping[str, Any], row: str) -> Values:
-        return {**dict(zip(self._partition_names, record["p"])), **dict(zip(self._clustering_names, json.loads(row)))}
+        return {**dict(zip(self._partition_names, record["p"])),
+                **dict(zip(self._clustering_names, json.loads(row)))}

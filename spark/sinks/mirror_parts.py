@@ -28,6 +28,7 @@ from spark.mirror.engine import MirrorStore
 from spark.mirror.layout import MirrorLayout
 from spark.mirror.tables import RawChange, merge_batch
 
+from .contract import of_tables
 from .parts import part_digest, write_each_part
 
 log = logging.getLogger(__name__)
@@ -42,6 +43,14 @@ def mirror_changes(rows: DataFrame) -> DataFrame:
     """The batch's changes a mirror merges: a range deletion's second row (its end bound) carries no
     cells, the first has both bounds."""
     return rows.where(F.col("cells").isNotNull())
+
+
+def table_changes(rows: DataFrame, layout: MirrorLayout, *columns: str) -> DataFrame:
+    """One table's changes of a batch as a merging task takes them: `partition` (its serialized partition key),
+    `key`, `cells`, and `columns`."""
+    of_table = of_tables(mirror_changes(rows), [(layout.keyspace, layout.table)])
+    return of_table.select(F.col("partition_key").alias("partition"), "key", "cells",
+                           *(F.col(f"`{c}`") for c in columns))
 
 
 def table_counts(rows: DataFrame) -> dict[Name, int]:

@@ -67,8 +67,9 @@ def _from_pg(cql: CqlType) -> Callable[[Any], Any]:
         return _float32
     if name == "blob":
         return lambda v: "0x" + bytes(v).hex()
-    if name == "timestamp":
-        return lambda v: (v - _EPOCH) // dt.timedelta(milliseconds=1)
+    if name == "timestamp":  # timestamptz, or a timestamp (without zone) holding UTC
+        return lambda v: ((v if v.tzinfo else v.replace(tzinfo=dt.timezone.utc)) - _EPOCH) // dt.timedelta(
+            milliseconds=1)
     if name == "date":
         return lambda v: (v - _EPOCH.date()).days
     if name in ("uuid", "timeuuid", "inet", "decimal"):
@@ -100,8 +101,9 @@ def postgres_values(conn: Any, table: str, types: dict[str, CqlType]) -> list[di
     return ordered({n: None if v is None else reads[n](v) for n, v in zip(names, row)} for row in cursor.fetchall())
 
 
-def postgres_rows(conn: Any, layout: MirrorLayout) -> list[dict]:
-    return postgres_values(conn, f'"{layout.keyspace}"."{layout.table}"', _types(layout))
+def postgres_rows(conn: Any, layout: MirrorLayout, table: str | None = None) -> list[dict]:
+    """The rows of a PostgreSQL table holding `layout`'s columns: its mirror, or `table` (a quoted name)."""
+    return postgres_values(conn, table or f'"{layout.keyspace}"."{layout.table}"', _types(layout))
 
 
 def postgres_mirror(dsn: str, layout: MirrorLayout) -> list[dict]:

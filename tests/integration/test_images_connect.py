@@ -33,9 +33,9 @@ from spark.sinks.kafka.sink import KafkaSink
 from tests.integration.delivered import run_available
 from spark.subscriptions.model import Change
 from spark.subscriptions.statements import Statement
-from tests.integration.mirrors import diff, imaged_rows, keyed_rows, layout_of, ordered, source_rows
+from tests.integration.mirrors import diff, imaged_rows, keyed_rows, layout_of, postgres_rows, source_rows
 from tests.integration.pipeline import has_marker, write_marker
-from tests.integration.test_mirror import execute
+from tests.integration.workload import execute
 from tests.support import wait_for
 
 pytestmark = pytest.mark.integration
@@ -136,21 +136,13 @@ def connector_failure(connect: str, name: str) -> str | None:
 
 
 def postgres_table(stack, table: str, layout) -> list[dict]:
-    """The JDBC sink's table, in the event's JSON forms (as `mirrors.source_rows` gives `SELECT *`)."""
-    from spark.mirror.values import json_value
-
-    types = {c.name: layout.cql(c.type) for c in (*layout.key_columns, *layout.columns)}
-    reads = {"data": lambda v: "0x" + bytes(v).hex(), "ref": str,
-             "at": lambda v: round(v.replace(tzinfo=dt.timezone.utc).timestamp() * 1000),
-             "day": lambda v: (v - dt.date(1970, 1, 1)).days}
+    """The JDBC sink's table, in the event's JSON forms (as `mirrors.source_rows` gives `SELECT *`); none
+    before the sink has made it."""
     with psycopg.connect(stack.postgres_dsn) as conn:
         try:
-            cursor = conn.execute(f'SELECT * FROM "{table}"')
+            return postgres_rows(conn, layout, f'"{table}"')
         except psycopg.errors.UndefinedTable:
             return []
-        names = [d.name for d in cursor.description]
-        return ordered({n: None if v is None else json_value(types[n])(reads.get(n, lambda x: x)(v))
-                        for n, v in zip(names, row)} for row in cursor.fetchall())
 
 
 def until_equal(connect: str, name: str, stack, table: str, layout, source: list[dict], timeout: float = 120) -> None:

@@ -20,8 +20,6 @@ from pathlib import Path
 
 import psycopg
 import pytest
-from cassandra.concurrent import execute_concurrent
-from cassandra.query import SimpleStatement
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 from pyspark.sql.types import StringType, StructField, StructType
 
@@ -46,7 +44,7 @@ from tests.integration.micro_batches import WRITE_US, log_row
 from tests.integration.mirrors import (delta_rows, diff, imaged_rows, keyed_rows, layout_of, mysql_rows, ordered,
                                        postgres_mirror, postgres_rows, source_rows, without_negative_zero)
 from tests.integration.pipeline import EventConsumer, has_marker, write_marker
-from tests.integration.workload import TABLES, Workload, ddl
+from tests.integration.workload import TABLES, Workload, ddl, execute
 from tests.support import wait_for
 
 pytestmark = pytest.mark.integration
@@ -54,13 +52,6 @@ pytestmark = pytest.mark.integration
 STATEMENTS = int(os.environ.get("RINGTAIL_TEST_MIRROR_STATEMENTS", "20000"))
 SEED = int(os.environ.get("RINGTAIL_TEST_MIRROR_SEED", "18"))
 SECOND_NODE = "0b5e55ed-0000-4000-8000-00000000000b"
-
-
-def execute(cql, statements: list[str]) -> None:
-    results = execute_concurrent(cql, [(SimpleStatement(s), ()) for s in statements], concurrency=64,
-                                 raise_on_first_error=False)
-    failed = [(s, r.result_or_exc) for s, r in zip(statements, results) if not r.success]
-    assert not failed, failed[:5]
 
 
 def resend_shuffled(stack, prefix: str, seed: int) -> int:

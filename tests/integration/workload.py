@@ -11,7 +11,18 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from cassandra.concurrent import execute_concurrent
+from cassandra.query import SimpleStatement
+
 TABLES = ("wide", "events", "kv")
+
+
+def execute(cql, statements: list[str]) -> None:
+    """Run `statements` at once, 64 at a time; every one must succeed."""
+    results = execute_concurrent(cql, [(SimpleStatement(s), ()) for s in statements], concurrency=64,
+                                 raise_on_first_error=False)
+    failed = [(s, r.result_or_exc) for s, r in zip(statements, results) if not r.success]
+    assert not failed, failed[:5]
 
 
 def ddl(keyspace: str) -> list[str]:

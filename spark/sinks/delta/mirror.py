@@ -16,6 +16,7 @@ which also lets a column have any name).
 """
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -221,24 +222,33 @@ class MergeTask:
     now: int
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        loaded: dict[StateKey, str] = {}
-        changes: list[tuple[bytes, str, str]] = []
-        for batch in batches:
-            columns = batch.to_pydict()
-            for partition, row, state, key, cells in zip(columns["partition"], columns["row"], columns["state"],
-                                                          columns["key"], columns["cells"]):
-                if cells is None:
-                    loaded[(partition, row)] = state
-                else:
-                    changes.append((partition, key, cells))
+        loaded, changes = split_given(batches)
         if not changes:
             return
         store = LoadedStates(loaded)
-        merge(Rules(self.layout), store, changes_of(self.layout, sorted(changes)), self.now)
+        raw = sorted(zip(changes["partition"], changes["key"], changes["cells"]))
+        merge(Rules(self.layout), store, changes_of(self.layout, raw), self.now)
         rows = MirrorRows.of(self.layout)
         output = [{"state": s._asdict(), "mirror": None} for s in store.states]
         output += [{"state": None, "mirror": rows.values(r)} for r in store.rows]
         yield from pa.Table.from_pylist(output, schema=arrow_schema(_merged(rows))).to_batches()
+
+
+def split_given(batches: Iterator[pa.RecordBatch]) -> tuple[dict[StateKey, str], dict[str, list]]:
+    """What a merging task was given (`DeltaMirrorStore.given`): the states, by key, and the changes column by
+    column ({} without any)."""
+    loaded: dict[StateKey, str] = {}
+    changes: dict[str, list] = defaultdict(list)
+    for batch in batches:
+        columns = batch.to_pydict()
+        names = [name for name in columns if name not in ("row", "state")]
+        for i, cells in enumerate(columns["cells"]):
+            if cells is None:
+                loaded[(columns["partition"][i], columns["row"][i])] = columns["state"][i]
+            else:
+                for name in names:
+                    changes[name].append(columns[name][i])
+    return loaded, changes
 
 
 class LoadedStates:

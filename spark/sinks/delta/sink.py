@@ -52,7 +52,7 @@ from ..contract import MicroBatch, Sink, generation_rows, of_tables
 from .mirror import DeltaMirrorStore, known_mirrors
 from ..layouts import MIRROR, Layout
 from ..ledger import is_newest_replay
-from ..mirror_parts import mirror_changes, table_counts
+from ..mirror_parts import table_changes, table_counts
 from ..log_table import LogLayout, typed_log_layout
 from ..typed_log import TypedLog
 
@@ -195,11 +195,8 @@ class DeltaSink(Sink):
         table; the driver plans and counts."""
         counts = table_counts(rows)
         now = int(time.time())
-        changes = mirror_changes(rows)
         for layout, store in prepare_tables(self._mirrors, counts, self._store_of, counts):
-            of_table = (changes.where((F.col("keyspace") == layout.keyspace) & (F.col("table") == layout.table))
-                        .select(F.col("partition_key").alias("partition"), "key", "cells"))
-            result = store.merged(of_table, now).persist()
+            result = store.merged(table_changes(rows, layout), now).persist()
             try:
                 states, written = result.agg(F.count("state"), F.count("mirror")).first()
                 if written:

@@ -40,8 +40,8 @@ from spark.mirror.state import RECORD, Rules
 from spark.mirror.tables import Layouts, prepare_tables
 from spark.rows import arrow_schema
 
-from ..delta.mirror import STATE, DeltaMirrorStore, LoadedStates, known_mirrors
-from ..mirror_parts import mirror_changes, table_counts
+from ..delta.mirror import STATE, DeltaMirrorStore, LoadedStates, known_mirrors, split_given
+from ..mirror_parts import table_changes, table_counts
 from .records import RECORDS, Record, shipped
 
 log = logging.getLogger(__name__)
@@ -56,12 +56,6 @@ _ORIGIN = ("write_time_us", "change_id", "cdc$operation", "source")
 def image_schemas(layout: MirrorLayout) -> ImageSchemas:
     return ImageSchemas.of(layout.keyspace, layout.table, [(c.name, layout.cql(c.type)) for c in layout.key_columns],
                            [(c.name, layout.cql(c.type)) for c in layout.columns])
-
-
-def image_changes(changes: DataFrame) -> DataFrame:
-    """A table's changes as `ImageTask` reads them."""
-    return changes.select("partition_key", "key", "cells", *(F.col(f"`{c}`") for c in _ORIGIN)) \
-        .withColumnRenamed("partition_key", "partition")
 
 
 @dataclass(frozen=True)
@@ -85,21 +79,16 @@ class ImageTask:
     name: str
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        loaded, changes = {}, []
-        for batch in batches:
-            for row in batch.to_pylist():
-                if row["cells"] is None:
-                    loaded[(row["partition"], row["row"])] = row["state"]
-                else:
-                    changes.append(row)
-        if not changes:
+        loaded, columns = split_given(batches)
+        if not columns:
             return
+        changes = [dict(zip(columns, values)) for values in zip(*columns.values())]
         changes.sort(key=lambda c: (c["partition"], c["write_time_us"], c["change_id"]))
         names = [c.name for c in self.layout.partition_key]
         rules, store = Rules(self.layout), LoadedStates(loaded)
         images = Images(rules, self.now)
-        merge(rules, store, (Change(c["partition"], [json.loads(c["key"])[n] for n in names], json.loads(c["cells"]), c)
-                             for c in changes), self.now, observer=images)
+        merge(rules, store, (Change(c["partition"], [json.loads(c["key"])[n] for n in names],
+                                    json.loads(c["cells"]), c) for c in changes), self.now, observer=images)
         out = [{"state": s._asdict(), "record": None} for s in store.states]
         schemas, made = image_schemas(self.layout), int(time.time() * 1000)
         for image in images.images:
@@ -177,13 +166,12 @@ class ImageWriter:
 
     def plan(self, rows: DataFrame) -> list[TableImages]:
         counts = table_counts(rows)
-        changes = mirror_changes(rows)
         now = int(time.time())
         planned = []
         for layout, store in prepare_tables(self.layouts, counts, self._store, counts):
             topic, encoding = self._encoding(layout)
-            mine = changes.where((F.col("keyspace") == layout.keyspace) & (F.col("table") == layout.table))
-            imaged = store.given(image_changes(mine)).mapInArrow(ImageTask(layout, now, encoding, self.name), IMAGED)
+            imaged = store.given(table_changes(rows, layout, *_ORIGIN)).mapInArrow(
+                ImageTask(layout, now, encoding, self.name), IMAGED)
             planned.append(TableImages(topic, store, imaged.persist()))
         return planned
 

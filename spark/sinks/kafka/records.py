@@ -10,7 +10,7 @@ from functools import partial
 import pyarrow as pa
 from pyspark.sql import DataFrame
 
-Record = tuple[bytes | None, bytes, str | None, bool]  # key, value, change id, late
+Record = tuple[bytes | None, bytes | None, str | None, bool]  # key, value (None: a tombstone), change id, late
 RECORDS = pa.schema([pa.field("key", pa.binary()), pa.field("value", pa.binary()), pa.field("change_id", pa.string()),
                      pa.field("late", pa.bool_())])  # a null value: a tombstone
 

@@ -209,7 +209,7 @@ class KafkaSink(Sink):
         log.info("batch %d: %d %s and %d dead letters committed to %s", batch_id, sent,
                  "log rows" if self._images is None else "image records", dead, self.topic)
 
-    def _produce(self, topic: str, records: Iterable[tuple[bytes | None, bytes | None, str | None, bool]]) -> int:
+    def _produce(self, topic: str, records: Iterable[Record]) -> int:
         count = 0
         for key, value, change_id, late in records:
             headers = [("ringtail-change-id", change_id.encode())] if change_id else []
