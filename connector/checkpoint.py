@@ -126,6 +126,11 @@ class Checkpoint:
         """Events handed to the producer and not yet acknowledged."""
         return self._unacknowledged
 
+    @property
+    def queued_through(self) -> Position | None:
+        """The newest position handed in (read, produced or finished), else the committed one."""
+        return self._queue[-1].position if self._queue else self.state.position
+
     def start_after(self, segment: SegmentFile) -> Position | None:
         """Where reading `segment` resumes: after the newest position of it queued in this run (read and
         handed over, acknowledged or not), else after the committed position when it lies in it. A

@@ -73,6 +73,8 @@ class ConnectorSettings(FileSettings):
     # warning ratio is logged and exported.
     cdc_total_space: ByteSize = Field(ByteSize(4096 << 20), ge=1)
     cdc_usage_warning: float = Field(0.7, gt=0, le=1)
+    # How often the node's frontier (connector.frontier) is sent to `<topic_prefix>.frontiers`; 0: never.
+    frontier_interval: float = Field(1.0, ge=0)
     metrics_host: str = "0.0.0.0"
     metrics_port: int = Field(9108, ge=0)  # 0: no HTTP endpoint
     log_level: str = "INFO"

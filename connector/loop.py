@@ -28,6 +28,7 @@ from connector.commitlog.cdc_index import SUFFIX
 from connector.config import ConnectorSettings
 from connector.deadletters import Rejections
 from connector.events import EventWriter
+from connector.frontier import Frontier, FrontierSender, look_at_index
 from connector.lifecycle import SegmentLife, Stage
 from connector.lost import LostSegment, LostSegments
 from connector.metrics import Health, Metrics
@@ -55,6 +56,7 @@ class Services:
     rejections: Rejections
     decoders: NativeDecoders | None = None  # None: the Python reader reads the segments
     clock: Callable[[], float] = time.monotonic
+    frontiers: FrontierSender | None = None  # None: no frontier is kept or sent
 
 
 @dataclass(frozen=True)
@@ -74,6 +76,8 @@ class SegmentLoop:
         self.settings, self.metrics, self.health, self.stopping = settings, metrics, health, stopping
         self.producer, self.schema = services.producer, services.schema
         self.decoders, self.clock = services.decoders, services.clock
+        self.frontiers = services.frontiers
+        self.frontier: Frontier | None = None  # once the node is known (`FrontierSender.known`)
         self.writer = EventWriter(services.events, services.schema, services.rejections, metrics,
                                   settings.topic_prefix, settings.node_name)
         self.positions = PositionStore(settings.state_dir / "position.json")
@@ -128,6 +132,8 @@ class SegmentLoop:
             if self.clock() - self._last_commit >= s.commit_interval:
                 self.checkpoint.commit()
                 self._last_commit = self.clock()
+            if self.frontiers is not None:
+                self._send_frontier()
         except (DeliveryFailed, RegistryError, TopicError, KafkaException) as exc:
             # Nothing after the committed position is trusted: read it again, after a pause
             # (a missing topic needs an operator; the error says why).
@@ -191,6 +197,7 @@ class SegmentLoop:
         # Delivery reports are served every turn: while reading waits (for a lost segment, say), the
         # commit still follows what Kafka acknowledges.
         self.producer.poll(0)
+        listed_at = time.time_ns() // 1000
         listing = scan(self.settings.cdc_raw)
         pending = self._watch_segments(listing)
         if self.clock() - self._housekept >= self.settings.housekeeping_interval:
@@ -205,6 +212,8 @@ class SegmentLoop:
         if self.tail is not None and (segment is None or self.tail.segment != segment):
             self._close_tail()  # passed over: a later segment is indexed, so this one never held CDC data
         if segment is None:
+            if not pending:
+                self._read_up(listed_at, listing, None)
             return False
         if self.tail is None:
             after, complete = self.checkpoint.start_after(segment), segment.segment_id in returned
@@ -221,8 +230,33 @@ class SegmentLoop:
         if tail.finished:
             self._finish(tail, Stage.FINISHED)
             return True
+        self._read_up(listed_at, listing, segment)
         self._watch_index(tail, listing)
         return read
+
+    def _send_frontier(self) -> None:
+        if self.frontier is None:
+            node = self.frontiers.known()
+            if node is None:
+                return
+            self.frontier = Frontier(node.sync.bound_ms)
+        self.frontiers.send_when_due(self.frontier.committed(self.checkpoint.committed), self.stopping)
+
+    def _read_up(self, listed_at: int, listing: Listing, segment: SegmentFile | None) -> None:
+        """A frontier claim (`connector.frontier`) when reading has caught up with what cdc_raw held durable
+        when listed at `listed_at` (µs): nothing indexed after `segment`, the one read (None: every indexed
+        one is read), and its index, looked at after the listing, read to its offset."""
+        if self.frontier is None:
+            return
+        look = None
+        if segment is not None:
+            if any(i > segment.segment_id for i in listing.indexed):
+                return
+            if segment.segment_id in listing.indexed:
+                look, at = look_at_index(segment.index_path), self.tail.position if self.tail else None
+                if look is None or at is None or at < Position.after_section(segment.segment_id, look.offset):
+                    return
+        self.frontier.read_up(listed_at, look, self.checkpoint.queued_through)
 
     def _read(self, tail: SegmentTail) -> bool:
         read = False

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 
 from confluent_kafka.schema_registry import SchemaRegistryClient
 
 from connector.config import ConnectorSettings
+from connector.frontier import FrontierSender, Node, read_node
 from connector.deadletters import Rejections, dead_letter_topic
 from connector.lock import exclusive
 from connector.loop import SegmentLoop, Services
@@ -25,6 +27,7 @@ from connector.wake import DirectoryWatch
 from schemas.avro import ChangeEncoder, ChangeSerializer, SchemaRegistry, SchemaRejected, SourceInfo
 from schemas.runtime.kafka import EventProducer
 from schemas.runtime.reach import RefusalWatch, check_access
+from schemas.runtime.session import connect
 from schemas.runtime.status import StatusServer
 
 log = logging.getLogger("ringtail.connector")
@@ -117,7 +120,21 @@ class Connector:
         source = SourceInfo(s.topic_prefix, s.cluster_name, s.node_name)
         events = ChangeSerializer(ChangeEncoder(source, self.schema.snapshot),
                                   SchemaRegistry(SchemaRegistryClient(s.registry_security.client(s.registry_url))))
-        return Services(producer, events, self.schema, self.rejections, self._native_decoders(events))
+        frontiers = FrontierSender(
+            producer, s.kafka_security.librdkafka(s.kafka_bootstrap_servers), s.topic_prefix, s.node_name,
+            self._node, s.frontier_interval, time.monotonic, lambda: self.rejections.tables
+        ) if s.frontier_interval else None
+        return Services(producer, events, self.schema, self.rejections, self._native_decoders(events),
+                        frontiers=frontiers)
+
+    def _node(self) -> Node:
+        """The node beside the connector (the first of `cassandra_hosts`), as its frontier names it."""
+        s = self.settings
+        cluster, session = connect(s.cassandra_hosts[:1], s.cassandra_port, s.cassandra_security)
+        try:
+            return read_node(cluster, session, s.cassandra_hosts[0])
+        finally:
+            cluster.shutdown()
 
     def _native_decoders(self, events: ChangeSerializer):
         """The native core's decoders, unless the settings choose the Python reader or it is missing."""

@@ -1,6 +1,7 @@
 """Changes to what a Kafka producer sends: topic, key bytes and value bytes."""
 from __future__ import annotations
 
+import re
 import uuid
 from typing import NamedTuple
 
@@ -28,6 +29,11 @@ class Subjects(NamedTuple):
 def topic_name(prefix: str, keyspace: str, table: str) -> str:
     """Debezium's topic naming: `<logical name>.<keyspace>.<table>`."""
     return f"{prefix}.{keyspace}.{table}"
+
+
+def table_topics_pattern(prefix: str) -> str:
+    """The topics of every table of one prefix (`topic_name`), as a regex."""
+    return rf"{re.escape(prefix)}\.[^.]+\.[^.]+"
 
 
 class ChangeSerializer:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import logging
+import re
 import threading
 import time
 from typing import Callable, Iterable
@@ -41,6 +42,23 @@ def end_offsets(client: dict, topic: str, timeout: float = 30) -> dict[int, int]
                 for p in sorted(metadata.partitions)}
     finally:
         consumer.close()
+
+
+def latest_offsets(admin: AdminClient, pattern: str, timeout: float = 10) -> dict[str, dict[int, int]]:
+    """Topic → partition → the offset after its last record, for every topic whose whole name matches
+    `pattern`, in one request per broker."""
+    from confluent_kafka import TopicPartition
+    from confluent_kafka.admin import OffsetSpec
+
+    wanted = re.compile(pattern)
+    metadata = admin.list_topics(timeout=timeout)
+    request = {TopicPartition(name, p): OffsetSpec.latest() for name, topic in metadata.topics.items()
+               if topic.error is None and wanted.fullmatch(name) for p in topic.partitions}
+    offsets: dict[str, dict[int, int]] = {}
+    if request:
+        for partition, future in admin.list_offsets(request, request_timeout=timeout).items():
+            offsets.setdefault(partition.topic, {})[partition.partition] = future.result(timeout).offset
+    return offsets
 
 
 def create_topic(admin: AdminClient, topic: NewTopic, stopping: threading.Event, timeout: float = 60) -> bool:
@@ -129,10 +147,12 @@ class EventProducer:
                      *self._layout, brokers)
         return self._layout
 
-    def ensure_topic(self, topic: str, stopping: threading.Event, timeout: float = 15) -> bool:
-        """Create `topic` unless it exists; False when `stopping` was set meanwhile (a stop does not wait
-        for a broker that does not answer). A creation takes a second or so; one taking `timeout` is
-        waiting for a controller that died, and fails, to be asked again."""
+    def ensure_topic(self, topic: str, stopping: threading.Event, timeout: float = 15, *,
+                     compacted: bool = False) -> bool:
+        """Create `topic` unless it exists (`compacted`: one partition, keeping the newest record of each
+        key); False when `stopping` was set meanwhile (a stop does not wait for a broker that does not
+        answer). A creation takes a second or so; one taking `timeout` is waiting for a controller that
+        died, and fails, to be asked again."""
         if topic in self._topics:
             return True
         # A client of its own for each topic (topics are few): one kept would go on waiting for the
@@ -144,7 +164,8 @@ class EventProducer:
         known = cluster.topics.get(topic)
         if known is None or known.error is not None:
             factor, in_sync = self._topic_layout(broker_count(cluster))
-            new = NewTopic(topic, self.partitions, factor, config={"min.insync.replicas": str(in_sync)})
+            config = {"min.insync.replicas": str(in_sync), **({"cleanup.policy": "compact"} if compacted else {})}
+            new = NewTopic(topic, 1 if compacted else self.partitions, factor, config=config)
             if not create_topic(admin, new, stopping, timeout):
                 return False
         self._topics.add(topic)

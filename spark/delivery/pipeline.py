@@ -25,7 +25,7 @@ from pyspark.sql.streaming import StreamingQuery
 from schemas.runtime.session import STATEMENTS_ONLY, connect
 from spark import rows as R
 from spark.location import Location, S3Access
-from spark.sinks.contract import MicroBatch, Sink
+from spark.sinks.contract import MicroBatch, Resolved, Sink, utc_time
 from spark.streams.generations import MICROS_PER_SECOND
 from spark.streams.ring import copies_per_change
 
@@ -36,6 +36,7 @@ from .events import decode_partition
 from .generations import GenerationKeeper
 from .native_events import EventDecoder
 from .publications import Publications
+from .resolved import FrontierFeed, Resolver, RingNodes
 from .selection import Selection
 from .stopping import request_end
 from .tally import BatchCounts, Tally
@@ -263,6 +264,7 @@ class BatchWriter:
         # A mirror's expired values are purged every `mirror_purge_interval`, never during a batch.
         self._in_sink = threading.Lock()
         self._purged = time.monotonic()
+        self.resolver: Resolver | None = None  # set by `start` for a query that reads Kafka
 
     def publish_generations(self) -> None:
         """Refresh the generations; publish them in the sink, in the background, when it was not given
@@ -312,6 +314,31 @@ class BatchWriter:
                 self._purged = time.monotonic()
                 self._in_sink.release()
 
+    def resolve_when_due(self, wait: float = 1.0) -> None:
+        """Publish the resolved timestamps that moved, once `resolved_interval` has passed, between batches
+        (waiting at most `wait` seconds for one in the sink to end)."""
+        if self.resolver is None or not self.resolver.due() or self._publishing():
+            return
+        if self._in_sink.acquire(timeout=wait):
+            try:
+                self._resolve()
+            finally:
+                self._in_sink.release()
+
+    def _resolve(self) -> None:
+        """Publish what moved (the sink is this thread's); a failure is said and tried again when next due."""
+        try:
+            moved = self.resolver.resolve()
+            if moved:
+                first = [r for r in moved if (r.keyspace, r.table) not in self.resolver.published]
+                self.sink.publish_resolved(moved)
+                self.resolver.published_now(moved)
+                if first:
+                    log.info("%s: resolved timestamps published from now on: %s", self.query,
+                             ", ".join(_said(r) for r in first))
+        except Exception as exc:  # noqa: BLE001 - T only waits; the data path is not stopped for it
+            log.warning("%s: resolved timestamps not published: %s: %s", self.query, type(exc).__name__, exc)
+
     def write(self, batch: DataFrame, batch_id: int) -> None:
         offsets = batch_digest(self.checkpoint, batch_id)
         self.publish_generations()
@@ -338,8 +365,16 @@ class BatchWriter:
                      selected, counts.dead_letters, late_note)
             if self.after_write is not None:
                 self.after_write(counts, rows)
+            if self.resolver is not None:
+                self.resolver.written(batch_id)
+                if self.resolver.due():
+                    self._resolve()
         finally:
             batch.unpersist()
+
+
+def _said(resolved: Resolved) -> str:
+    return f"{resolved.keyspace}.{resolved.table} at {utc_time(resolved.time_us).isoformat()}"
 
 
 class Job:
@@ -356,6 +391,7 @@ class Job:
         query = self.query
         while not query.awaitTermination(poll):
             self.writer.purge_when_due()
+            self.writer.resolve_when_due()
             if stop.is_set():
                 self.stop_between_batches()
                 progress = query.lastProgress
@@ -391,6 +427,9 @@ class Job:
         except Exception:  # noqa: BLE001 - logged where it failed; the sink is closed all the same
             pass
         self.writer.sink.close()
+        if self.writer.resolver is not None:
+            self.writer.resolver.close()
+            self.writer.resolver = None
         if self.keeper is not None:
             self.keeper.close()
 
@@ -442,6 +481,12 @@ def start(spark: SparkSession, settings: StreamSettings, sink: Sink, *, availabl
                 refresh=min(10.0, settings.generation_delay / 4))
         changes = read_changes(spark, settings, source, cells=sink.merges_cells, assigner=assigner,
                                records_per_batch=records_per_batch(settings, writer.keeper))
+        if settings.resolved_interval and writer.resolver is None:
+            feed = FrontierFeed(settings.kafka_security.librdkafka(settings.kafka_bootstrap_servers),
+                                settings.topic_prefix)
+            ring = RingNodes(settings.cluster, writer.keeper.session if writer.keeper is not None else None)
+            writer.resolver = Resolver(feed, settings.topic_prefix, writer.checkpoint, ring,
+                                       max(settings.resolved_interval, sink.resolved_every))
     stream = (changes.writeStream
               .queryName(writer.query)
               .foreachBatch(writer)

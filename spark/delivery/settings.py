@@ -12,7 +12,7 @@ from typing import Annotated, Literal, TypeVar
 from pydantic import Field, field_validator
 from pydantic_settings import NoDecode
 
-from schemas.avro.serializer import topic_name
+from schemas.avro.serializer import table_topics_pattern, topic_name
 from schemas.runtime.access import CassandraCluster, CassandraSecurity, KafkaSecurity, RegistrySecurity
 from schemas.runtime.settings import FileSettings, split_hosts
 from spark.location import Location
@@ -71,6 +71,8 @@ class StreamSettings(FileSettings):
     assign_streams: bool = True
     # A mirror sink removes expired values with every micro-batch, and this often between them.
     mirror_purge_interval: float = Field(30.0, gt=0)
+    # How often each table's resolved timestamp is published in the sink (README "Resolved timestamps"); 0: never.
+    resolved_interval: float = Field(5.0, ge=0)
 
     # A stop lets the running micro-batch finish; one still in its sink this long after (a sink that
     # hangs) is cut, and replayed at the next start.
@@ -114,7 +116,7 @@ class StreamSettings(FileSettings):
     @property
     def topic_pattern(self) -> str:
         """The subscribe pattern: every table's topic of this connector name."""
-        return rf"{re.escape(self.topic_prefix)}\.[^.]+\.[^.]+"
+        return table_topics_pattern(self.topic_prefix)
 
     def table_topic_pattern(self, keyspace: str, table: str) -> str:
         """The subscribe pattern of one table's topic (a pattern, so a topic created later is found)."""

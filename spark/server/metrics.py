@@ -42,7 +42,12 @@ class RunnerCollector(Collector):
             for each in STATES:
                 state.add_metric(name + [each], 1.0 if subscription.state == each else 0.0)
             running.add_metric(name, 1.0 if is_running else 0.0)
-        yield from (delivered, filtered, late, retries, lag, state, running)
+        resolved = GaugeMetricFamily("ringtail_subscription_resolved_timestamp_seconds", "Every write Cassandra "
+                                     "acknowledged before it is in the sink (README \"Resolved timestamps\")",
+                                     labels=labels + ["keyspace", "table"])
+        for name, keyspace, table, seconds in self.runner.resolved():
+            resolved.add_metric([name, keyspace, table], seconds)
+        yield from (delivered, filtered, late, retries, lag, state, running, resolved)
 
 
 def runner_registry(runner: Runner) -> CollectorRegistry:

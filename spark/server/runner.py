@@ -159,6 +159,7 @@ class Runner:
             self._attempt(name)
         else:
             delivery.job.writer.purge_when_due()
+            delivery.job.writer.resolve_when_due()
             if delivery.batches_written and (held.attempts or current.state == "failing"):
                 held.attempts = 0
                 if current.state == "failing" and self.registry.report(current, None):
@@ -232,6 +233,18 @@ class Runner:
             delivered, filtered, late = h.figures()
             out.append((h.subscription, h.delivery is not None, delivered, filtered, late,
                         h.delivery.lag_seconds() if h.delivery else None, h.retries))
+        return out
+
+    def resolved(self) -> list[tuple[str, str, str, float]]:
+        """(subscription, keyspace, table, resolved timestamp in s) of each table a query here published."""
+        with self._lock:
+            held = list(self.held.values())
+        out = []
+        for h in held:
+            resolver = h.delivery.job.writer.resolver if h.delivery is not None else None
+            if resolver is not None:
+                out.extend((h.subscription.name, keyspace, table, time_us / 1e6)
+                           for (keyspace, table), time_us in list(resolver.published.items()))
         return out
 
     def close(self) -> None:

@@ -36,6 +36,16 @@ class MicroBatch:
         return self.dead_letter_count() > 0
 
 
+@dataclass(frozen=True)
+class Resolved:
+    """A table's resolved timestamp (µs since the epoch): every write to it Cassandra acknowledged before
+    is in the sink (`spark.delivery.resolved`)."""
+
+    keyspace: str
+    table: str
+    time_us: int
+
+
 class Sink(Protocol):
     """A sink; each sink subclasses it, and so declares what it asks of the job."""
 
@@ -47,6 +57,9 @@ class Sink(Protocol):
     # then the batch's only pass. A sink taking rows on the driver reads them a partition at a time, so
     # the job reads the batch whole first, in parallel.
     reads_batch_whole: bool = False
+    # Resolved timestamps are published at most this often (s) whatever `resolved_interval` says: where
+    # each publication is a commit of its own (Delta), a commit every few seconds would cost the sink.
+    resolved_every: float = 0.0
 
     def prepare(self) -> None:
         """Create what the sink needs (tables, keyspaces); safe to repeat."""
@@ -57,6 +70,9 @@ class Sink(Protocol):
     def publish_generations(self, generations: Generations) -> None:
         """Write the generation description tables (`cdc_generation_timestamps`,
         `cdc_streams_descriptions_v2`); idempotent."""
+
+    def publish_resolved(self, resolved: list[Resolved]) -> None:
+        """Record each table's resolved timestamp (`spark.delivery.resolved`), keeping the newest; idempotent."""
 
     def close(self) -> None:
         """Let go of what the sink holds between batches (a session, a producer); the sink is not
@@ -89,6 +105,11 @@ def chunks(items: Iterable[T], size: int) -> Iterator[list[T]]:
 def utc_time(micros: int | None) -> datetime.datetime | None:
     """Microseconds since the epoch as an aware UTC time (generations keep their times so)."""
     return None if micros is None else _EPOCH + datetime.timedelta(microseconds=micros)
+
+
+def resolved_rows(app_id: str, resolved: Iterable[Resolved]) -> list[tuple]:
+    """(app_id, keyspace, table, time, µs) rows of the `resolved` tables, the time as an aware UTC time."""
+    return [(app_id, r.keyspace, r.table, utc_time(r.time_us), r.time_us) for r in resolved]
 
 
 def generation_rows(generations: Generations) -> tuple[list[tuple], list[tuple]]:

@@ -122,6 +122,12 @@ def dead_letter_json(row: Row) -> dict:
     return {name: _json_value(value) for name, value in row.asDict().items()}
 
 
+def resolved_json(rows: list[tuple]) -> list[dict]:
+    """`resolved_rows` as JSON objects (the time in ISO 8601, with its µs beside it)."""
+    return [{"app_id": app_id, "keyspace": keyspace, "table": table, "resolved": _json_value(time),
+             "resolved_us": time_us} for app_id, keyspace, table, time, time_us in rows]
+
+
 def generations_json(generations: Generations) -> list[dict]:
     return [{"time": _json_value(utc_time(g.timestamp)),
              "expired": None if g.expired is None else _json_value(utc_time(g.expired)),

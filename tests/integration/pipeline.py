@@ -13,6 +13,7 @@ from confluent_kafka.schema_registry.avro import AvroDeserializer
 from confluent_kafka.serialization import MessageField, SerializationContext
 
 from deploy.local.endpoints import Stack
+from schemas.frontier import FrontierRecord, frontier_topic
 
 
 class EventConsumer:
@@ -147,3 +148,21 @@ def changes_of_every_kind_arrive(cql, keyspace: str, connector, consumer: EventC
     assert partition_delete["_key"] == {"shop": "s2"}
     s1 = [tuple(e["source"]["position"].values()) for e in consumer.events if e["_key"] == {"shop": "s1"}]
     assert s1 == sorted(s1) and len(s1) == 8
+
+
+def frontier_past(stack: Stack, prefix: str, after_us: int, timeout: float = 60) -> FrontierRecord:
+    """The first frontier record `prefix`'s connectors send whose frontier is past `after_us`."""
+    consumer = Consumer({"bootstrap.servers": stack.kafka_bootstrap, "group.id": f"test-{uuid.uuid4()}",
+                         "enable.auto.commit": False})
+    try:
+        consumer.assign([TopicPartition(frontier_topic(prefix), 0, OFFSET_BEGINNING)])
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            message = consumer.poll(0.5)
+            if message is not None and not message.error():
+                record = FrontierRecord.decode(message.value())
+                if record.frontier_us > after_us:
+                    return record
+        raise AssertionError(f"no frontier past {after_us} within {timeout} s")
+    finally:
+        consumer.close()

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import random
 import shutil
+import time
 
 import psycopg
 import pytest
@@ -23,7 +24,7 @@ from schemas.tables.loader import read_snapshot
 from spark.subscriptions.model import Change
 from tests.integration.conftest import serving
 from tests.integration.mirrors import layout_of, postgres_mirror, source_rows
-from tests.integration.pipeline import changes_of_every_kind_arrive, has_marker, write_marker
+from tests.integration.pipeline import changes_of_every_kind_arrive, frontier_past, has_marker, write_marker
 from tests.integration.side_stacks import CASSANDRA_40, CASSANDRA_41, running, session_on
 from tests.integration.suites.golden import GoldenWorkload, flush_commitlog
 from tests.integration.suites.job import JobIntoDelta
@@ -54,10 +55,16 @@ def test_the_node_runs_the_version_asked_for(node, cql):
 
 
 def test_changes_of_every_kind_arrive_as_events(node, cql, keyspace, pipeline):
+    """And the node's frontier follows them: its host id, its sync bound read from 4.x's settings names."""
     connector, consumer = pipeline(on=node)
     connector.start_from_now()
     connector.start()
     changes_of_every_kind_arrive(cql, keyspace, connector, consumer)
+    written = time.time_ns() // 1000
+    record = frontier_past(node, connector.prefix, written)
+    assert record.host_id == str(cql.execute("SELECT host_id FROM system.local").one().host_id)
+    assert record.bound_ms == 2500  # the stack's 1000 ms period and Cassandra's lag, 1.5 periods
+    assert f"{connector.prefix}.{keyspace}.orders" in record.offsets
 
 
 def test_tables_created_and_altered_after_start_are_captured(node, cql, keyspace, pipeline):

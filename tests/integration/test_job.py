@@ -267,12 +267,16 @@ class CrashAfterWrite:
     def __init__(self, sink, at: int) -> None:
         self.sink, self.at = sink, at
         self.merges_cells, self.reads_batch_whole = sink.merges_cells, sink.reads_batch_whole
+        self.resolved_every = sink.resolved_every
 
     def prepare(self) -> None:
         self.sink.prepare()
 
     def publish_generations(self, generations) -> None:
         self.sink.publish_generations(generations)
+
+    def publish_resolved(self, resolved) -> None:
+        self.sink.publish_resolved(resolved)
 
     def close(self) -> None:
         self.sink.close()

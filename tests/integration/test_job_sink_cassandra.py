@@ -12,6 +12,7 @@ import pytest
 from cassandra import util
 
 from tests.support import micros, timeuuid
+from spark.sinks.contract import Resolved
 from spark.rows import (
     DEAD_LETTER,
     LOG_ROW,
@@ -321,3 +322,16 @@ def test_generations_published_and_readable(cql, keyspace: str) -> None:
                           (t0 // 1000,))
     assert {r.range_end: set(r.streams) for r in streams} == {
         e.token_range_end: {s.value for s in e.streams} for e in first.entries}
+
+
+def test_resolved_timestamps_keep_each_writers_newest(cql, keyspace: str) -> None:
+    """Written at the resolved time itself, so a lower one published later (a restarted writer) loses."""
+    sink = CassandraSink(cql, keyspace=keyspace, app_id="a")
+    sink.prepare()
+    sink.publish_resolved([Resolved("shop", "orders", 1_700_000_000_200_000), Resolved("shop", "items", 5)])
+    sink.publish_resolved([Resolved("shop", "orders", 1_700_000_000_100_000)])
+    CassandraSink(cql, keyspace=keyspace, app_id="b").publish_resolved([Resolved("shop", "orders", 7)])
+    rows = cql.execute(f"SELECT app_id, keyspace_name, table_name, resolved, resolved_us FROM {keyspace}.resolved")
+    assert {(r.app_id, r.keyspace_name, r.table_name): (r.resolved_us, r.resolved.strftime("%Y-%m-%dT%H:%M:%S.%f")[:23]) for r in rows} == {
+        ("a", "shop", "orders"): (1_700_000_000_200_000, "2023-11-14T22:13:20.200"),
+        ("a", "shop", "items"): (5, "1970-01-01T00:00:00.000"), ("b", "shop", "orders"): (7, "1970-01-01T00:00:00.000")}

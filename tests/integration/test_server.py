@@ -194,6 +194,7 @@ def test_two_runners_split_subscriptions_and_take_over_after_kill_9(cql, keyspac
         killed_at = time.monotonic()
         runners[victim].wait(30)
         insert(cql, keyspace, [4, 5, 6])
+        acknowledged = time.time()
         wait_for(lambda: leases.holders().get("s1") == survivor, 60, "the survivor holding s1")
         claimed = time.monotonic() - killed_at
         wait_for(lambda: 4 in delta_ids(paths["s1"]), 120, "s1 delivering from the survivor")
@@ -212,6 +213,15 @@ def test_two_runners_split_subscriptions_and_take_over_after_kill_9(cql, keyspac
 
         # The runner counts a batch once its progress is recorded, a moment after the sink shows it.
         wait_for(lambda: delivered_by_survivor() >= 3, 30, "the survivor's figure of rows 4-6 delivered to s1")
+
+        def resolved_by_survivor() -> float:
+            metrics = urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
+            found = re.search(r'ringtail_subscription_resolved_timestamp_seconds\{keyspace="[^"]+",subscription="s1",'
+                              r'table="orders"\} (\S+)', metrics)
+            return float(found.group(1)) if found else 0.0
+
+        # The rows written before it are in the sink: so a resolved timestamp past them says.
+        wait_for(lambda: resolved_by_survivor() > acknowledged, 60, "the survivor's resolved timestamp of s1")
         assert urlopen(f"http://127.0.0.1:{port}/health", timeout=10).status == 200
 
         runners[survivor].send_signal(signal.SIGTERM)

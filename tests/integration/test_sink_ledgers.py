@@ -1,7 +1,7 @@
 """Every sink ledger against its real store: a batch id written again with the offsets it was written
 with is a replay (skipped), with other offsets it is refused and nothing of it is written — also by a
 sink opened afresh, as another runner or a restarted job opens it; a batch the SQL sinks were cut in
-the middle of is finished by its replay."""
+the middle of is finished by its replay. And each writer's resolved timestamps only move forward."""
 from __future__ import annotations
 
 import dataclasses
@@ -13,6 +13,7 @@ import psycopg
 import pytest
 
 from schemas.runtime.access import CassandraCluster
+from spark.sinks.contract import Resolved
 from spark.sinks.ledger import BatchMismatch
 from spark.sinks.mysql.connection import connect_dsn
 from spark.sinks.registry import open_sink
@@ -165,3 +166,48 @@ def test_a_batch_cut_between_its_parts_is_finished_by_its_replay_each_row_once(s
     assert ids() == list(range(1, 10))
     assert ledger_of(stack, kind, config, "parts.1") == [(0, 8, True), (1, 1, True)]
     again.close()
+
+
+def resolved_held(stack, kind: str, config: dict) -> dict[tuple[str, str, str], int]:
+    """(app id, keyspace, table) → resolved µs, as each sink holds them (Kafka: its newest marker of each)."""
+    if kind == "postgres":
+        with psycopg.connect(stack.postgres_dsn) as conn:
+            rows = conn.execute(f"SELECT app_id, keyspace_name, table_name, resolved_us FROM {config['schema']}.resolved")
+            return {tuple(r[:3]): r[3] for r in rows}
+    if kind == "mysql":
+        conn = connect_dsn(config["dsn"])
+        try:
+            with conn.cursor() as cursor:
+                cursor.execute("SELECT app_id, keyspace_name, table_name, resolved_us FROM resolved")
+                return {tuple(r[:3]): r[3] for r in cursor.fetchall()}
+        finally:
+            conn.close()
+    if kind == "kafka":
+        markers = [json.loads(v) for v in kafka_values(stack.kafka_bootstrap, f"{config['topic']}.resolved")]
+        return {(m["app_id"], m["keyspace"], m["table"]): m["resolved_us"] for m in markers}
+    from pyspark.sql import SparkSession
+
+    frame = SparkSession.getActiveSession().read.format("delta").load(f"{config['path']}/resolved")
+    return {(r.app_id, r.keyspace_name, r.table_name): r.resolved_us for r in frame.collect()}
+
+
+def test_each_writers_resolved_timestamps_only_move_forward(spark, stack, store):
+    """A resolved timestamp published again lower (a restarted writer that knows fewer frontiers yet) leaves
+    the newest in the sink, a sink opened afresh included; another writer's are its own."""
+    kind, config, _ = store
+    first = open_sink(spark, kind, config, context(stack, "resolved.1"))
+    first.prepare()
+    first.publish_resolved([Resolved("shop", "orders", 200), Resolved("shop", "items", 100)])
+    first.publish_resolved([Resolved("shop", "orders", 150), Resolved("shop", "items", 300)])
+    first.close()
+    again = open_sink(spark, kind, config, context(stack, "resolved.1"))
+    again.prepare()
+    again.publish_resolved([Resolved("shop", "orders", 120)])
+    again.close()
+    other = open_sink(spark, kind, config, context(stack, "resolved.2"))
+    other.prepare()
+    other.publish_resolved([Resolved("shop", "orders", 50)])
+    other.close()
+    assert resolved_held(stack, kind, config) == {("resolved.1", "shop", "orders"): 200,
+                                                  ("resolved.1", "shop", "items"): 300,
+                                                  ("resolved.2", "shop", "orders"): 50}

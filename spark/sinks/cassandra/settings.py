@@ -27,7 +27,7 @@ class CassandraSettings(SinkSettings, kind="cassandra"):
 
         return CassandraSink(hosts=list(self.hosts or context.cluster.hosts), port=self.port or context.cluster.port,
                              keyspace=self.keyspace or context.keyspace, replication=context.replication,
-                             security=context.cluster.security)
+                             security=context.cluster.security, app_id=context.app_id)
 
     def target(self) -> str:
         return f"cassandra:{','.join(self.hosts or ())}:{self.port or ''}:{self.keyspace or ''}"

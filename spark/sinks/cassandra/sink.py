@@ -37,12 +37,15 @@ from schemas.tables.loader import read_table
 from spark.streams.generations import Generations
 from spark.streams.storage import DEFAULT_KEYSPACE, GenerationStore, Replication
 
-from ..contract import MicroBatch, Sink
+from ..contract import MicroBatch, Resolved, Sink, resolved_rows
 from ..log_table import LOG_SUFFIX, LogLayout, LogRowEncoder, quote
 
 log = logging.getLogger(__name__)
 
 DEAD_LETTERS_TABLE = "dead_letters"
+RESOLVED_TABLE = "resolved"  # each table's resolved timestamp, per writer (spark.delivery.resolved)
+_RESOLVED_DDL = ("CREATE TABLE IF NOT EXISTS {table} (app_id text, keyspace_name text, table_name text, resolved timestamp,"
+                 " resolved_us bigint, PRIMARY KEY (app_id, keyspace_name, table_name))")
 UNWRITABLE = "unwritable"
 DEFAULT_LOG_TTL = 86_400  # ScyllaDB's default cdc ttl; 0 keeps log rows forever
 _CHUNK = 2_000  # rows bound and sent per execute_concurrent call
@@ -244,7 +247,8 @@ class CassandraSink(Sink):
         generations); without one the sink connects to `hosts`:`port` itself.
     hosts, port, security: where executors connect, and how (authentication, TLS); by default the
         session's contact points.
-    keyspace: ringtail's keyspace for dead letters and generation tables.
+    keyspace: ringtail's keyspace for dead letters, generation tables and resolved timestamps.
+    app_id: the writer, whose resolved timestamps are its own.
     ttl: default TTL of new log tables in seconds, as ScyllaDB's cdc ``ttl`` option; 0 keeps rows.
     on_executors: convert and write rows on the executors; False does it on the driver.
     """
@@ -262,6 +266,7 @@ class CassandraSink(Sink):
         concurrency: int = 64,
         on_executors: bool = True,
         security: CassandraSecurity | None = None,
+        app_id: str = "ringtail",
     ) -> None:
         if ttl < 0:
             raise ValueError(f"ttl must be non-negative, got {ttl}")
@@ -273,7 +278,7 @@ class CassandraSink(Sink):
         if hosts is None:
             hosts = tuple(str(h) for h in session.cluster.contact_points)
         self.session = session
-        self.keyspace = keyspace
+        self.keyspace, self.app_id = keyspace, app_id
         self.replication = replication
         self.ttl = ttl
         self.consistency = consistency
@@ -292,6 +297,7 @@ class CassandraSink(Sink):
     def prepare(self) -> None:
         self._store.create_schema(self.replication)
         self.session.execute(_DEAD_LETTER_DDL.format(table=f"{quote(self.keyspace)}.{DEAD_LETTERS_TABLE}"))
+        self.session.execute(_RESOLVED_DDL.format(table=f"{quote(self.keyspace)}.{RESOLVED_TABLE}"))
 
     @property
     def writer(self) -> RowWriter:
@@ -369,6 +375,15 @@ class CassandraSink(Sink):
         if statement is not None:
             log.info("widening %s.%s: %s", layout.keyspace, layout.table, statement)
             self.session.execute(statement)
+
+    def publish_resolved(self, resolved: list[Resolved]) -> None:
+        # Written at the resolved time itself: Cassandra keeps the newest, whatever order writers take.
+        statement = self.session.prepare(
+            f"INSERT INTO {quote(self.keyspace)}.{RESOLVED_TABLE} (app_id, keyspace_name, table_name, resolved, resolved_us)"
+            " VALUES (?, ?, ?, ?, ?) USING TIMESTAMP ?")
+        execute_concurrent_with_args(self.session, statement,
+                                     [(*row, row[4]) for row in resolved_rows(self.app_id, resolved)],
+                                     raise_on_first_error=True)
 
     def publish_generations(self, generations: Generations) -> None:
         for generation in generations.generations:

@@ -38,7 +38,7 @@ from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import to_arrow_schema
-from pyspark.sql.types import ArrayType, BinaryType, LongType, StructField, StructType, TimestampType
+from pyspark.sql.types import ArrayType, BinaryType, LongType, StringType, StructField, StructType, TimestampType
 
 from schemas.runtime.access import CassandraCluster
 from schemas.runtime.session import connect
@@ -48,7 +48,7 @@ from spark.mirror.layout import MirrorLayout
 from spark.mirror.tables import Layouts, merge_batch, prepare_tables
 from spark.streams.generations import Generations
 
-from ..contract import MicroBatch, Sink, generation_rows, of_tables
+from ..contract import MicroBatch, Resolved, Sink, generation_rows, of_tables, resolved_rows
 from .mirror import DeltaMirrorStore, known_mirrors
 from ..layouts import MIRROR, Layout
 from ..ledger import is_newest_replay
@@ -73,6 +73,9 @@ Span = tuple[int, int] | None
 log = logging.getLogger(__name__)
 
 TIMESTAMPS = StructType([StructField("time", TimestampType(), False), StructField("expired", TimestampType())])
+RESOLVED = StructType([StructField("app_id", StringType(), False), StructField("keyspace_name", StringType(), False),
+                       StructField("table_name", StringType(), False), StructField("resolved", TimestampType(), False),
+                       StructField("resolved_us", LongType(), False)])
 STREAMS = StructType([StructField("time", TimestampType(), False), StructField("range_end", LongType(), False),
                       StructField("streams", ArrayType(BinaryType()), False)])
 
@@ -116,6 +119,9 @@ def _ledger_entry(metadata: str | None) -> dict:
 
 
 class DeltaSink(Sink):
+    # A publication is a Delta commit of its own, about a second (bench/resolved.py).
+    resolved_every = 30.0
+
     def __init__(self, spark: SparkSession, path: Path | str, app_id: str = "ringtail", layout: str = "log",
                  cluster: CassandraCluster | None = None) -> None:
         """`cluster`: where the `typed` and `mirror` layouts read their base tables' schemas."""
@@ -132,6 +138,7 @@ class DeltaSink(Sink):
         # Each typed log's columns as this sink last wrote them (Delta's schema merge keeps them all),
         # so the table's schema is read once per sink, not once per batch.
         self._layouts: dict[str, LogLayout] = {}
+        self._resolved: dict[tuple, tuple] | None = None  # (app, keyspace, table) → this writer's newest row
         self.merges_cells = layout == MIRROR
         self._mirrors = Layouts(cluster) if layout == MIRROR else None
         self._prepared: dict[str, MirrorLayout] = {}
@@ -273,6 +280,31 @@ class DeltaSink(Sink):
                                                   ("cdc_streams_descriptions_v2", streams, STREAMS))]
         for table in written:
             table.result()
+
+    def publish_resolved(self, resolved: list[Resolved]) -> None:
+        """Each table's resolved timestamp in the small table `resolved`: this writer's rows replaced whole
+        (`replaceWhere`, so other writers' stay as they are) with the newest of each."""
+        path = self.table("resolved")
+        exists = DeltaTable.isDeltaTable(self.spark, path)
+        if self._resolved is None:  # what this writer published before: read once, then kept
+            held = (self.spark.read.format("delta").load(path).where(F.col("app_id") == self.app_id).collect()
+                    if exists else [])
+            self._resolved = {tuple(row)[:3]: tuple(row) for row in held}
+        newer = {row[:3]: row for row in resolved_rows(self.app_id, resolved)
+                 if row[:3] not in self._resolved or self._resolved[row[:3]][4] < row[4]}
+        if not newer:
+            return
+        rows = {**self._resolved, **newer}
+        table = pa.Table.from_pylist([dict(zip(RESOLVED.names, row)) for row in rows.values()],
+                                     schema=to_arrow_schema(RESOLVED))
+        write = self.spark.createDataFrame(table, RESOLVED).coalesce(1).write.format("delta")
+        if exists:
+            quoted = self.app_id.replace("'", "''")
+            write = write.mode("overwrite").option("replaceWhere", f"app_id = '{quoted}'")
+        else:
+            write = write.mode("append")
+        write.save(path)
+        self._resolved = rows
 
     def _rewrite(self, name: str, rows: list[tuple], schema: StructType) -> None:
         """A small table rewritten whole (a repeated publication leaves the same content), as one file."""

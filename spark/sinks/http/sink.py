@@ -39,8 +39,8 @@ from pyspark.sql import DataFrame
 from schemas.runtime.access import tls_context
 from spark.streams.generations import Generations
 
-from ..contract import MicroBatch, Sink, chunks
-from ..json_rows import dead_letter_json, generations_json, is_json, log_row_json_text
+from ..contract import MicroBatch, Resolved, Sink, chunks, resolved_rows
+from ..json_rows import dead_letter_json, generations_json, is_json, log_row_json_text, resolved_json
 from ..parts import part_digest, write_each_part
 
 log = logging.getLogger(__name__)
@@ -160,6 +160,10 @@ class HttpSink(Sink):
             letters = batch.dead_letters.orderBy("topic", "partition", "offset").toLocalIterator()
             dead = self.poster.post_all("dead-letters", (dead_letter_json(r) for r in letters), name)
         log.info("batch %d: %d log rows and %d dead letters posted to %s", batch.id, sent, dead, self.url)
+
+    def publish_resolved(self, resolved: list[Resolved]) -> None:
+        self.poster.post("resolved", _body(resolved_json(resolved_rows(self.app_id, resolved))),
+                         f"{self.app_id}:resolved:{max(r.time_us for r in resolved)}")
 
     def publish_generations(self, generations: Generations) -> None:
         newest = generations.generations[-1].timestamp if generations.generations else 0

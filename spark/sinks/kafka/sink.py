@@ -44,8 +44,8 @@ from schemas.runtime.kafka import create_topic, produce
 from spark import rows as R
 from spark.streams.generations import Generations
 
-from ..contract import MicroBatch, Sink
-from ..json_rows import dead_letter_json, generations_json, is_json, log_row_json_text
+from ..contract import MicroBatch, Resolved, Sink, resolved_rows
+from ..json_rows import dead_letter_json, generations_json, is_json, log_row_json_text, resolved_json
 from ..layouts import KafkaFormat
 from .avro_rows import avro_datum
 from .images import ImagesAt, ImageWriter, TableImages
@@ -84,10 +84,12 @@ class KafkaSink(Sink):
         self.format, self.registry_url, self.transactions = format, registry_url, transactions
         self._failures: list[str] = []  # delivery reports refused in the running batch
         self.ledger, self.dead_letters = f"{topic}.ringtail", f"{topic}.dead-letters"
+        self.resolved = f"{topic}.resolved"  # each table's resolved timestamp, keyed by writer and table
         self._producer: Producer | None = None
         # The newest batch id the ledger holds for this writer, and the digest of its source offsets.
         self._written: tuple[int, str | None] | None = None
         self._purged = 0  # when (s) the images of expired rows were last made
+        self._resolved: dict[bytes, int] | None = None  # marker key → the newest resolved timestamp published
         self._encode_row: Encode | None = None
         self._encode_dead_letter: Encode | None = None
 
@@ -96,7 +98,8 @@ class KafkaSink(Sink):
         never = threading.Event()
         for topic in (NewTopic(self.topic, self.partitions, self.replication_factor),
                       NewTopic(self.dead_letters, 1, self.replication_factor),
-                      NewTopic(self.ledger, 1, self.replication_factor, config={"cleanup.policy": "compact"})):
+                      NewTopic(self.ledger, 1, self.replication_factor, config={"cleanup.policy": "compact"}),
+                      NewTopic(self.resolved, 1, self.replication_factor, config={"cleanup.policy": "compact"})):
             create_topic(admin, topic, never, self.timeout)
         config = {**self._client(), "enable.idempotence": True, "acks": "all",
                   "linger.ms": 5, "compression.type": "lz4"}
@@ -143,12 +146,22 @@ class KafkaSink(Sink):
     def _read_ledger(self) -> tuple[tuple[int, str | None] | None, int]:
         """The ledger's last committed batch id of this writer, with its offsets (None in a record
         written before the ledger kept them: a bare id); and the time (s) of its last purge of images."""
+        written, purged = None, 0
+        for key, value in self._read_to_end(self.ledger):
+            if key == f"batch:{self.app_id}".encode():
+                value = json.loads(value)
+                written = (value, None) if isinstance(value, int) else (value["batch"], value["offsets"])
+            elif key == f"purge:{self.app_id}".encode():
+                purged = json.loads(value)["purged"]
+        return written, purged
+
+    def _read_to_end(self, topic: str) -> Iterator[tuple[bytes | None, bytes | None]]:
+        """(key, value) of every committed record of `topic` (one partition), to its end."""
         consumer = Consumer({**self._client(), "group.id": f"ringtail-{uuid.uuid4()}",
                              "isolation.level": "read_committed", "enable.auto.commit": False,
                              "enable.partition.eof": True})
         try:
-            consumer.assign([TopicPartition(self.ledger, 0, OFFSET_BEGINNING)])
-            written, purged = None, 0
+            consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
             deadline = time.monotonic() + self.timeout
             while time.monotonic() < deadline:
                 message = consumer.poll(1.0)
@@ -156,14 +169,10 @@ class KafkaSink(Sink):
                     continue
                 if message.error():
                     if message.error().code() == KafkaError._PARTITION_EOF:
-                        return written, purged
-                    raise KafkaSinkError(f"reading {self.ledger}: {message.error().str()}")
-                if message.key() == f"batch:{self.app_id}".encode():
-                    value = json.loads(message.value())
-                    written = (value, None) if isinstance(value, int) else (value["batch"], value["offsets"])
-                elif message.key() == f"purge:{self.app_id}".encode():
-                    purged = json.loads(message.value())["purged"]
-            raise KafkaSinkError(f"reading {self.ledger}: not at its end within {self.timeout:.0f} s")
+                        return
+                    raise KafkaSinkError(f"reading {topic}: {message.error().str()}")
+                yield message.key(), message.value()
+            raise KafkaSinkError(f"reading {topic}: not at its end within {self.timeout:.0f} s")
         finally:
             consumer.close()
 
@@ -278,6 +287,24 @@ class KafkaSink(Sink):
         self._producer = None
         if self._images is not None:
             self._images.layouts.close()
+
+    def publish_resolved(self, resolved: list[Resolved]) -> None:
+        """A marker record per table in `<topic>.resolved` (compacted: the newest stays), in a transaction of
+        its own: a `read_committed` reader that has read the sink's topic up to its end when it reads a
+        marker has every change it covers."""
+        if self._resolved is None:  # what this writer published before: a marker never moves back
+            self._resolved = {key: json.loads(value)["resolved_us"] for key, value in self._read_to_end(self.resolved)
+                              if value is not None}
+        markers = {f"{self.app_id}:{m['keyspace']}.{m['table']}".encode(): m
+                   for m in resolved_json(resolved_rows(self.app_id, resolved))}
+        newer = {key: m for key, m in markers.items() if m["resolved_us"] > self._resolved.get(key, -1)}
+        if not newer:
+            return
+        self._begin()
+        for key, marker in newer.items():
+            self._producer.produce(self.resolved, key=key, value=json.dumps(marker).encode(), on_delivery=self._report)
+        self._commit()
+        self._resolved.update({key: m["resolved_us"] for key, m in newer.items()})
 
     def publish_generations(self, generations: Generations) -> None:
         """The generations, as JSON, under the key `generations` of the ledger topic (compacted: the

@@ -38,7 +38,7 @@ from pyspark.sql import functions as F
 
 from spark.streams.generations import Generations
 
-from ..contract import MicroBatch, Sink, chunks, generation_rows
+from ..contract import MicroBatch, Resolved, Sink, chunks, generation_rows, resolved_rows
 from ..parts import held_to_write, part_digest, write_each_part
 from ..staged import column, csv_chunk, micros, object_of_texts, plain_rows
 from .connection import connect_dsn
@@ -57,6 +57,10 @@ _LOG_TABLE = (
     " DEFAULT CHARSET = utf8mb4 COLLATE = utf8mb4_bin")
 # Every table but the log (the mirror's sink keeps these too).
 _SCHEMA = (
+    # Each table's resolved timestamp, per writer (spark.delivery.resolved): the newest stays.
+    "CREATE TABLE IF NOT EXISTS resolved (app_id VARCHAR(255) NOT NULL, keyspace_name VARCHAR(255) NOT NULL,"
+    " table_name VARCHAR(255) NOT NULL, resolved DATETIME(6) NOT NULL, resolved_us BIGINT NOT NULL,"
+    " PRIMARY KEY (app_id, keyspace_name, table_name))",
     "CREATE TABLE IF NOT EXISTS dead_letters (topic VARCHAR(255) NOT NULL, `partition` INT NOT NULL,"
     " `offset` BIGINT NOT NULL, reason VARCHAR(64) NOT NULL, detail TEXT NOT NULL, kafka_time DATETIME(6) NOT NULL,"
     " `key` BLOB, `value` LONGBLOB, keyspace VARCHAR(255), `table` VARCHAR(255), write_time_us BIGINT,"
@@ -385,6 +389,20 @@ class MySqlSink(Sink):
         finally:
             conn.close()
         log.info("batch %d: %d log rows and %d dead letters written", batch.id, written, letters)
+
+    def publish_resolved(self, resolved: list[Resolved]) -> None:
+        conn = connect_dsn(self.dsn)
+        try:
+            with conn.cursor() as cursor:
+                # Left to right: `resolved` is compared with the old resolved_us before that one moves.
+                cursor.executemany("INSERT INTO resolved (app_id, keyspace_name, table_name, resolved, resolved_us) VALUES"
+                                   " (%s, %s, %s, %s, %s) ON DUPLICATE KEY UPDATE"
+                                   " resolved = IF(VALUES(resolved_us) > resolved_us, VALUES(resolved), resolved),"
+                                   " resolved_us = GREATEST(resolved_us, VALUES(resolved_us))",
+                                   resolved_rows(self.app_id, resolved))
+            conn.commit()
+        finally:
+            conn.close()
 
     def publish_generations(self, generations: Generations) -> None:
         timestamps, streams = generation_rows(generations)

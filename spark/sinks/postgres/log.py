@@ -40,7 +40,7 @@ from pyspark.sql import functions as F
 
 from spark.streams.generations import Generations
 
-from ..contract import MicroBatch, Sink, generation_rows
+from ..contract import MicroBatch, Resolved, Sink, generation_rows, resolved_rows
 from ..parts import held_to_write, part_digest, write_each_part
 from ..staged import column, csv_chunk, micros, object_of_texts, plain_rows
 
@@ -197,6 +197,10 @@ def schema_statements(schema: str, log: bool = True) -> list[str]:
         " expired timestamptz)",
         f"CREATE TABLE IF NOT EXISTS {s}.cdc_streams_descriptions_v2 (time timestamptz NOT NULL,"
         " range_end bigint NOT NULL, streams bytea[] NOT NULL, PRIMARY KEY (time, range_end))",
+        # Each table's resolved timestamp, per writer (spark.delivery.resolved): the newest stays.
+        f"CREATE TABLE IF NOT EXISTS {s}.resolved (app_id text NOT NULL, keyspace_name text NOT NULL, table_name text"
+        " NOT NULL, resolved timestamptz NOT NULL, resolved_us bigint NOT NULL, PRIMARY KEY (app_id,"
+        " keyspace_name, table_name))",
         *(f.replace("{schema}", s) for f in _JSON_FUNCTIONS),
     ]
 
@@ -441,6 +445,15 @@ class PostgresSink(Sink):
                                self._insert_dead_letters, (self.app_id, batch.id))
             written = self.ledger.finish(conn, batch.id, letters)
         log.info("batch %d: %d log rows and %d dead letters inserted", batch.id, written, letters)
+
+    def publish_resolved(self, resolved: list[Resolved]) -> None:
+        with self._connect() as conn, conn.transaction(), conn.cursor() as cursor:
+            cursor.executemany(
+                f"INSERT INTO {ident(self.schema)}.resolved (app_id, keyspace_name, table_name, resolved, resolved_us)"
+                " VALUES (%s, %s, %s, %s, %s) ON CONFLICT (app_id, keyspace_name, table_name) DO UPDATE SET"
+                " resolved = EXCLUDED.resolved, resolved_us = EXCLUDED.resolved_us"
+                " WHERE resolved.resolved_us < EXCLUDED.resolved_us",
+                resolved_rows(self.app_id, resolved))
 
     def publish_generations(self, generations: Generations) -> None:
         timestamps, streams = generation_rows(generations)

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import threading
+import time
 from collections import Counter, defaultdict
 from types import SimpleNamespace
 
@@ -21,7 +23,7 @@ from connector.lost import LostSegments
 from connector.metrics import Health, Metrics
 from connector.native_source import NativeDecoders
 from connector.schema.history import SchemaHistory
-from connector.source import scan
+from connector.source import chain_end, scan
 from schemas.avro import ChangeEncoder, SchemaRejected
 from schemas.avro.table import SourceInfo
 from schemas.change import write_time
@@ -150,6 +152,20 @@ class Clock:
         return self.now
 
 
+class FrontierLog:
+    """Takes the frontier the loop would send at each turn (`connector.frontier.FrontierSender`)."""
+
+    def __init__(self, bound_ms: int) -> None:
+        self.node = SimpleNamespace(sync=SimpleNamespace(bound_ms=bound_ms))
+        self.values: list[int | None] = []
+
+    def known(self):
+        return self.node
+
+    def send_when_due(self, frontier_us: int | None, stopping: threading.Event) -> None:
+        self.values.append(frontier_us)
+
+
 class Rig:
     def __init__(self, tmp_path, decoder: str = "python", **settings) -> None:
         self.decoder = decoder
@@ -159,6 +175,7 @@ class Rig:
                                           **settings)
         self.producer, self.schema, self.clock = FakeProducer(), FixedSchema(), Clock()
         self.serializer, self.health, self.metrics = FakeSerializer(), Health(), Metrics()
+        self.frontiers: FrontierLog | None = None
         self.loop = self.start()
 
     def start(self) -> SegmentLoop:
@@ -167,7 +184,8 @@ class Rig:
         decoders = None if self.decoder == "python" else NativeDecoders(
             serializer, lambda table: schema.history.ever_captured(table.id), lambda table: False,
             lambda table, error: None)
-        services = Services(self.producer, serializer, schema, Rejections(30, self.clock), decoders, self.clock)
+        services = Services(self.producer, serializer, schema, Rejections(30, self.clock), decoders, self.clock,
+                            self.frontiers)
         loop = SegmentLoop(self.settings, services, self.metrics, self.health, threading.Event())
         loop.begin()
         return loop
@@ -182,9 +200,15 @@ class Rig:
         self.index(segment_id, len(data) if durable is None else durable, completed)
         return bytes(data)
 
-    def index(self, segment_id: int, offset: int, completed: bool) -> None:
-        (self.cdc_raw / f"CommitLog-7-{segment_id}_cdc.idx").write_text(f"{offset}\n" + ("COMPLETED" if completed
-                                                                                         else ""))
+    def index(self, segment_id: int, offset: int, completed: bool, mtime_ns: int | None = None) -> None:
+        path = self.cdc_raw / f"CommitLog-7-{segment_id}_cdc.idx"
+        path.write_text(f"{offset}\n" + ("COMPLETED" if completed else ""))
+        if mtime_ns is not None:
+            os.utime(path, ns=(mtime_ns, mtime_ns))
+
+    def synced(self, segment_id: int) -> int:
+        """Where Cassandra's index would put the segment's durable offset: the end of its last section."""
+        return chain_end(self.cdc_raw / f"CommitLog-7-{segment_id}.log")
 
     def turns(self, n: int = 6) -> None:
         for _ in range(n):
@@ -399,3 +423,35 @@ def test_an_ended_segment_is_not_made_known_again_by_a_late_listing(tmp_path, st
     life.move(listing.segments[0], stage)
     life.sighted(listing)
     assert life.observe(scan(rig.cdc_raw)) == [] and life.stage(5) is stage
+
+
+def test_the_frontier_holds_only_once_what_was_read_is_in_kafka_and_nothing_indexed_is_unread(tmp_path, decoder):
+    """The loop's claims (`connector.frontier`): none while events wait for Kafka; with nothing unread, the
+    listing's time less the bound; an index rewrite read to its end makes the rewrite seen before it the
+    frontier; none while a later segment is indexed."""
+    rig = Rig(tmp_path, decoder)
+    rig.frontiers = FrontierLog(bound_ms=3_600_000)  # an hour: the listing's claims stay behind the indexes'
+    rig.loop = rig.start()
+    first = time.time_ns() - 600 * 10**9
+    rig.write(1, [[1, 2], [3]], completed=False)
+    rig.index(1, rig.synced(1), False, mtime_ns=first)
+    rig.producer.hold = True
+    rig.turns()
+    assert rig.sent() == [1, 2, 3] and set(rig.frontiers.values) == {None}  # read, not in Kafka: nothing holds
+    rig.producer.hold = False
+    rig.turns()
+    claimed = rig.frontiers.values[-1]
+    assert claimed is not None and claimed <= time.time_ns() // 1000 - 3_600_000_000
+
+    rig.write(1, [[1, 2], [3], [5]], completed=False)
+    rig.index(1, rig.synced(1), False, mtime_ns=first + 10**9)
+    rig.turns()
+    assert rig.acknowledged() == [1, 2, 3, 5]
+    assert rig.frontiers.values[-1] == first // 1000  # the rewrite seen before the one read to
+
+    rig.write(2, [[7]], completed=False)  # indexed while segment 1, not finished, is read on
+    rig.write(1, [[1, 2], [3], [5], [6]], completed=False)
+    rig.index(1, rig.synced(1), False, mtime_ns=first + 2 * 10**9)
+    rig.turns()
+    assert rig.acknowledged() == [1, 2, 3, 5, 6]
+    assert rig.frontiers.values[-1] == first // 1000

@@ -57,8 +57,9 @@ def test_schema_statements() -> None:
     assert "PRIMARY KEY (app_id, batch_id, part)" in statements[6]
     assert "cdc_generation_timestamps (time timestamptz PRIMARY KEY, expired timestamptz)" in statements[7]
     assert "streams bytea[] NOT NULL, PRIMARY KEY (time, range_end)" in statements[8]
-    assert '"my ""schema""".lenient_jsonb' in statements[9]
-    assert 'FUNCTION "my ""schema""".json_value' in statements[10] and '"my ""schema""".lenient_jsonb(v)' in statements[10]
+    assert "resolved_us bigint NOT NULL, PRIMARY KEY (app_id, keyspace_name, table_name)" in statements[9]
+    assert '"my ""schema""".lenient_jsonb' in statements[10]
+    assert 'FUNCTION "my ""schema""".json_value' in statements[11] and '"my ""schema""".lenient_jsonb(v)' in statements[11]
 
 
 def test_staging_copy_and_insert_statements() -> None:
