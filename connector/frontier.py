@@ -159,60 +159,73 @@ class Frontier:
 
 
 class FrontierSender:
-    """Sends the node's frontier record (`schemas.frontier`) every `interval` seconds once there is one.
+    """Sends the node's frontier record (`schemas.frontier`) every `interval` seconds, on a thread of its
+    own (asking Kafka for offsets, or a node for its settings, must not hold the loop: with Kafka down a
+    request waits its timeout). The loop sets `frontier_us` after each commit; the record sent takes the
+    value as it is *before* the offsets are asked for, so every event it covers is below them.
+
     A record Kafka does not take is only said: the next one says as much and more. A table whose schema
     the registry refuses is left out while it does: its changes go to the dead-letter topic, not its own.
-
     The node (`discover()`, which raises when the node does not answer) is asked until it answers, every
-    `_ASK_AGAIN` seconds; until then there is no frontier."""
+    `_ASK_AGAIN` seconds; until then `node` is None and there is no frontier."""
 
     _ASK_AGAIN = 10.0
 
     def __init__(self, producer: EventProducer, client: dict, prefix: str, node_name: str,
-                 discover: Callable[[], Node], interval: float, clock: Callable[[], float],
-                 refused: Callable[[], list[str]]) -> None:
+                 discover: Callable[[], Node], interval: float, refused: Callable[[], list[str]]) -> None:
         self.producer, self.node_name, self.discover, self.interval = producer, node_name, discover, interval
-        self.clock, self.prefix, self.refused = clock, prefix, refused
+        self.prefix, self.refused = prefix, refused
         self.topic, self.tables = frontier_topic(prefix), table_topics_pattern(prefix)
         self.node: Node | None = None
+        self.frontier_us: int | None = None  # the loop's newest frontier
         self._admin = AdminClient(client)
-        self._sent = self._asked = float("-inf")
-        self._failures = 0
+        self._failures = 0  # in a row: the first is said loudly, the next quietly
         self._ready = False  # the frontier topic exists
 
-    def known(self) -> Node | None:
-        """The node, once it has answered."""
-        if self.node is None and self.clock() - self._asked >= self._ASK_AGAIN:
-            self._asked = self.clock()
-            try:
-                self.node = self.discover()
-            except Exception as exc:  # noqa: BLE001 - the driver's errors have no common base
-                self._failures += 1
-                log.log(logging.ERROR if self._failures == 1 else logging.WARNING,
-                        "no frontier yet (no resolved timestamp waits on this node's writes): the node did not say "
-                        "its host id and commit-log sync (attempt %d, again in %.0f s): %s: %s", self._failures,
-                        self._ASK_AGAIN, type(exc).__name__, exc)
-                return None
-            log.info("frontier sent every %.1f s as host %s; commit-log sync %s, a write in an index within %d ms",
-                     self.interval, self.node.host_id, self.node.sync.mode, self.node.sync.bound_ms)
-        return self.node
+    def start(self, stopping: threading.Event) -> FrontierSender:
+        threading.Thread(target=self._run, args=(stopping,), name="ringtail-frontier", daemon=True).start()
+        return self
 
-    def send_when_due(self, frontier_us: int | None, stopping: threading.Event) -> None:
-        if frontier_us is None or self.clock() - self._sent < self.interval:
-            return
-        self._sent = self.clock()
+    def _run(self, stopping: threading.Event) -> None:
+        while self.node is None:
+            if self._discover() or stopping.wait(self._ASK_AGAIN):
+                break
+        while not stopping.wait(self.interval):
+            frontier_us = self.frontier_us
+            if frontier_us is not None:
+                self._send(frontier_us, stopping)
+
+    def _discover(self) -> bool:
+        try:
+            self.node = self.discover()
+        except Exception as exc:  # noqa: BLE001 - the driver's errors have no common base
+            self._said(exc, "no frontier yet (no resolved timestamp waits on this node's writes): the node did not "
+                       "say its host id and commit-log sync")
+            return False
+        self._failures = 0
+        log.info("frontier sent every %.1f s as host %s; commit-log sync %s, a write in an index within %d ms",
+                 self.interval, self.node.host_id, self.node.sync.mode, self.node.sync.bound_ms)
+        return True
+
+    def _send(self, frontier_us: int, stopping: threading.Event) -> None:
         try:
             if not self._ready:
                 self._ready = self.producer.ensure_topic(self.topic, stopping, compacted=True)
-            # Asked after the commit that made the frontier hold: every event it covers is below these.
             offsets = latest_offsets(self._admin, self.tables)
         except (KafkaException, TopicError) as exc:
-            log.warning("frontier not sent: %s", exc)
+            self._said(exc, "frontier not sent")
             return
+        self._failures = 0
         for table in self.refused():
             offsets.pop(topic_name(self.prefix, *table.split(".", 1)), None)
         record = FrontierRecord(self.node.host_id, self.node_name, frontier_us, self.node.sync.bound_ms, offsets)
-        self.producer.send_all([(self.topic, record.key, record.encode())], self._delivered)
+        if not self.producer.offer(self.topic, record.key, record.encode(), self._delivered):
+            log.debug("frontier not sent: the producer's queue is full (events first)")
+
+    def _said(self, exc: Exception, what: str) -> None:
+        self._failures += 1
+        log.log(logging.WARNING if self._failures == 1 else logging.DEBUG, "%s (%d time(s) in a row): %s: %s",
+                what, self._failures, type(exc).__name__, exc)
 
     def _delivered(self, error, message) -> None:
         if error is not None:

@@ -77,7 +77,7 @@ class SegmentLoop:
         self.producer, self.schema = services.producer, services.schema
         self.decoders, self.clock = services.decoders, services.clock
         self.frontiers = services.frontiers
-        self.frontier: Frontier | None = None  # once the node is known (`FrontierSender.known`)
+        self.frontier: Frontier | None = None  # once the node is known (`FrontierSender.node`)
         self.writer = EventWriter(services.events, services.schema, services.rejections, metrics,
                                   settings.topic_prefix, settings.node_name)
         self.positions = PositionStore(settings.state_dir / "position.json")
@@ -235,12 +235,12 @@ class SegmentLoop:
         return read
 
     def _send_frontier(self) -> None:
+        """The frontier the commit makes, to the sender (whose thread sends it); kept once the node is known."""
         if self.frontier is None:
-            node = self.frontiers.known()
-            if node is None:
+            if self.frontiers.node is None:
                 return
-            self.frontier = Frontier(node.sync.bound_ms)
-        self.frontiers.send_when_due(self.frontier.committed(self.checkpoint.committed), self.stopping)
+            self.frontier = Frontier(self.frontiers.node.sync.bound_ms)
+        self.frontiers.frontier_us = self.frontier.committed(self.checkpoint.committed)
 
     def _read_up(self, listed_at: int, listing: Listing, segment: SegmentFile | None) -> None:
         """A frontier claim (`connector.frontier`) when reading has caught up with what cdc_raw held durable

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 
 from confluent_kafka.schema_registry import SchemaRegistryClient
 
@@ -122,8 +121,8 @@ class Connector:
                                   SchemaRegistry(SchemaRegistryClient(s.registry_security.client(s.registry_url))))
         frontiers = FrontierSender(
             producer, s.kafka_security.librdkafka(s.kafka_bootstrap_servers), s.topic_prefix, s.node_name,
-            self._node, s.frontier_interval, time.monotonic, lambda: self.rejections.tables
-        ) if s.frontier_interval else None
+            self._node, s.frontier_interval, lambda: self.rejections.tables
+        ).start(self.stopping) if s.frontier_interval else None
         return Services(producer, events, self.schema, self.rejections, self._native_decoders(events),
                         frontiers=frontiers)
 

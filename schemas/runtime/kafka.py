@@ -180,6 +180,15 @@ class EventProducer:
             except BufferError:
                 produce(self._producer, topic, key, value, on_delivery=on_delivery)
 
+    def offer(self, topic: str, key: bytes, value: bytes, on_delivery: Callable) -> bool:
+        """Queue one record from another thread than the one that polls: never serves callbacks (they
+        belong to the polling thread); False when the local queue is full."""
+        try:
+            self._producer.produce(topic, value, key, on_delivery=on_delivery)
+            return True
+        except BufferError:
+            return False
+
     def poll(self, timeout: float = 0) -> None:
         """Serve delivery callbacks."""
         self._producer.poll(timeout)

@@ -99,7 +99,7 @@ class FrontierFeed:
         from confluent_kafka import OFFSET_BEGINNING, TopicPartition
 
         if not self._assigned:
-            topic = self._consumer.list_topics(self.topic, timeout=10).topics.get(self.topic)
+            topic = self._consumer.list_topics(self.topic, timeout=5).topics.get(self.topic)
             if topic is None or topic.error is not None:
                 return  # no connector has sent a frontier yet
             self._consumer.assign([TopicPartition(self.topic, p, OFFSET_BEGINNING) for p in topic.partitions])
@@ -153,8 +153,8 @@ class Resolver:
         if missing != self._waiting_for:
             self._waiting_for = missing
             if missing:
-                log.warning("resolved timestamps wait for the frontier of node(s) %s (a connector not running, or "
-                            "one older than frontiers)", ", ".join(sorted(missing)))
+                log.warning("resolved timestamps wait for the frontier of node(s) %s of the ring: a connector not "
+                            "running, or a node down and not removed from the ring", ", ".join(sorted(missing)))
         moved = []
         for topic, time_us in self.frontiers.resolved(self._delivered, ring).items():
             table = self._table(topic)

@@ -25,6 +25,7 @@ from pyspark.sql.types import StringType, StructField, StructType
 
 from deploy.local.endpoints import ROOT
 from schemas.avro.reader import event_readers
+from schemas.avro.serializer import table_topics_pattern
 from schemas.avro.wire import frame, schema_id_of, unframe
 from schemas.runtime.access import CassandraCluster
 from spark.job.config import JobSettings
@@ -59,8 +60,8 @@ def resend_shuffled(stack, prefix: str, seed: int) -> int:
     connector would: the same keys (so the same Kafka partitions), its own node id in `source`."""
     consumer = Consumer({"bootstrap.servers": stack.kafka_bootstrap, "group.id": f"resend-{uuid.uuid4()}",
                          "enable.auto.commit": False})
-    topics = [t for t in consumer.list_topics(timeout=10).topics
-              if t.startswith(prefix + ".") and not t.endswith(".dead_letters") and not t.endswith(".marker")]
+    tables = re.compile(table_topics_pattern(prefix))
+    topics = [t for t in consumer.list_topics(timeout=10).topics if tables.fullmatch(t) and not t.endswith(".marker")]
     partitions = [TopicPartition(t, p) for t in topics
                   for p in consumer.list_topics(t, timeout=10).topics[t].partitions]
     ends = {(tp.topic, tp.partition): consumer.get_watermark_offsets(tp, timeout=10)[1] for tp in partitions}

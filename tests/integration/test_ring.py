@@ -483,6 +483,57 @@ def test_a_read_repair_is_a_copy_of_the_write_it_repairs_or_the_row_as_read(
     sinks.assert_mirror_equals_the_table(ring_cql)
 
 
+def test_the_resolved_timestamp_waits_for_every_nodes_connector(spark, ring, ring_cql, ring_keyspace, connectors,
+                                                                tmp_path):
+    """T is the least of the three nodes' frontiers: it passes the writes while every connector runs,
+    stays before the moment node 3's stopped while it is stopped (a write node 3 acknowledged alone would
+    be nowhere else), and passes every write once it is started again, every write then in the sink."""
+    _, described = ring
+    made, _ = connectors()
+    workload = Workload(ring_cql, ring_keyspace, seed=39)
+    settings = job_settings(described, made[0].prefix, ring_keyspace, tmp_path, "resolved", resolved_interval=0.5)
+    schema = f"{ring_keyspace}_resolved"
+    running = start(spark, settings, PostgresSink(described.postgres_dsn, schema=schema, app_id=settings.app_id))
+    stop = threading.Event()
+    thread = threading.Thread(target=running.run, args=(stop,), daemon=True)
+    thread.start()
+
+    def resolved() -> int:
+        with psycopg.connect(described.postgres_dsn) as conn:
+            exists = conn.execute("SELECT to_regclass(%s)", (f"{schema}.resolved",)).fetchone()[0]
+            row = exists and conn.execute(f"SELECT resolved_us FROM {schema}.resolved WHERE table_name = 'kv'").fetchone()
+        return row[0] if row else 0
+
+    def passes(us: int, timeout: float, what: str) -> int:
+        deadline = time.monotonic() + timeout
+        while (t := resolved()) <= us:
+            assert time.monotonic() < deadline, f"T ({t}) not past {what} within {timeout:.0f} s"
+            time.sleep(0.5)
+        return t
+
+    try:
+        workload.run(30, rate=50)
+        passes(time.time_ns() // 1000, 120, "the first writes")
+        made[2].stop()
+        stopped = time.time_ns() // 1000
+        workload.run(30, rate=50)
+        time.sleep(8)  # several frontiers of nodes 1 and 2 later
+        held_back = resolved()
+        made[2].start()
+        passes(time.time_ns() // 1000, 120, "every write, node 3's connector started again")
+        with psycopg.connect(described.postgres_dsn) as conn:
+            rows = conn.execute(f"SELECT (key::jsonb->>'k')::int, \"cdc$operation\", write_time_us"
+                                f" FROM {schema}.cdc_log WHERE \"table\" = 'kv'").fetchall()
+    finally:
+        stop.set()
+        thread.join(120)
+        running.close()
+        with psycopg.connect(described.postgres_dsn, autocommit=True) as conn:
+            conn.execute(f'DROP SCHEMA IF EXISTS {schema} CASCADE; DROP SCHEMA IF EXISTS "{ring_keyspace}" CASCADE')
+    assert held_back < stopped
+    assert Counter(rows) == workload.expected()
+
+
 def test_a_fourth_node_joining_starts_a_generation_whose_streams_cover_its_tokens(
         spark, stack, ring, ring_cql, ring_keyspace, connectors, tmp_path):
     """Node 4 joins the ring (with a connector beside it): the job sees the ring change and publishes a new
@@ -533,54 +584,3 @@ def test_a_fourth_node_joining_starts_a_generation_whose_streams_cover_its_token
             assert r["cdc$stream_id"] == topology.get_stream(r["token"]).value
     # Some changes after the switch fall in node 4's ranges, and get its streams.
     assert any(new.topology().entry_for(r["token"]).token_range_end in joined for r in after)
-
-
-def test_the_resolved_timestamp_waits_for_every_nodes_connector(spark, ring, ring_cql, ring_keyspace, connectors,
-                                                                tmp_path):
-    """T is the least of the three nodes' frontiers: it passes the writes while every connector runs,
-    stays before the moment node 3's stopped while it is stopped (a write node 3 acknowledged alone would
-    be nowhere else), and passes every write once it is started again, every write then in the sink."""
-    _, described = ring
-    made, _ = connectors()
-    workload = Workload(ring_cql, ring_keyspace, seed=39)
-    settings = job_settings(described, made[0].prefix, ring_keyspace, tmp_path, "resolved", resolved_interval=0.5)
-    schema = f"{ring_keyspace}_resolved"
-    running = start(spark, settings, PostgresSink(described.postgres_dsn, schema=schema, app_id=settings.app_id))
-    stop = threading.Event()
-    thread = threading.Thread(target=running.run, args=(stop,), daemon=True)
-    thread.start()
-
-    def resolved() -> int:
-        with psycopg.connect(described.postgres_dsn) as conn:
-            exists = conn.execute("SELECT to_regclass(%s)", (f"{schema}.resolved",)).fetchone()[0]
-            row = exists and conn.execute(f"SELECT resolved_us FROM {schema}.resolved WHERE table_name = 'kv'").fetchone()
-        return row[0] if row else 0
-
-    def passes(us: int, timeout: float, what: str) -> int:
-        deadline = time.monotonic() + timeout
-        while (t := resolved()) <= us:
-            assert time.monotonic() < deadline, f"T ({t}) not past {what} within {timeout:.0f} s"
-            time.sleep(0.5)
-        return t
-
-    try:
-        workload.run(30, rate=50)
-        passes(time.time_ns() // 1000, 120, "the first writes")
-        made[2].stop()
-        stopped = time.time_ns() // 1000
-        workload.run(30, rate=50)
-        time.sleep(8)  # several frontiers of nodes 1 and 2 later
-        held_back = resolved()
-        made[2].start()
-        passes(time.time_ns() // 1000, 120, "every write, node 3's connector started again")
-        with psycopg.connect(described.postgres_dsn) as conn:
-            rows = conn.execute(f"SELECT (key::jsonb->>'k')::int, \"cdc$operation\", write_time_us"
-                                f" FROM {schema}.cdc_log WHERE \"table\" = 'kv'").fetchall()
-    finally:
-        stop.set()
-        thread.join(120)
-        running.close()
-        with psycopg.connect(described.postgres_dsn, autocommit=True) as conn:
-            conn.execute(f'DROP SCHEMA IF EXISTS {schema} CASCADE; DROP SCHEMA IF EXISTS "{ring_keyspace}" CASCADE')
-    assert held_back < stopped
-    assert Counter(rows) == workload.expected()

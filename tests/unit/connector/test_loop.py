@@ -153,17 +153,19 @@ class Clock:
 
 
 class FrontierLog:
-    """Takes the frontier the loop would send at each turn (`connector.frontier.FrontierSender`)."""
+    """Takes the frontier the loop hands its sender at each turn (`connector.frontier.FrontierSender`)."""
 
     def __init__(self, bound_ms: int) -> None:
         self.node = SimpleNamespace(sync=SimpleNamespace(bound_ms=bound_ms))
         self.values: list[int | None] = []
 
-    def known(self):
-        return self.node
+    @property
+    def frontier_us(self) -> int | None:
+        return self.values[-1] if self.values else None
 
-    def send_when_due(self, frontier_us: int | None, stopping: threading.Event) -> None:
-        self.values.append(frontier_us)
+    @frontier_us.setter
+    def frontier_us(self, value: int | None) -> None:
+        self.values.append(value)
 
 
 class Rig:
