@@ -122,7 +122,8 @@ class FrontierFeed:
 class Resolver:
     """When a query publishes its tables' resolved timestamps, and which it published last.
 
-    `ring()` names the ring's nodes (host ids); `publish(resolved)` writes them in the sink."""
+    `ring()` names the ring's nodes (host ids). The query's writer publishes what `resolve` returns in its
+    sink, then says so (`published_now`)."""
 
     def __init__(self, feed: FrontierFeed, prefix: str, checkpoint: Location, ring: Callable[[], Collection[str]],
                  interval: float, clock: Callable[[], float] = time.monotonic) -> None:
