@@ -178,7 +178,8 @@ class FrontierSender:
         self.topic, self.tables = frontier_topic(prefix), table_topics_pattern(prefix)
         self.node: Node | None = None
         self.frontier_us: int | None = None  # the loop's newest frontier
-        self._admin = AdminClient(client)
+        admin = AdminClient(client)
+        self.end_offsets: Callable[[], dict[str, dict[int, int]]] = lambda: latest_offsets(admin, self.tables)
         self._failures = 0  # in a row: the first is said loudly, the next quietly
         self._ready = False  # the frontier topic exists
 
@@ -211,7 +212,7 @@ class FrontierSender:
         try:
             if not self._ready:
                 self._ready = self.producer.ensure_topic(self.topic, stopping, compacted=True)
-            offsets = latest_offsets(self._admin, self.tables)
+            offsets = self.end_offsets()
         except (KafkaException, TopicError) as exc:
             self._said(exc, "frontier not sent")
             return

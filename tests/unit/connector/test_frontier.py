@@ -1,14 +1,18 @@
 """The frontier's rule on real index files and positions: a claim holds once its read is committed; an
 index rewrite seen makes the rewrite seen before it a frontier; an idle listing makes its time less the
-sync bound one; the node's sync settings give the bound."""
+sync bound one; the node's sync settings give the bound. And its sender, with a fake producer: the
+record it offers, a refused table left out, a node asked again until it answers."""
 from __future__ import annotations
 
 import os
+import threading
 
 import pytest
 
-from connector.frontier import Frontier, IndexLook, SyncMode, look_at_index, milliseconds
+from connector.frontier import (Frontier, FrontierSender, IndexLook, Node, SyncMode, look_at_index,
+                                milliseconds)
 from schemas.change import Position
+from schemas.frontier import FrontierRecord
 
 S = 1_000_000  # µs in a second
 
@@ -86,3 +90,56 @@ def test_a_periodic_sync_without_its_period_or_a_bad_duration_is_refused():
         SyncMode.of_settings({"commitlog_sync": "periodic"})
     with pytest.raises(ValueError, match="not a duration"):
         milliseconds("ten seconds")
+
+
+class Queue:
+    """A producer that takes the frontier records offered (or refuses them: its queue is full)."""
+
+    def __init__(self) -> None:
+        self.offered: list[tuple[str, bytes, bytes]] = []
+        self.full = False
+
+    def ensure_topic(self, topic: str, stopping, compacted: bool = False) -> bool:
+        assert compacted
+        return True
+
+    def offer(self, topic: str, key: bytes, value: bytes, on_delivery) -> bool:
+        if self.full:
+            return False
+        self.offered.append((topic, key, value))
+        return True
+
+
+def sender(queue: Queue, discover, refused=lambda: []) -> FrontierSender:
+    made = FrontierSender(queue, {"bootstrap.servers": "127.0.0.1:1"}, "rt", "node-1", discover, 1.0, refused)
+    made.end_offsets = lambda: {"rt.shop.orders": {0: 7, 1: 0}, "rt.shop.items": {0: 3}}
+    return made
+
+
+def test_the_record_names_the_node_and_leaves_out_a_table_the_registry_refuses():
+    queue, node = Queue(), Node("0fdaada0-3449-4d8e-95a0-00d177134dac", SyncMode("periodic", 2500))
+    frontiers = sender(queue, lambda: node, refused=lambda: ["shop.items"])
+    assert frontiers._discover() and frontiers.node == node
+    frontiers._send(1_795_789_552_198_000, threading.Event())
+    [(topic, key, value)] = queue.offered
+    assert topic == "rt.frontiers" and key == node.host_id.encode()
+    assert FrontierRecord.decode(value) == FrontierRecord(node.host_id, "node-1", 1_795_789_552_198_000, 2500,
+                                                          {"rt.shop.orders": {0: 7, 1: 0}})
+    queue.full = True
+    frontiers._send(1_795_789_553_198_000, threading.Event())  # dropped: the events' queue comes first
+    assert len(queue.offered) == 1
+
+
+def test_a_node_that_does_not_answer_is_asked_again_and_said_once_loudly(caplog):
+    answers = [ConnectionError("Host has been marked down"), Node("h", SyncMode("batch", 0))]
+
+    def discover() -> Node:
+        answer = answers.pop(0)
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+    frontiers = sender(Queue(), discover)
+    assert not frontiers._discover() and frontiers.node is None
+    assert "Host has been marked down" in caplog.text and "WARNING" in caplog.text
+    assert frontiers._discover() and frontiers.node.sync.bound_ms == 0
