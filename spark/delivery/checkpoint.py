@@ -29,9 +29,9 @@ def source_offsets(checkpoint: Location | PathLike, batch_id: int) -> list[str] 
     return lines[2:]
 
 
-def newest_batch(checkpoint: Location | PathLike) -> int | None:
-    """The newest batch id planned in `checkpoint`; None before any."""
-    names = (Location.of(checkpoint) / "offsets").names()
+def newest_batch(checkpoint: Location | PathLike, log: str = "offsets") -> int | None:
+    """The newest batch id planned in `checkpoint` (`log="commits"`: recorded as done); None before any."""
+    names = (Location.of(checkpoint) / log).names()  # [] while the folder does not exist
     return max((int(name) for name in names if name.isdigit()), default=None)
 
 

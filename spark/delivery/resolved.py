@@ -25,7 +25,7 @@ from schemas.frontier import BadFrontier, FrontierRecord, frontier_topic
 from spark.location import Location
 from spark.sinks.contract import Resolved
 
-from .checkpoint import source_offsets
+from .checkpoint import newest_batch, source_offsets
 
 log = logging.getLogger(__name__)
 
@@ -74,12 +74,6 @@ def delivered_offsets(checkpoint: Location, batch_id: int) -> dict[str, dict[int
                 if isinstance(parts, dict):
                     offsets[topic] = {int(p): int(o) for p, o in parts.items()}
     return offsets
-
-
-def newest_committed(checkpoint: Location) -> int | None:
-    """The newest batch Spark recorded as done in `checkpoint` (`commits/<id>`)."""
-    names = (checkpoint / "commits").names() if (checkpoint / "commits").exists() else []
-    return max((int(name) for name in names if name.isdigit()), default=None)
 
 
 class FrontierFeed:
@@ -146,7 +140,7 @@ class Resolver:
         """The tables whose T moved since the last call (to be published, then `published`)."""
         self._last = self.clock()
         if self._delivered is None:  # a restarted query: what its last committed batch read is in the sink
-            committed = newest_committed(self.checkpoint)
+            committed = newest_batch(self.checkpoint, "commits")
             self._delivered = {} if committed is None else delivered_offsets(self.checkpoint, committed)
         self.feed.read(self.frontiers)
         ring = set(self.ring())
