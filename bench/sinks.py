@@ -239,9 +239,9 @@ def sink_seconds(spark, stack, sink: str, rows, warm, empty, run: str, tmp: Path
     # mirror, the cells too.
     given = [R.CELLS] if writer.merges_cells else []
     columns = [F.col(f"`{name}`") for name in R.LOG_ROW.fieldNames() + given] + [F.lit(False).alias(R.LATE)]
-    writer.write(MicroBatch(0, warm.select(*columns), empty, lambda: 0, "warm-up"))
+    writer.write(MicroBatch(0, warm.select(*columns), empty, lambda: 0, "warm-up", int(time.time() * 1000)))
     started = time.perf_counter()
-    writer.write(MicroBatch(1, rows.select(*columns), empty, lambda: 0, "measured"))
+    writer.write(MicroBatch(1, rows.select(*columns), empty, lambda: 0, "measured", int(time.time() * 1000)))
     seconds = time.perf_counter() - started
     writer.close()
     cleanup(stack, kind, run)

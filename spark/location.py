@@ -2,7 +2,8 @@
 system Spark's Hadoop client reads (`s3a://bucket/x`, `hdfs://nn/x`, `abfss://c@a.dfs.core.windows.net/x`,
 `gs://bucket/x`, `file:/x`). A `Location` keeps the text it was given — a `pathlib.Path` would fold
 `s3a://b/x` into `s3a:/b/x` — joins with `/`, and reads the few files ringtail reads itself (Spark's
-offsets, beside the sink write): local ones with pathlib, others with pyarrow's file systems.
+offsets, beside the sink write) and writes the few it keeps (an image sink's purge mark): local ones with
+pathlib, others with pyarrow's file systems.
 
 S3 (`s3a://`) is reached as AWS's own tools are told to, by the standard environment (`S3Access`): Spark's
 S3A on the driver and every executor, and pyarrow here, the same way.
@@ -118,6 +119,21 @@ class Location:
         filesystem, path = self._remote()
         with filesystem.open_input_stream(path) as stream:
             return stream.read().decode()
+
+    def write_text(self, text: str) -> None:
+        """Replace the file whole: a reader sees the old text or the new, never a part (a local file is
+        renamed into place; an object store's put is whole)."""
+        if self.is_local:
+            path = self.path
+            path.parent.mkdir(parents=True, exist_ok=True)
+            partial = path.with_name(f".{path.name}.partial")
+            partial.write_text(text)
+            os.replace(partial, path)
+            return
+        filesystem, path = self._remote()
+        filesystem.create_dir(path.rsplit("/", 1)[0], recursive=True)
+        with filesystem.open_output_stream(path) as stream:
+            stream.write(text.encode())
 
     def names(self) -> list[str]:
         """The names in this directory; [] when it does not exist."""

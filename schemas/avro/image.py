@@ -87,5 +87,8 @@ class ImageSchemas:
               source: Mapping[str, Any], ts_ms: int) -> dict:
         """The envelope datum; `source` holds the per-change fields (name, node, position, times, id)."""
         return {"before": self.row(before), "after": self.row(after), "op": op, "ts_ms": ts_ms,
-                "source": {"version": VERSION, "connector": CONNECTOR, "keyspace": self.keyspace,
-                           "table": self.table, **source}}
+                "source": self.source(source)}
+
+    def source(self, fields: Mapping[str, Any]) -> dict:
+        """The `source` of an image whose per-change fields are `fields`."""
+        return {"version": VERSION, "connector": CONNECTOR, "keyspace": self.keyspace, "table": self.table, **fields}

@@ -1,15 +1,17 @@
-"""What Spark's checkpoint says of a micro-batch: the source offsets it covers.
+"""What Spark's checkpoint says of a micro-batch: the source offsets it covers, and when it was planned.
 
 Before a micro-batch runs, Spark writes `<checkpoint>/offsets/<batch id>`: a version line, the batch's
 metadata (its watermark, its time, some conf), then one line per source with the offset the batch
 reads up to. A batch starts where the one before it ended; the first starts where the source says it
 started (the Kafka source keeps that in `sources/0/0`). A batch cut short is run again with the same
 file, so the same id always covers the same offsets in one checkpoint — and a batch id alone says
-nothing across two checkpoints: each numbers its batches from 0.
+nothing across two checkpoints: each numbers its batches from 0. The replay also keeps the metadata's
+time (`batchTimestampMs`): what a sink computes from it comes out the same.
 """
 from __future__ import annotations
 
 import hashlib
+import json
 from os import PathLike
 
 from spark.location import Location
@@ -18,15 +20,32 @@ from spark.location import Location
 _FIRST = "sources/0/0"
 
 
-def source_offsets(checkpoint: Location | PathLike, batch_id: int) -> list[str] | None:
-    """The source offset lines of `batch_id` (one per source, as JSON text); None before it is planned."""
+def _offsets_file(checkpoint: Location | PathLike, batch_id: int) -> tuple[Location, list[str]] | None:
     path = Location.of(checkpoint) / "offsets" / str(batch_id)
     if not path.exists():
         return None
     lines = path.read_text().splitlines()
     if len(lines) < 3:
         raise ValueError(f"{path}: no source offset after the version and metadata lines")
-    return lines[2:]
+    return path, lines
+
+
+def source_offsets(checkpoint: Location | PathLike, batch_id: int) -> list[str] | None:
+    """The source offset lines of `batch_id` (one per source, as JSON text); None before it is planned."""
+    found = _offsets_file(checkpoint, batch_id)
+    return None if found is None else found[1][2:]
+
+
+def planned_ms(checkpoint: Location | PathLike, batch_id: int) -> int:
+    """When Spark planned `batch_id` (ms since the epoch): the same on every replay of it."""
+    found = _offsets_file(checkpoint, batch_id)
+    if found is None:
+        raise ValueError(f"{checkpoint}: batch {batch_id} has no offsets; it was not planned in this checkpoint")
+    path, lines = found
+    try:
+        return int(json.loads(lines[1])["batchTimestampMs"])
+    except (ValueError, KeyError, TypeError) as exc:
+        raise ValueError(f"{path}: the metadata line holds no batchTimestampMs ({exc})") from None
 
 
 def newest_batch(checkpoint: Location | PathLike, log: str = "offsets") -> int | None:

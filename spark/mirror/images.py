@@ -74,7 +74,7 @@ class Images:
                 and self.rules.statics.isdisjoint(cells["c"]):
             return (row_key(cells["k"]),)
         named = () if cells["k"] is None else (row_key(cells["k"]),)
-        return dict.fromkeys((*rows, *named))
+        return sorted({*rows, *named})  # in an order of their own, not the order the task was given them in
 
     def _read(self, cells: Mapping[str, Any], record: Mapping[str, Any], rows: Mapping[str, dict],
               at: int) -> dict[str, Values]:

@@ -20,8 +20,10 @@ _EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
 @dataclass(frozen=True)
 class MicroBatch:
     """One micro-batch as a sink takes it: its log rows (`LOG_ROW`, with `CELLS` for a mirror), its dead
-    letters (`DEAD_LETTER`), its id, by which the sink makes a replay a no-op, and the digest of the
-    source offsets it covers, by which the sink tells a replay from another batch with that id (`ledger`)."""
+    letters (`DEAD_LETTER`), its id, by which the sink makes a replay a no-op, the digest of the source
+    offsets it covers, by which the sink tells a replay from another batch with that id (`ledger`), and
+    when Spark planned it, the same on a replay: what a sink computes of the time (images) comes out
+    the same."""
 
     id: int
     rows: DataFrame
@@ -30,6 +32,7 @@ class MicroBatch:
     # that pass).
     dead_letter_count: Callable[[], int]
     offsets: str
+    planned_ms: int  # ms since the epoch (`spark.delivery.checkpoint.planned_ms`)
 
     def has_dead_letters(self) -> bool:
         """Whether there are dead letters to write."""

@@ -7,4 +7,5 @@ MIRROR = "mirror"
 Layout = Literal["log", "typed", MIRROR]  # the log, a typed log per table, or a mirror of each table
 KafkaFormat = Literal["json", "avro"]  # the Kafka sink's record values
 IMAGE = "image"
-KafkaLayout = Literal["log", IMAGE]  # the log, or each change's images (the rows before and after it)
+# The sinks that send each change (Kafka, HTTP): the log, or each change's images (the rows before and after it).
+ChangeLayout = Literal["log", IMAGE]

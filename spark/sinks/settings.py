@@ -17,10 +17,11 @@ from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Sec
 from schemas.runtime.access import CassandraCluster, KafkaSecurity, RegistrySecurity, secret
 from spark.streams.storage import Replication
 
-from .layouts import MIRROR, Layout
+from .layouts import IMAGE, MIRROR, ChangeLayout, Layout
 
 if TYPE_CHECKING:
     from .contract import Sink
+    from .images import ImagesAt
 
 
 def _flag(value: Any) -> Any:
@@ -101,6 +102,31 @@ class LaidOut(SinkSettings):
     @property
     def mirrors(self) -> bool:
         return self.layout == MIRROR
+
+
+class Imaging(SinkSettings):
+    """A sink that sends each change (Kafka, HTTP): as the log, or as its images (`layout=image`), made from
+    a mirror's state kept in Delta under `state_path` (a URI Spark writes to)."""
+
+    layout: ChangeLayout = "log"
+    state_path: str | None = None
+
+    @model_validator(mode="after")
+    def _state_path(self):
+        if self.layout == IMAGE and not self.state_path:
+            raise ValueError("the image layout takes a state_path (where its states are kept)")
+        if self.layout != IMAGE and self.state_path:
+            raise ValueError("state_path is the image layout's")
+        return self
+
+    @property
+    def mirrors(self) -> bool:
+        return self.layout == IMAGE  # images are whole rows: of every column and every change
+
+    def images_at(self, spark: Any, context: SinkContext) -> ImagesAt | None:
+        from .images import ImagesAt
+
+        return None if self.layout != IMAGE else ImagesAt(spark, self.state_path, context.cluster)
 
 
 class Database(LaidOut):

@@ -11,6 +11,7 @@ from tests.support import micros, timeuuid
 
 WRITE_US = 1_699_284_279_123_456
 STREAM_A = bytes.fromhex("7fffffffffffffff0000000000000011")
+PLANNED_MS = 1_699_284_300_000  # batch n is planned at this time plus n ms
 
 
 
@@ -20,7 +21,7 @@ def micro_batch(spark, batch_id: int, rows: list[tuple], letters: list[tuple] = 
     `late`: every row read late, as the replica-copy step marks it."""
     logged = spark.createDataFrame(rows, LOG_ROW).withColumn(LATE, F.lit(late))
     return MicroBatch(batch_id, logged, spark.createDataFrame(list(letters), DEAD_LETTER),
-                      lambda: len(letters), offsets or f"offsets-of-{batch_id}")
+                      lambda: len(letters), offsets or f"offsets-of-{batch_id}", PLANNED_MS + batch_id)
 
 
 def log_row(n: int, *, seq: int = 0, operation: int = ROW_INSERT, stream: bytes = STREAM_A, node: str = "n1",

@@ -223,6 +223,23 @@ def imaged_rows(stack: Any, topic: str, layout: MirrorLayout, ops: list[str] | N
     return ordered(row for row in rows.values() if row is not None)
 
 
+def posted_rows(bodies: Iterable[list[dict]], layout: MirrorLayout) -> list[dict]:
+    """What a receiver of the HTTP sink's images holds after `bodies` (each accepted request's, in the order
+    received): each key's newest `after` of the table's images. Each image must begin where its key's
+    previous one ended."""
+    rows: dict[str, dict | None] = {}
+    for body in bodies:
+        for image in body:
+            if (image["source"]["keyspace"], image["source"]["table"]) != (layout.keyspace, layout.table):
+                continue
+            key = json.dumps(image["key"], sort_keys=True)
+            assert rows.get(key) == image["before"], (image["op"], image["source"])
+            rows[key] = image["after"]
+            made = "c" if image["before"] is None else "d" if image["after"] is None else "u"
+            assert image["op"] == ("r" if image["source"]["snapshot"] == "true" and image["after"] else made)
+    return ordered(row for row in rows.values() if row is not None)
+
+
 def without_negative_zero(rows: list[dict], layout: MirrorLayout) -> list[dict]:
     """`rows` with -0.0 as 0.0 in float and double columns, as MySQL stores them."""
     floats = [n for n, t in _types(layout).items() if t.cql in ("float", "double")]

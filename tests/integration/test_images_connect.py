@@ -1,11 +1,13 @@
-"""Images (`layout = 'image'` of the Kafka sink) from a subscription's snapshot and log, and read by a Kafka
-Connect sink no one here wrote: Debezium's JDBC sink connector, in the Kafka
+"""Images (`layout = 'image'` of the Kafka and HTTP sinks) from a subscription's snapshot and log, and read
+by a Kafka Connect sink no one here wrote: Debezium's JDBC sink connector, in the Kafka
 distribution's Connect worker (the stack's `connect` service), with its ordinary configuration (upsert by
 the record's key, deletes on), reads a table's image topic into PostgreSQL through Apicurio's Avro
 converter. After a seeded random workload of inserts, updates of a few columns, collection changes, row,
 range and partition deletions, a static column and TTLs, the PostgreSQL table equals `SELECT *` of the
 source (but a partition's static-only row, which has no image) once the TTLs have run out and the sink's
-purge has imaged the expired rows.
+purge has imaged the expired rows. The same changes posted as images to a real HTTP server, through a
+batch and a purge each cut short by a refused post, fold into `SELECT *` too, every repeat under its key
+with the body it had.
 
 The table holds the types the JDBC sink maps to columns: native values, and lists and sets of them
 (PostgreSQL arrays). A tuple, a UDT, a duration or a map is an Avro record (or array of them), which it
@@ -26,14 +28,18 @@ import psycopg
 import pytest
 
 from deploy.local.endpoints import ROOT
+from deploy.local.receiver import OK, Answer, Receiver
 from schemas.runtime.access import CassandraCluster
+from spark.delivery.pipeline import start
 from spark.job.config import JobSettings
-from spark.sinks.kafka.images import ImagesAt
+from spark.sinks.http.sink import HttpSink, HttpSinkError
+from spark.sinks.images import ImagesAt
 from spark.sinks.kafka.sink import KafkaSink
 from tests.integration.delivered import run_available
 from spark.subscriptions.model import Change
 from spark.subscriptions.statements import Statement
-from tests.integration.mirrors import diff, imaged_rows, keyed_rows, layout_of, postgres_rows, source_rows
+from tests.integration.mirrors import (diff, imaged_rows, keyed_rows, layout_of, postgres_rows, posted_rows,
+                                       source_rows)
 from tests.integration.pipeline import has_marker, write_marker
 from tests.integration.workload import execute
 from tests.support import wait_for
@@ -42,7 +48,7 @@ pytestmark = pytest.mark.integration
 
 SEED = int(os.environ.get("RINGTAIL_TEST_IMAGES_SEED", "39"))
 STATEMENTS = 1500
-TTL = 20  # s: long enough for the first comparison, short enough to wait for
+TTL = 30  # s: long enough for the sinks' first batches to merge cells still live, short enough to wait for
 STACK = ROOT / "deploy" / "local" / "stack.py"
 
 
@@ -159,6 +165,31 @@ def until_equal(connect: str, name: str, stack, table: str, layout, source: list
         time.sleep(2)
 
 
+class RefusingOnce:
+    """A receiver's answers: 400 to the first post of images of each kind — a chunk after the first of a part of
+    batch 0 (the batch fails between its posts and its states' write), and a purge's — then 200."""
+
+    def __init__(self) -> None:
+        self.refused: dict[str, str] = {}  # "batch" or "purge" → the key refused
+
+    def __call__(self, request: dict) -> Answer:
+        key = request["headers"]["idempotency-key"]
+        _, batch, *_, index = key.split(":")
+        kind = "purge" if batch == "purge" else "batch" if batch == "0" and index != "0" else None
+        if request["headers"]["ringtail-content"] == "images" and kind and kind not in self.refused:
+            self.refused[kind] = key
+            return 400, b"refused once", 0.0
+        return OK
+
+
+def same_body_under_each_key(receiver: Receiver) -> None:
+    first: dict[str, list] = {}
+    for request in receiver.requests:
+        if request["headers"]["ringtail-content"] == "images":
+            key = request["headers"]["idempotency-key"]
+            assert first.setdefault(key, request["body"]) == request["body"], key
+
+
 def test_debeziums_jdbc_sink_keeps_a_postgres_table_equal_to_select_star(stack, cql, keyspace, tmp_path, pipeline,
                                                                          spark, connect):
     cql.execute(f"""CREATE TABLE {keyspace}.items (shop text, id int, name text, qty int, price double, big bigint,
@@ -182,7 +213,22 @@ def test_debeziums_jdbc_sink_keeps_a_postgres_table_equal_to_select_star(stack, 
     sink = KafkaSink(stack.kafka_bootstrap, f"{app}.images", app_id=app, format="avro",
                      registry_url=stack.registry_url, images=ImagesAt(spark, str(tmp_path / "states"), cluster))
     table = f"images_{app}"
+    receiver, refusing = Receiver(), RefusingOnce()
+    receiver.answer_with = refusing
+    posting = settings.model_copy(update={"checkpoint_dir": tmp_path / "http"})
+
+    def http_images() -> HttpSink:
+        return HttpSink(receiver.url, app_id=app, batch_size=25,
+                        images=ImagesAt(spark, str(tmp_path / "http-states"), cluster))
+
     try:
+        # HTTP first, while the TTLs still run: its batch fails on a refused post, and the replay posts it again.
+        job = start(spark, posting, http_images(), available_now=True)
+        with pytest.raises(Exception, match="batch 0: PythonException"):  # (the receiver's answer is in the log)
+            job.query.awaitTermination(300)
+        job.close()
+        run_available(spark, posting, http_images())
+        assert "batch" in refusing.refused
         run_available(spark, settings, sink)
         create_sink_connector(connect, app, f"{app}.images.{keyspace}.items", table, stack)
         # The TTLs run out: Cassandra's SELECT * loses those rows and cells, the sink's purge (as a runner
@@ -195,9 +241,27 @@ def test_debeziums_jdbc_sink_keeps_a_postgres_table_equal_to_select_star(stack, 
             sink.purge()
         finally:
             sink.close()
+        # HTTP's purge is refused a post: the next sink's start makes it again, before any batch.
+        cut = http_images()
+        cut.prepare()
+        with pytest.raises(HttpSinkError, match="refused once"):
+            cut.purge()
+        cut.close()
+        again = http_images()
+        again.prepare()
+        again.close()
+        same_body_under_each_key(receiver)
+        accepted = receiver.accepted("images")
+        assert refusing.refused.keys() == {"batch", "purge"} and set(refusing.refused.values()) <= accepted.keys()
+        found = diff(expired, posted_rows(accepted.values(), layout))
+        assert not found, f"the images posted, folded: {found}"
         until_equal(connect, app, stack, table, layout, expired)
     finally:
-        urllib.request.urlopen(urllib.request.Request(f"{connect}/connectors/{app}", method="DELETE"), timeout=30)
+        receiver.close()
+        try:
+            urllib.request.urlopen(urllib.request.Request(f"{connect}/connectors/{app}", method="DELETE"), timeout=30)
+        except urllib.error.HTTPError as exc:
+            assert exc.code == 404, exc  # not created: the test failed before
         with psycopg.connect(stack.postgres_dsn, autocommit=True) as conn:
             conn.execute(f'DROP TABLE IF EXISTS "{table}"')
         cql.execute(f"DROP KEYSPACE IF EXISTS {keyspace}_gen")

@@ -31,7 +31,7 @@ from schemas.runtime.access import CassandraCluster
 from spark.job.config import JobSettings
 from spark.rows import CELLS, LOG_ROW
 from spark.sinks.delta.sink import DeltaSink
-from spark.sinks.kafka.images import ImagesAt
+from spark.sinks.images import ImagesAt
 from spark.sinks.kafka.sink import KafkaSink
 from spark.sinks.mirror_parts import bucketed
 from spark.sinks.mysql.connection import connect_dsn

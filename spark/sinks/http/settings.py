@@ -8,13 +8,13 @@ from pydantic import PositiveFloat, PositiveInt, SecretStr, model_validator
 
 from schemas.runtime.access import secret
 
-from ..settings import Flag, HttpUrl, SinkContext, SinkSettings
+from ..settings import Flag, HttpUrl, Imaging, SinkContext
 
 if TYPE_CHECKING:
     from ..contract import Sink
 
 
-class HttpSettings(SinkSettings, kind="http"):
+class HttpSettings(Imaging, kind="http"):
     url: HttpUrl
     batch_size: PositiveInt = 500
     timeout: PositiveFloat = 10.0
@@ -39,7 +39,7 @@ class HttpSettings(SinkSettings, kind="http"):
 
         return HttpSink(self.url, app_id=context.app_id, batch_size=self.batch_size, timeout=self.timeout,
                         token=secret(self.token, self.token_file, "token"), verify=self.verify, ca=self.ca,
-                        attempts=self.attempts)
+                        attempts=self.attempts, images=self.images_at(spark, context))
 
     def target(self) -> str:
         return f"http:{self.url}"

@@ -1,4 +1,5 @@
-"""HTTP + JSON: each micro-batch POSTed to a URL as JSON arrays of log rows, in chunks.
+"""HTTP + JSON: each micro-batch POSTed to a URL as JSON arrays of log rows (or, in the image layout, of
+images: `http.images`), in chunks.
 
 The executors post the log rows, each task the rows of its partition: a batch's rows are grouped by
 partition key (a key's changes in one task, in write-time order, as a Kafka partition keeps them) and
@@ -14,6 +15,11 @@ side, chunks of one part in order. The `Ringtail-Content` header says what the a
 `dedup_watermark` after its write, when a replica's copy of the change may have been posted before (the
 receiver drops it if it holds that `change_id` and `cdc$batch_seq_no`).
 
+In the image layout (`layout=image`), each task posts the images its part of the batch made
+(`sinks.images`, `Ringtail-Content: images`), and the driver writes the merged states once every part and
+the dead letters are posted: a replay makes the same images, posted under the same keys. Expired rows'
+images are posted between batches (`purge`), under keys naming the purge's time.
+
 A 5xx, 408, 429, a timeout or a refused connection is retried with exponential backoff, up to
 `attempts`; then the batch fails (its subscription goes `failing` and is retried whole). Any other
 4xx fails the batch at once with the status and the response body: the receiver refused the rows,
@@ -23,6 +29,7 @@ on them.
 from __future__ import annotations
 
 import functools
+import itertools
 import json
 import logging
 import ssl
@@ -40,8 +47,10 @@ from schemas.runtime.access import tls_context
 from spark.streams.generations import Generations
 
 from ..contract import MicroBatch, Resolved, Sink, chunks, resolved_rows
+from ..images import ImagesAt, ImageWriter
 from ..json_rows import dead_letter_json, generations_json, is_json, log_row_json_text, resolved_json
 from ..parts import part_digest, write_each_part
+from .images import JsonImages, PurgeMark
 
 log = logging.getLogger(__name__)
 _RETRIED = {408, 429}
@@ -86,22 +95,31 @@ class Poster:
             count += len(chunk)
         return count
 
-    def post_part(self, batch: str, batches: Iterator[pa.RecordBatch]) -> int | None:
+    def post_log_part(self, batch: str, batches: Iterator[pa.RecordBatch]) -> int | None:
         """One part of a batch's log rows (run by `parts.write_each_part` on `part_of`: each row's JSON text made
-        by Spark, and its change id), its chunks under the part's name; how many rows it posted (None: it had
-        none)."""
+        by Spark, and its change id); how many rows it posted (None: it had none)."""
         texts = []
         for rows in batches:
             for text, change_id in zip(*(column.to_pylist() for column in rows.columns)):
                 if not is_json(text):
                     raise HttpSinkError(f"the log row of change {change_id} holds a value whose text is not JSON")
                 texts.append(text)
+        return self.post_texts("log-rows", batch, texts)
+
+    def post_image_part(self, batch: str, batches: Iterator[pa.RecordBatch]) -> int | None:
+        """One part of a batch's images (each one's JSON as bytes, `value`, as `http.images` makes it)."""
+        return self.post_texts("images", batch, [value.decode() for rows in batches
+                                                  for value in rows.column("value").to_pylist()])
+
+    def post_texts(self, content: str, batch: str, texts: list[str]) -> int | None:
+        """JSON texts in chunks, each under the key of the part's name (`parts.part_digest` of its bodies) and
+        its place in it; how many it posted (None: none)."""
         if not texts:
             return None
         bodies = [f"[{','.join(chunk)}]".encode() for chunk in chunks(texts, self.batch_size)]
         part = part_digest(bodies)
         for index, body in enumerate(bodies):
-            self.post("log-rows", body, f"{self.app_id}:{batch}:log-rows:{part}:{index}")
+            self.post(content, body, f"{self.app_id}:{batch}:{content}:{part}:{index}")
         return len(texts)
 
     def post(self, content: str, data: bytes, key: str) -> None:
@@ -130,36 +148,86 @@ class Poster:
 
 
 def part_of(rows: DataFrame) -> DataFrame:
-    """What `Poster.post_part` takes of log rows: each one's JSON text and change id."""
+    """What `Poster.post_log_part` takes of log rows: each one's JSON text and change id."""
     return rows.select(log_row_json_text(rows.schema).alias("json"), "change_id")
 
 
 class HttpSink(Sink):
-    # Its write is one action over the batch's partitions, on the executors.
-    reads_batch_whole = True
-
     def __init__(self, url: str, *, app_id: str = "ringtail", batch_size: int = 500, timeout: float = 10.0,
                  token: str | None = None, verify: bool = True, ca: Path | None = None, attempts: int = 6,
-                 backoff: float = 0.5) -> None:
+                 backoff: float = 0.5, images: ImagesAt | None = None) -> None:
         self.url, self.app_id = url, app_id
         self.poster = Poster(url, app_id, batch_size, timeout, token, ca, verify, attempts, backoff)
         _tls(ca, verify)  # an unreadable or invalid ca fails here, on the driver
+        self.images_at = images
+        self.merges_cells = images is not None  # images are made from a mirror's state
+        # The log is posted in one action over the batch's partitions, on the executors; images are merged
+        # first, table by table.
+        self.reads_batch_whole = images is None
+        self._images: ImageWriter | None = None
+        self._marks = None if images is None else PurgeMark(images.state_path, app_id)
+        self._purged = 0  # the time (s) up to which expired rows are imaged
 
     def prepare(self) -> None:
-        pass  # the receiver owns its storage
+        """The receiver owns its storage; the image layout finishes a purge a crash cut short, before any batch."""
+        if self.images_at is None or self._images is not None:
+            return
+        self._images = self.images_at.writer(self.app_id, JsonImages())
+        self._purged, purging = self._marks.read()
+        if purging is not None:
+            log.info("a purge of expired rows at %d was cut short: it is made again", purging)
+            self._purge(purging)
 
     def close(self) -> None:
-        pass  # nothing is held between batches
+        if self._images is not None:
+            self._images.layouts.close()
 
     def write(self, batch: MicroBatch) -> None:
         name = f"{batch.id}:{batch.offsets}"
-        grouped = batch.rows.repartition("partition_key").sortWithinPartitions(*(f"`{c}`" for c in _ORDER))
-        sent = write_each_part(part_of(grouped), functools.partial(self.poster.post_part, name))
-        dead = 0
+        if self._images is None:
+            grouped = batch.rows.repartition("partition_key").sortWithinPartitions(*(f"`{c}`" for c in _ORDER))
+            sent = write_each_part(part_of(grouped), functools.partial(self.poster.post_log_part, name))
+            self._post_dead_letters(batch, name)
+            log.info("batch %d: %d log rows posted to %s", batch.id, sent, self.url)
+            return
+        planned = self._images.plan(batch.rows, max(batch.planned_ms // 1000, self._purged), batch.planned_ms)
+        try:
+            sent = sum(write_each_part(table.records().select("value"),
+                                       functools.partial(self.poster.post_image_part, name)) for table in planned)
+            self._post_dead_letters(batch, name)
+            for table in planned:  # after every image is posted: a replay makes them again
+                table.save_states()
+        finally:
+            for table in planned:
+                table.imaged.unpersist()
+        log.info("batch %d: %d images posted to %s", batch.id, sent, self.url)
+
+    def _post_dead_letters(self, batch: MicroBatch, name: str) -> None:
         if batch.has_dead_letters():
             letters = batch.dead_letters.orderBy("topic", "partition", "offset").toLocalIterator()
             dead = self.poster.post_all("dead-letters", (dead_letter_json(r) for r in letters), name)
-        log.info("batch %d: %d log rows and %d dead letters posted to %s", batch.id, sent, dead, self.url)
+            log.info("batch %d: %d dead letters posted to %s", batch.id, dead, self.url)
+
+    def purge(self) -> None:
+        """Post the images of the rows whose cells expired since the last purge, then write their states."""
+        if self._images is not None:
+            self._purge(int(time.time()))
+
+    def _purge(self, now: int) -> None:
+        """The purge at `now` (s), marked begun first: one repeated after a crash makes the same images, a
+        table's under the same keys (a table whose states were written already has none left to make)."""
+        self._marks.begin(self._purged, now)
+        records, saves = self._images.expired(self._purged, now)
+        posted = 0
+        for target, images in itertools.groupby(records, key=lambda record: record[0]):
+            posted += self.poster.post_texts("images", f"purge:{now}:{target}",
+                                             [value.decode() for _, _, value in images]) or 0
+        for table in saves:
+            table.save()
+        self._marks.end(now)
+        self._purged = now
+        if posted:
+            log.info("%d images of expired rows posted to %s", posted, self.url)
 
     def publish_resolved(self, resolved: list[Resolved]) -> None:
         self.poster.post("resolved", _body(resolved_json(resolved_rows(self.app_id, resolved))),

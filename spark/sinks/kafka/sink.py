@@ -48,7 +48,8 @@ from ..contract import MicroBatch, Resolved, Sink, resolved_rows
 from ..json_rows import dead_letter_json, generations_json, is_json, log_row_json_text, resolved_json
 from ..layouts import KafkaFormat
 from .avro_rows import avro_datum
-from .images import ImagesAt, ImageWriter, TableImages
+from ..images import ImagesAt, ImageWriter, TableImages
+from .images import AvroImages
 from .records import RECORDS, Record, shipped
 from ..ledger import is_newest_replay
 
@@ -111,7 +112,8 @@ class KafkaSink(Sink):
         self._written, self._purged = self._read_ledger()
         self._encode_row, self._encode_dead_letter = self._encoders()
         if self.images_at is not None:
-            self._images = self.images_at.writer(self.topic, self.app_id, self._registry(), self._create_compacted)
+            self._images = self.images_at.writer(self.app_id, AvroImages(self.topic, self._registry(),
+                                                                          self._create_compacted))
 
     def _create_compacted(self, topic: str) -> None:
         create_topic(AdminClient(self._client()), NewTopic(topic, self.partitions, self.replication_factor,
@@ -180,7 +182,8 @@ class KafkaSink(Sink):
         rows, batch_id = batch.rows, batch.id
         newest, offsets = self._written or (None, None)
         replay = is_newest_replay(self.app_id, batch_id, batch.offsets, newest, offsets)
-        planned = [] if self._images is None else self._images.plan(rows)
+        planned = [] if self._images is None else self._images.plan(
+            rows, max(batch.planned_ms // 1000, self._purged), batch.planned_ms)
         try:
             if replay:
                 log.info("batch %d of %s is in %s already; skipped", batch_id, self.app_id, self.topic)
@@ -203,7 +206,7 @@ class KafkaSink(Sink):
                 sent = self._produce(self.topic, _json_records(ordered) if self._encode_row is None else
                                      _records(ordered, self._encode_row, log_rows=True))
             else:
-                sent = sum(self._produce(table.topic, table.records()) for table in planned)
+                sent = sum(self._produce(table.target, shipped(table.records(), _image_records)) for table in planned)
             dead = self._produce(self.dead_letters, _records(dead_letters.orderBy("topic", "partition", "offset"),
                                                              self._encode_dead_letter, log_rows=False))
             if not self.transactions:
@@ -356,6 +359,12 @@ class RowEncoder:
         else:
             columns = ([None] * len(rows), [encode(r) for r in rows], [r.change_id for r in rows], [False] * len(rows))
         return pa.RecordBatch.from_arrays([pa.array(c, f.type) for c, f in zip(columns, RECORDS)], schema=RECORDS)
+
+
+def _image_records(batch: pa.RecordBatch) -> pa.RecordBatch:
+    n = batch.num_rows
+    return pa.RecordBatch.from_arrays([batch.column("key"), batch.column("value"), pa.nulls(n, pa.string()),
+                                       pa.array([False] * n)], schema=RECORDS)
 
 
 def _json_dead_letter(row: Row) -> bytes:

@@ -99,3 +99,12 @@ def test_s3_credentials_that_cannot_be_read_are_refused_by_name(tmp_path, monkey
         file.write_text(text)
     with pytest.raises(StorageAccessError, match=message):
         S3Access.from_environment({"AWS_SHARED_CREDENTIALS_FILE": str(file), **environ})
+
+
+def test_a_file_written_replaces_the_old_whole_and_leaves_no_part_behind(tmp_path):
+    file = Location(tmp_path / "states" / "purges" / "a.json")
+    file.write_text('{"purged": 1}')
+    file.write_text('{"purged": 2}')
+    assert file.read_text() == '{"purged": 2}'
+    assert file.parent.names() == ["a.json"]
+    assert Location((tmp_path / "b.json").as_uri()).write_text("x") is None and (tmp_path / "b.json").read_text() == "x"

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from spark.delivery.checkpoint import batch_digest, newest_batch, source_offsets
+from spark.delivery.checkpoint import batch_digest, newest_batch, planned_ms, source_offsets
 
 CHECKPOINT = Path(__file__).parent / "data" / "kafka-checkpoint"
 
@@ -52,3 +52,14 @@ def test_a_batch_not_planned_or_a_truncated_file_is_an_error(tmp_path):
     with pytest.raises(ValueError, match="no source offset after the version and metadata lines"):
         source_offsets(tmp_path / "c", 1)
     assert newest_batch(tmp_path / "nothing") is None
+
+
+def test_a_batchs_planned_time_is_its_metadatas_and_a_file_without_one_is_an_error(tmp_path):
+    assert planned_ms(CHECKPOINT, 1) == 1795560622246
+    with pytest.raises(ValueError, match="batch 7 has no offsets"):
+        planned_ms(CHECKPOINT, 7)
+    shutil.copytree(CHECKPOINT, tmp_path / "c")
+    one = tmp_path / "c" / "offsets" / "1"
+    one.write_text(one.read_text().replace('"batchTimestampMs":1795560622246,', ""))
+    with pytest.raises(ValueError, match="offsets/1: the metadata line holds no batchTimestampMs"):
+        planned_ms(tmp_path / "c", 1)

@@ -10,7 +10,7 @@ from fastavro import parse_schema, schemaless_reader, schemaless_writer
 from spark.mirror.engine import merge
 from spark.mirror.images import Images
 from spark.mirror.state import Rules
-from spark.sinks.kafka.images import image_schemas
+from spark.sinks.images import image_schemas
 from tests.unit.spark.mirror.memory import MemoryStore, ordered
 from tests.unit.spark.mirror.segment import BEFORE_EXPIRY, FIRST_ROW
 

@@ -81,10 +81,10 @@ def part(texts: list[str]) -> list[pa.RecordBatch]:
 def test_a_part_of_a_batch_is_posted_under_its_content_so_a_replay_repeats_its_keys(receiver):
     poster = sink(receiver.url).poster
     rows = [f'{{"keyspace":"shop","key":{{"id":{n}}},"write_time_us":{n}}}' for n in range(3)]
-    assert poster.post_part("7:abc", iter(part(rows))) == 3
-    assert poster.post_part("7:abc", iter(part(rows))) == 3  # a replay of the same part
-    assert poster.post_part("7:abc", iter(part(rows[:1]))) == 1  # another part of the batch
-    assert poster.post_part("7:abc", iter(())) is None  # an empty partition posts nothing
+    assert poster.post_log_part("7:abc", iter(part(rows))) == 3
+    assert poster.post_log_part("7:abc", iter(part(rows))) == 3  # a replay of the same part
+    assert poster.post_log_part("7:abc", iter(part(rows[:1]))) == 1  # another part of the batch
+    assert poster.post_log_part("7:abc", iter(())) is None  # an empty partition posts nothing
     keys = [r["headers"]["idempotency-key"] for r in receiver.requests]
     first, second = part_digest([b'[{"keyspace":"shop","key":{"id":0},"write_time_us":0},'
                                  b'{"keyspace":"shop","key":{"id":1},"write_time_us":1}]',
@@ -98,5 +98,5 @@ def test_a_part_of_a_batch_is_posted_under_its_content_so_a_replay_repeats_its_k
 
 def test_a_part_holding_a_text_that_is_not_json_fails_naming_the_change(receiver):
     with pytest.raises(HttpSinkError, match="change change-1 holds a value whose text is not JSON"):
-        sink(receiver.url).poster.post_part("7:abc", iter(part(['{"a":1}', '{"a":{not json}'])))
+        sink(receiver.url).poster.post_log_part("7:abc", iter(part(['{"a":1}', '{"a":{not json}'])))
     assert receiver.requests == []

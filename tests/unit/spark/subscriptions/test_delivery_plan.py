@@ -196,11 +196,23 @@ def test_a_kafka_image_layout_takes_avro_and_a_state_path_and_the_whole_table():
     images = {"topic": "t", "format": "avro", "layout": "image", "state_path": "s3a://bucket/images"}
     assert Subscription.create("i", Change(table="shop.orders", sink="kafka", sink_config=images,
                                            start="snapshot")).sink_config["layout"] == "image"
-    for config in ({**images, "format": "json"}, {k: v for k, v in images.items() if k != "state_path"}):
-        with pytest.raises(InvalidSubscription, match="the image layout takes format avro and a state_path"):
+    for config, refused in (({**images, "format": "json"}, "the image layout takes format avro"),
+                            ({k: v for k, v in images.items() if k != "state_path"},
+                             "the image layout takes a state_path")):
+        with pytest.raises(InvalidSubscription, match=refused):
             Subscription.create("i", Change(table="shop.orders", sink="kafka", sink_config=config))
     with pytest.raises(InvalidSubscription, match="state_path is the image layout's"):
         Subscription.create("i", Change(table="shop.orders", sink="kafka", sink_config={
             "topic": "t", "state_path": "/s"}))
     with pytest.raises(InvalidSubscription, match="no filter, columns or operations"):
         Subscription.create("i", Change(table="shop.orders", sink="kafka", sink_config=images, filter="qty > 5"))
+
+
+def test_an_http_image_layout_takes_a_state_path_and_the_whole_table():
+    images = {"url": "https://receiver.example/changes", "layout": "image", "state_path": "s3a://bucket/images"}
+    assert Subscription.create("i", Change(table="shop.orders", sink="http", sink_config=images)).sink_config == images
+    with pytest.raises(InvalidSubscription, match="the image layout takes a state_path"):
+        Subscription.create("i", Change(table="shop.orders", sink="http", sink_config={
+            k: v for k, v in images.items() if k != "state_path"}))
+    with pytest.raises(InvalidSubscription, match="no filter, columns or operations"):
+        Subscription.create("i", Change(table="shop.orders", sink="http", sink_config=images, columns=("qty",)))

@@ -1,0 +1,227 @@
+"""The image layout, of the sinks that send each change (Kafka, HTTP): each change as the whole rows before
+and after it (Debezium's envelope: `before`, `after`, `op`, `source`, `ts_ms`), keyed by primary key. The
+sink frames them (`ImageFormat`): Avro on a compacted topic per table (`kafka.images`), JSON (`http.images`).
+
+The images come from a mirror's state kept in Delta at the sink's `state_path` (`<state_path>/mirror_state/
+<keyspace>/<table>`, as the Delta mirror keeps its states, without the mirror table). A micro-batch is
+merged on the executors, as the Delta mirror merges (`DeltaMirrorStore.given`): each task takes its
+partitions' changes in write order (write time, then change id), merges them into their states, and
+encodes an image of every row each change alters (`spark.mirror.images`). The sink sends the images, then
+writes the merged states (`TableImages.save_states`).
+
+A batch is merged as of the time Spark planned it (never before the sink's last purge), and its images
+are dated by it (`ts_ms`): a replay makes the same images, byte for byte. So a crash after the images were
+sent and before the states' write sends the same images again (the Kafka sink skips them by its ledger,
+the HTTP sink posts them under the keys they had), and a crash after the states' write merges the same
+changes into the states again, which changes no row and makes no image: a change merged twice (a
+replica's late copy too) makes none.
+
+Between batches, a purge images the rows whose cells expired (`ImageWriter.expired`), then writes their
+states; the sink records each purge's time so that one repeated after a crash makes the same images.
+"""
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Protocol
+
+import pyarrow as pa
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.types import BinaryType, StructField, StructType
+
+from schemas.avro.image import ImageSchemas
+from schemas.runtime.access import CassandraCluster
+from spark import rows as R
+from spark.mirror.engine import Change, StoredState, merge
+from spark.mirror.images import Images, RowImage
+from spark.mirror.layout import MirrorLayout
+from spark.mirror.state import RECORD, Rules
+from spark.mirror.tables import Layouts, prepare_tables
+from spark.rows import arrow_schema
+
+from .delta.mirror import STATE, DeltaMirrorStore, LoadedStates, known_mirrors, split_given
+from .mirror_parts import table_changes, table_counts
+
+# What a task gives: a state to write, or an image's record to send (key, value; a null value: a tombstone).
+IMAGE_RECORD = StructType([StructField("key", BinaryType(), False), StructField("value", BinaryType())])
+IMAGED = StructType([StructField("state", STATE), StructField("record", IMAGE_RECORD)])
+# The columns of a change a task reads, beyond its partition, key and cells.
+_ORIGIN = ("write_time_us", "change_id", "cdc$operation", "source")
+
+Encoded = list[tuple[bytes, bytes | None]]
+
+
+class ImageEncoder(Protocol):
+    """A table's images as a sink sends them; picklable (it runs on the executors)."""
+
+    def __call__(self, schemas: ImageSchemas, image: RowImage, envelope: Envelope) -> Encoded:
+        """(key, value) records of one image, in the order sent."""
+
+
+class ImageFormat(Protocol):
+    """How a sink frames images, asked on the driver once per table and batch."""
+
+    def table(self, layout: MirrorLayout) -> tuple[str, ImageEncoder]:
+        """Where the table's images go (a topic; for HTTP the table's name) and their encoder."""
+
+
+def image_schemas(layout: MirrorLayout) -> ImageSchemas:
+    return ImageSchemas.of(layout.keyspace, layout.table, [(c.name, layout.cql(c.type)) for c in layout.key_columns],
+                           [(c.name, layout.cql(c.type)) for c in layout.columns])
+
+
+@dataclass(frozen=True)
+class Envelope:
+    """What an image says beyond its rows: its op, the per-change fields of its `source`, when it was made."""
+
+    op: str
+    source: dict
+    made: int  # ms since the epoch
+
+    @classmethod
+    def of(cls, image: RowImage, name: str, made: int) -> Envelope:
+        """`name`: the subscription or job making it; an expiry's image is dated by when it was made."""
+        op = "c" if image.before is None else "d" if image.after is None else "u"
+        if image.change is None:  # cells that expired
+            return cls(op, {"name": name, "node": None, "segment_id": None, "entry_offset": None, "ts_ms": made,
+                            "ts_us": made * 1000, "change_id": "", "snapshot": "false"}, made)
+        origin = image.change.origin
+        if origin["cdc$operation"] == R.ROW_READ and image.after is not None:
+            op = "r"
+        written = origin["write_time_us"]
+        return cls(op, {"name": name, "node": origin["source"]["node"], "segment_id": origin["source"]["segment_id"],
+                        "entry_offset": origin["source"]["entry_offset"], "ts_ms": written // 1000,
+                        "ts_us": written, "change_id": origin["change_id"],
+                        "snapshot": "true" if op == "r" else "false"}, made)
+
+
+@dataclass(frozen=True)
+class ImageTask:
+    """One task: its partitions' changes merged in write order into their states (given beside them) as of
+    `now` (s), each image encoded; picklable. `name` is the `source.name` of its images."""
+
+    layout: MirrorLayout
+    now: int
+    made: int
+    encode: ImageEncoder
+    name: str
+
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        loaded, columns = split_given(batches)
+        if not columns:
+            return
+        changes = [dict(zip(columns, values)) for values in zip(*columns.values())]
+        changes.sort(key=lambda c: (c["partition"], c["write_time_us"], c["change_id"]))
+        names = [c.name for c in self.layout.partition_key]
+        rules, store = Rules(self.layout), LoadedStates(loaded)
+        images = Images(rules, self.now)
+        merge(rules, store, (Change(c["partition"], [json.loads(c["key"])[n] for n in names],
+                                    json.loads(c["cells"]), c) for c in changes), self.now, observer=images)
+        out = [{"state": s._asdict(), "record": None} for s in store.states]
+        schemas = image_schemas(self.layout)
+        for image in images.images:
+            out += [{"state": None, "record": {"key": key, "value": value}}
+                    for key, value in self.encode(schemas, image, Envelope.of(image, self.name, self.made))]
+        yield from pa.Table.from_pylist(out, schema=arrow_schema(IMAGED)).to_batches()
+
+
+@dataclass
+class TableImages:
+    """One table's share of a batch: where its images go and the plan merging them (persisted)."""
+
+    target: str
+    store: DeltaMirrorStore
+    imaged: DataFrame
+
+    def records(self) -> DataFrame:
+        """The image records (`key`, `value`), a task's in the order made (a row's in the order of its changes)."""
+        return self.imaged.where(F.col("record").isNotNull()).select("record.key", "record.value")
+
+    def save_states(self) -> None:
+        self.store.merge_states(self.imaged.where(F.col("state").isNotNull()).select("state.*"))
+
+
+@dataclass(frozen=True)
+class ImagesAt:
+    """Where the image layout keeps its states, and the cluster whose tables' schemas it reads."""
+
+    spark: SparkSession
+    state_path: str
+    cluster: CassandraCluster
+
+    def writer(self, name: str, format: ImageFormat) -> ImageWriter:
+        return ImageWriter(self.spark, self.state_path, Layouts(self.cluster), name, format)
+
+
+class ImageWriter:
+    """The image layout's part of a batch: `plan` makes each table's images on the executors, the sink
+    sends them (`TableImages.records`), then writes the states (`TableImages.save_states`)."""
+
+    def __init__(self, spark: SparkSession, state_path: str, layouts: Layouts, name: str,
+                 format: ImageFormat) -> None:
+        self.spark, self.state_path, self.layouts, self.name, self.format = spark, state_path, layouts, name, format
+
+    def plan(self, rows: DataFrame, now: int, made: int) -> list[TableImages]:
+        """The batch's images, merged as of `now` (s) and dated `made` (ms)."""
+        counts = table_counts(rows)
+        planned = []
+        for layout, store in prepare_tables(self.layouts, counts, self._store, counts):
+            target, encode = self.format.table(layout)
+            imaged = store.given(table_changes(rows, layout, *_ORIGIN)).mapInArrow(
+                ImageTask(layout, now, made, encode, self.name), IMAGED)
+            planned.append(TableImages(target, store, imaged.persist()))
+        return planned
+
+    def expired(self, since: int, now: int) -> tuple[list[tuple[str, bytes, bytes | None]], list[TableStates]]:
+        """What expired after `since` and by `now` (s), in every table with images: the records imaging it
+        (target, key, value; a table's together, in an order a repeat keeps), and the states to write once
+        they are sent (their next expiry)."""
+        records, saves = [], []
+        for keyspace, table in known_mirrors(self.spark, self.state_path):
+            layout = self.layouts.get(keyspace, table)
+            if layout is None:
+                continue
+            store = self._store(layout)
+            due = store.due_states(now)
+            if not due:
+                continue
+            rules = Rules(layout)
+            images = Images(rules, now)
+            loaded = store.load_partitions({p for p, _ in due})
+            first: dict[bytes, int] = {}
+            for (partition, _), expires in due.items():
+                first[partition] = min(expires, first.get(partition, expires))
+            states = []
+            for partition, expires in sorted(first.items()):
+                record = json.loads(loaded.get((partition, RECORD)) or "{}")
+                rows = {row: json.loads(text) for (p, row), text in loaded.items() if p == partition and row != RECORD}
+                if "p" in record:
+                    images.expired(record, rows, max(expires - 1, since))
+            for key in due:
+                state = json.loads(loaded[key])
+                states.append(StoredState(*key, loaded[key], rules.next_expiry([state], now)))
+            target, encode = self.format.table(layout)
+            schemas = image_schemas(layout)
+            records += [(target, key, value) for image in images.images
+                        for key, value in encode(schemas, image, Envelope.of(image, self.name, now * 1000))]
+            saves.append(TableStates(store, states))
+        return records, saves
+
+    def _store(self, layout: MirrorLayout) -> DeltaMirrorStore:
+        store = DeltaMirrorStore(self.spark, self.state_path, layout)
+        store.prepare(mirror=False)
+        return store
+
+
+@dataclass
+class TableStates:
+    """States an expiry's images were made from, with their next expiry: written after the images."""
+
+    store: DeltaMirrorStore
+    states: list[StoredState]
+
+    def save(self) -> None:
+        self.store.save(self.states, [])
+
