@@ -17,7 +17,8 @@ each is shown as the median rows/s of its rounds with their range (min–max).
 `-mirror` sinks merge the same changes (each row carries its change's cells, as the job decodes them for
 a mirror) into the table's mirror (`layout=mirror`): each an insert of a new row, whose state is looked
 up, merged and written; `kafka-image` merges them likewise into its state (in Delta, under the
-temporary directory) and produces each change's image (`layout=image`). HTTP posts to a local receiver
+temporary directory) and produces each change's image (`layout=image`), `http-image` posts them as JSON.
+HTTP posts to a local receiver
 in this process that accepts every request (the floor of the JSON encoding and the HTTP round trips, not
 of any real service).
 
@@ -60,9 +61,10 @@ from spark.sinks.settings import SinkContext  # noqa: E402
 
 # Each a sink kind, with a variant of its settings after a dash; a floor, its target's plain load.
 SINKS = ("delta", "delta-typed", "delta-mirror", "postgres", "postgres-typed", "postgres-mirror", "mysql", "mysql-typed",
-         "mysql-mirror", "cassandra", "kafka", "kafka-avro", "kafka-image", "http")
+         "mysql-mirror", "cassandra", "kafka", "kafka-avro", "kafka-image", "http", "http-image")
 FLOORS = ("floor-delta", "floor-postgres", "floor-mysql", "floor-kafka")
 _VARIANTS = {"kafka-avro": {"format": "avro"}, "kafka-image": {"format": "avro", "layout": "image"},
+             "http-image": {"layout": "image"},
              **{f"{sink}-{layout}": {"layout": layout} for sink in ("delta", "postgres", "mysql")
                 for layout in ("typed", "mirror")}}
 # The rows' source table; the Cassandra sink reads its schema to lay out the log table beside it.

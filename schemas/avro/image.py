@@ -8,7 +8,7 @@ Value: record Envelope
     before   Value or null    the row before the change (null: not in `SELECT *`)
     after    Value or null    the row after it (null: the change removed it)
     op       c, u, d, or r    created, updated, deleted, or read by a snapshot
-    ts_ms    when the image was made, ms since the epoch
+    ts_ms    when the image was made (its batch's planned time, or its purge's), ms since the epoch
     source   the change it comes from: its node, commit log position, write time, change id
 
 Value holds every column of the table, each nullable, in its natural Avro type (`types.avro_type`),

@@ -269,18 +269,22 @@ def test_debeziums_jdbc_sink_keeps_a_postgres_table_equal_to_select_star(stack, 
 
 def test_a_subscription_of_images_starts_with_its_tables_rows_read_then_its_changes(stack, cql, keyspace, served,
                                                                                      tmp_path):
-    """A subscription, as a runner serves it: the snapshot's rows as images with `op = r`, then the log's
-    changes as `u` and `d` images; the topic folded equals `SELECT *`."""
+    """Subscriptions, as a runner serves them, to Kafka and to HTTP: the snapshot's rows as images with
+    `op = r`, then the log's changes as `u` and `d` images; the topic folded, and the images posted folded,
+    equal `SELECT *`."""
     control, registry, run_runner, base = served
     execute(cql, [f"INSERT INTO {keyspace}.orders (id, qty, note) VALUES ({i}, {i % 7}, 'n{i}')" for i in range(200)])
     topic = f"rows_{uuid.uuid4().hex[:8]}"
     control.create("rows", Change(table=f"{keyspace}.orders", sink="kafka", start="snapshot", sink_config={
         "topic": topic, "format": "avro", "layout": "image", "state_path": str(tmp_path / "states")}))
+    receiver = Receiver()
+    control.create("posted", Change(table=f"{keyspace}.orders", sink="http", start="snapshot", sink_config={
+        "url": receiver.url, "layout": "image", "state_path": str(tmp_path / "posted")}))
     runner = run_runner(runner_id="images")
     try:
         # The snapshot is delivered once the runner follows the log (`Runner` replaces the delivery then).
-        wait_for(lambda: (held := runner.held.get("rows")) and held.delivery and not held.delivery.snapshot, 180,
-                 "the snapshot delivered")
+        wait_for(lambda: all((held := runner.held.get(name)) and held.delivery and not held.delivery.snapshot
+                             for name in ("rows", "posted")), 180, "the snapshots delivered")
         execute(cql, [f"UPDATE {keyspace}.orders SET qty = 100 WHERE id = {i}" for i in range(0, 200, 10)]
                 + [f"DELETE FROM {keyspace}.orders WHERE id = {i}" for i in range(5, 200, 50)])
         layout = layout_of(cql, keyspace, "orders")
@@ -296,6 +300,12 @@ def test_a_subscription_of_images_starts_with_its_tables_rows_read_then_its_chan
 
         wait_for(caught_up, 180, "the image topic equal to SELECT *")
         assert ops.count("r") == 200 and ops.count("u") == 20 and ops.count("d") == 4, ops
+        wait_for(lambda: not diff(source, posted_rows(receiver.accepted("images").values(), layout)), 180,
+                 "the images posted equal to SELECT *")
+        posted = [image["op"] for body in receiver.accepted("images").values() for image in body]
+        assert posted.count("r") == 200 and posted.count("u") == 20 and posted.count("d") == 4, posted
     finally:
-        control.run(Statement("cancel", "rows"))
-        wait_for(lambda: "rows" not in runner.held, 60, "the cancelled subscription let go")
+        for name in ("rows", "posted"):
+            control.run(Statement("cancel", name))
+        wait_for(lambda: not {"rows", "posted"} & set(runner.held), 60, "the cancelled subscriptions let go")
+        receiver.close()

@@ -12,6 +12,7 @@ import os
 import re
 import subprocess
 import sys
+import uuid
 from collections import Counter
 from pathlib import Path
 
@@ -25,6 +26,7 @@ from pyspark.errors import AnalysisException
 from deploy.local.endpoints import ROOT
 from deploy.local.receiver import Receiver
 from spark.location import Location
+from spark.sinks.http.images import PurgeMark
 from spark.sinks.log_table import LOG_SUFFIX
 from spark.sinks.mysql.connection import connect_dsn
 from spark.subscriptions.model import Change
@@ -291,6 +293,21 @@ def test_a_worker_killed_while_a_runner_merges_into_a_mirror_costs_no_change(
     assert len(source) == rows - len(range(1, rows, 5))
     assert "ringtail shipped to the executors" in text and secret_of(on) not in text
     assert "m" in checkpoints.names(), checkpoints.names()  # the subscription's checkpoint, in the bucket
+
+
+def test_an_image_sinks_purge_mark_is_kept_in_the_object_store(cluster, monkeypatch):
+    """The one file ringtail writes itself beside Spark's (`http.images.PurgeMark`), on S3 as on a disk."""
+    on, _ = cluster
+    for name, value in on.object_store.environment().items():
+        monkeypatch.setenv(name, value)
+    place = f"marks_{uuid.uuid4().hex[:8]}"
+    mark = PurgeMark(str(in_bucket(on, place, "images")), "posted.1")
+    assert mark.read() == (0, None)
+    mark.begin(0, 1_800_000_000)
+    assert mark.read() == (0, 1_800_000_000)
+    mark.end(1_800_000_000)
+    assert mark.read() == (1_800_000_000, None)
+    assert in_bucket(on, place, "images", "purges").names() == ["posted.1.json"]
 
 
 def delta_mirror(spark, path: Location, layout) -> list[dict]:
