@@ -17,7 +17,8 @@ time: a change arriving after a newer write to the same cells changes nothing an
 has expired is read as of the merge's `now`, as the mirror reads it.
 
 A row also changes with no change when a TTL runs out: `expired` images a partition's rows as they were
-just before the first of its cells expired and as they are now (a purge, between batches).
+just before the first of its cells expired and as they are now (a purge, between batches, or a batch
+before it merges changes into a partition that has cells run out: `sinks.images.ImageTask`).
 """
 from __future__ import annotations
 

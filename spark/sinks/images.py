@@ -17,12 +17,14 @@ changes into the states again, which changes no row and makes no image: a change
 replica's late copy too) makes none.
 
 Between batches, a purge images the rows whose cells expired (`ImageWriter.expired`), then writes their
-states; the sink records each purge's time so that one repeated after a crash makes the same images.
+states; the sink records each purge's time so that one repeated after a crash makes the same images. A
+batch that changes a partition whose cells ran out since images them first, as the purge would have, and
+rewrites those states: each change's image begins where its row's last one ended.
 """
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -34,14 +36,14 @@ from pyspark.sql.types import BinaryType, StructField, StructType
 from schemas.avro.image import ImageSchemas
 from schemas.runtime.access import CassandraCluster
 from spark import rows as R
-from spark.mirror.engine import Change, StoredState, merge
+from spark.mirror.engine import Change, StateKey, StoredState, merge
 from spark.mirror.images import Images, RowImage
 from spark.mirror.layout import MirrorLayout
 from spark.mirror.state import RECORD, Rules
 from spark.mirror.tables import Layouts, prepare_tables
 from spark.rows import arrow_schema
 
-from .delta.mirror import STATE, DeltaMirrorStore, LoadedStates, known_mirrors, split_given
+from .delta.mirror import STATE, DeltaMirrorStore, known_mirrors, split_given
 from .mirror_parts import table_changes, table_counts
 
 # What a task gives: a state to write, or an image's record to send (key, value; a null value: a tombstone).
@@ -109,22 +111,40 @@ class ImageTask:
     name: str
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        loaded, columns = split_given(batches)
+        store, columns = split_given(batches)
         if not columns:
             return
         changes = [dict(zip(columns, values)) for values in zip(*columns.values())]
         changes.sort(key=lambda c: (c["partition"], c["write_time_us"], c["change_id"]))
         names = [c.name for c in self.layout.partition_key]
-        rules, store = Rules(self.layout), LoadedStates(loaded)
+        rules = Rules(self.layout)
         images = Images(rules, self.now)
+        # Cells that ran out since the purge are imaged first, as the purge would have: each change's image
+        # then begins where its row's last one ended. The merge rewrites those states (`purge`), so the
+        # purge does not image them again.
+        image_expiries(images, store.loaded, store.due_states(self.now), 0)
         merge(rules, store, (Change(c["partition"], [json.loads(c["key"])[n] for n in names],
-                                    json.loads(c["cells"]), c) for c in changes), self.now, observer=images)
+                                    json.loads(c["cells"]), c) for c in changes), self.now, purge=True,
+              observer=images)
         out = [{"state": s._asdict(), "record": None} for s in store.states]
         schemas = image_schemas(self.layout)
         for image in images.images:
             out += [{"state": None, "record": {"key": key, "value": value}}
                     for key, value in self.encode(schemas, image, Envelope.of(image, self.name, self.made))]
         yield from pa.Table.from_pylist(out, schema=arrow_schema(IMAGED)).to_batches()
+
+
+def image_expiries(images: Images, states: Mapping[StateKey, str], due: Mapping[StateKey, int], since: int) -> None:
+    """Image every partition with a state in `due` (key → when the first of its cells expired; `states`: the
+    whole partition's) as it was just before that first expiry, never before `since`, and as it is now."""
+    first: dict[bytes, int] = {}
+    for (partition, _), expires in due.items():
+        first[partition] = min(expires, first.get(partition, expires))
+    for partition, expires in sorted(first.items()):
+        record = json.loads(states.get((partition, RECORD)) or "{}")
+        rows = {row: json.loads(text) for (p, row), text in states.items() if p == partition and row != RECORD}
+        if "p" in record:
+            images.expired(record, rows, max(expires - 1, since))
 
 
 @dataclass
@@ -190,15 +210,8 @@ class ImageWriter:
             rules = Rules(layout)
             images = Images(rules, now)
             loaded = store.load_partitions({p for p, _ in due})
-            first: dict[bytes, int] = {}
-            for (partition, _), expires in due.items():
-                first[partition] = min(expires, first.get(partition, expires))
+            image_expiries(images, loaded, due, since)
             states = []
-            for partition, expires in sorted(first.items()):
-                record = json.loads(loaded.get((partition, RECORD)) or "{}")
-                rows = {row: json.loads(text) for (p, row), text in loaded.items() if p == partition and row != RECORD}
-                if "p" in record:
-                    images.expired(record, rows, max(expires - 1, since))
             for key in due:
                 state = json.loads(loaded[key])
                 states.append(StoredState(*key, loaded[key], rules.next_expiry([state], now)))

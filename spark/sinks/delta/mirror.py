@@ -111,10 +111,10 @@ class DeltaMirrorStore:
 
     def given(self, changes: DataFrame) -> DataFrame:
         """`changes` (of this table: `partition`, `key`, `cells`, and what else a task reads of them) beside
-        the states of every partition they touch (`partition`, `row`, `state`; null cells), spread by
-        partition over the tasks: what a task merging on the executors is given."""
+        the states of every partition they touch (`partition`, `row`, `state`, `expires`; null cells), spread
+        by partition over the tasks: what a task merging on the executors is given."""
         touched = self._states().join(changes.select("partition").distinct(), "partition")
-        given = changes.unionByName(touched.select("partition", "row", "state"), allowMissingColumns=True)
+        given = changes.unionByName(touched.select("partition", "row", "state", "expires"), allowMissingColumns=True)
         return given.repartition(self.spark.sparkContext.defaultParallelism, "partition")
 
     def merged(self, changes: DataFrame, now: int) -> DataFrame:
@@ -222,10 +222,9 @@ class MergeTask:
     now: int
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        loaded, changes = split_given(batches)
+        store, changes = split_given(batches)
         if not changes:
             return
-        store = LoadedStates(loaded)
         raw = sorted(zip(changes["partition"], changes["key"], changes["cells"]))
         merge(Rules(self.layout), store, changes_of(self.layout, raw), self.now)
         rows = MirrorRows.of(self.layout)
@@ -234,29 +233,33 @@ class MergeTask:
         yield from pa.Table.from_pylist(output, schema=arrow_schema(_merged(rows))).to_batches()
 
 
-def split_given(batches: Iterator[pa.RecordBatch]) -> tuple[dict[StateKey, str], dict[str, list]]:
-    """What a merging task was given (`DeltaMirrorStore.given`): the states, by key, and the changes column by
-    column ({} without any)."""
+def split_given(batches: Iterator[pa.RecordBatch]) -> tuple[LoadedStates, dict[str, list]]:
+    """What a merging task was given (`DeltaMirrorStore.given`): the states, and the changes column by column
+    ({} without any)."""
     loaded: dict[StateKey, str] = {}
+    expires: dict[StateKey, int] = {}
     changes: dict[str, list] = defaultdict(list)
     for batch in batches:
         columns = batch.to_pydict()
-        names = [name for name in columns if name not in ("row", "state")]
+        names = [name for name in columns if name not in ("row", "state", "expires")]
         for i, cells in enumerate(columns["cells"]):
             if cells is None:
-                loaded[(columns["partition"][i], columns["row"][i])] = columns["state"][i]
+                key = (columns["partition"][i], columns["row"][i])
+                loaded[key] = columns["state"][i]
+                if columns["expires"][i] is not None:
+                    expires[key] = columns["expires"][i]
             else:
                 for name in names:
                     changes[name].append(columns[name][i])
-    return loaded, changes
+    return LoadedStates(loaded, expires), changes
 
 
 class LoadedStates:
-    """The states of whole partitions, as a task was given them; what a merge saves, kept
-    (`spark.mirror.engine.MirrorStore`)."""
+    """The states of whole partitions, as a task was given them, with when each next expires; what a merge
+    saves, kept (`spark.mirror.engine.MirrorStore`)."""
 
-    def __init__(self, loaded: dict[StateKey, str]) -> None:
-        self.loaded = loaded
+    def __init__(self, loaded: dict[StateKey, str], expires: dict[StateKey, int] | None = None) -> None:
+        self.loaded, self.expires = loaded, expires or {}
         self.states: list[StoredState] = []
         self.rows: list[MirrorRow] = []
 
@@ -268,7 +271,11 @@ class LoadedStates:
         return {key: state for key, state in self.loaded.items() if key[0] in wanted}
 
     def due(self, now: int) -> list[StateKey]:
-        return []  # a purge runs on the driver
+        return list(self.due_states(now))
+
+    def due_states(self, now: int) -> dict[StateKey, int]:
+        """The states with something expired by `now` (s), with when the first of it expired."""
+        return {key: expires for key, expires in self.expires.items() if expires <= now}
 
     def save(self, states: list[StoredState], rows: list[MirrorRow]) -> None:
         self.states += states

@@ -59,12 +59,12 @@ def test_a_delta_task_given_its_partitions_states_merges_as_a_store_does(layout,
     half = len(changes) // 2
     store = mirrored(layout, changes[:half], BEFORE_EXPIRY)
     names = [c.name for c in layout.partition_key]
-    given = [{"partition": p, "row": row, "state": state, "key": None, "cells": None}
-             for (p, row), (state, _) in store.states.items()]
-    given += [{"partition": c.partition, "row": None, "state": None, "key": json.dumps(dict(zip(names, c.key))),
-               "cells": json.dumps(c.cells)} for c in changes[half:]]
+    given = [{"partition": p, "row": row, "state": state, "expires": expires, "key": None, "cells": None}
+             for (p, row), (state, expires) in store.states.items()]
+    given += [{"partition": c.partition, "row": None, "state": None, "expires": None,
+               "key": json.dumps(dict(zip(names, c.key))), "cells": json.dumps(c.cells)} for c in changes[half:]]
     schema = pa.schema([("partition", pa.binary()), ("row", pa.string()), ("state", pa.string()),
-                        ("key", pa.string()), ("cells", pa.string())])
+                        ("expires", pa.int64()), ("key", pa.string()), ("cells", pa.string())])
     batches = pa.Table.from_pylist(given[::-1], schema=schema).to_batches(max_chunksize=3)
     out = [row for batch in MergeTask(layout, BEFORE_EXPIRY)(iter(batches)) for row in batch.to_pylist()]
     states = [StoredState(**row["state"]) for row in out if row["state"] is not None]

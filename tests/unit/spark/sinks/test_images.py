@@ -1,20 +1,22 @@
 """Images as each sink frames them, from the row of the segment a real Cassandra 5.0 node wrote: Avro in
 Confluent's wire format with a tombstone after a removal (Kafka), one JSON object (HTTP); the envelope
-each takes from its change; and the HTTP sink's purge mark."""
+each takes from its change; an image task's expiries before its changes; and the HTTP sink's purge mark."""
 from __future__ import annotations
 
 import io
 import json
 
+import pyarrow as pa
 import pytest
 from fastavro import parse_schema, schemaless_reader
 
 from schemas.avro.table import CONNECTOR, VERSION
 from spark import rows as R
-from spark.mirror.engine import Change
+from spark.mirror.engine import Change, merge
 from spark.mirror.images import RowImage
+from spark.mirror.state import Rules
 from spark.sinks.http.images import JsonImage, PurgeMark
-from spark.sinks.images import Envelope, image_schemas
+from spark.sinks.images import Envelope, ImageTask, image_schemas
 from spark.sinks.kafka.images import AvroImage
 from tests.unit.spark.mirror.segment import FIRST_ROW, segment_layout
 
@@ -90,3 +92,31 @@ def test_the_purge_mark_keeps_the_last_purge_and_one_begun(tmp_path):
     (tmp_path / "states" / "purges" / "orders-sub.1.json").write_text('{"purging": 5}')
     with pytest.raises(ValueError, match=r"purges/orders-sub.1.json: not a purge mark"):
         mark.read()
+
+
+def given(states: dict, changes: list[Change], written_us: int) -> pa.RecordBatch:
+    """What an image task is given (`DeltaMirrorStore.given`): the partition's states, with when each next
+    expires, beside the batch's changes."""
+    rows = [{"partition": c.partition, "row": None, "state": None, "expires": None, "key": json.dumps({"p": 1}),
+             "cells": json.dumps(c.cells), **ORIGIN, "write_time_us": written_us, "change_id": f"c{i}"}
+            for i, c in enumerate(changes)]  # first: the columns are the first row's
+    rows += [{"partition": p, "row": row, "state": text, "expires": expires, "key": None, "cells": None}
+             for (p, row), (text, expires) in states.items()]
+    return pa.RecordBatch.from_pylist(rows)
+
+
+def test_a_change_to_a_row_whose_cells_ran_out_since_the_purge_comes_after_the_image_of_their_expiry():
+    from tests.unit.spark.mirror.memory import MemoryStore
+    from tests.unit.spark.mirror.test_mirror_rules import NOW, T, cell, insert, update
+
+    store = MemoryStore()
+    merge(Rules(T), store, [insert(1, 1, "a", ttl=10, v=cell(1, 1, ttl=10)), insert(1, 2, "a", v=cell(1, 2))], NOW)
+    # 20 s on, no purge has run: the first row has expired, and a change writes to it again.
+    task = ImageTask(T, NOW + 20, (NOW + 20) * 1000, JsonImage(), "sub")
+    out = pa.Table.from_batches(task(iter([given(store.states, [update(1, "a", w=cell(5, "w"))], 5)]))).to_pylist()
+    images = [json.loads(r["record"]["value"]) for r in out if r["record"]]
+    assert [(i["op"], i["key"]["c1"]) for i in images] == [("d", 1), ("c", 1)]
+    assert images[0]["before"]["v"] == 1 and images[0]["source"]["change_id"] == ""  # the expiry, as the purge's
+    assert images[1]["before"] is None and images[1]["after"]["w"] == "w"  # begins where the expiry ended
+    states = {(s["partition"], s["row"]): s for s in (r["state"] for r in out if r["state"])}
+    assert all(s["expires"] is None for s in states.values())  # rewritten: the purge has nothing left of them
