@@ -34,13 +34,18 @@ def wait_for(probe, timeout: float = 15.0, what: str = "condition", interval: fl
         time.sleep(min(pause, deadline - now))
 
 
+_SCHEMA_CHANGE_TIMEOUT = 60.0  # s
+
+
 @contextmanager
 def new_keyspace(cql, prefix: str = "t", replication: str = "'class': 'SimpleStrategy', 'replication_factor': 1"):
     """A keyspace of a fresh name (`prefix_…`) for one test, dropped afterwards."""
     name = f"{prefix}_{uuid.uuid4().hex[:12]}"
-    cql.execute(f"CREATE KEYSPACE {name} WITH replication = {{{replication}}}")
+    # Schema changes wait for the node's schema agreement and flushes: on a busy machine (the two CI lanes
+    # side by side) longer than the driver's 10 s default.
+    cql.execute(f"CREATE KEYSPACE {name} WITH replication = {{{replication}}}", timeout=_SCHEMA_CHANGE_TIMEOUT)
     yield name
-    cql.execute(f"DROP KEYSPACE IF EXISTS {name}")
+    cql.execute(f"DROP KEYSPACE IF EXISTS {name}", timeout=_SCHEMA_CHANGE_TIMEOUT)
 
 
 def unused_port() -> int:

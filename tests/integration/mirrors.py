@@ -225,16 +225,21 @@ def imaged_rows(stack: Any, topic: str, layout: MirrorLayout, ops: list[str] | N
 
 def posted_rows(bodies: Iterable[list[dict]], layout: MirrorLayout) -> list[dict]:
     """What a receiver of the HTTP sink's images holds after `bodies` (each accepted request's, in the order
-    received): each key's newest `after` of the table's images. Each image must begin where its key's
-    previous one ended."""
+    received): each key's newest `after` of the table's images, with `layout`'s columns (one added after an
+    image null in it). Each image must begin where its key's previous one ended."""
+    names = list(_types(layout))
+
+    def shown(row: dict | None) -> dict | None:
+        return None if row is None else {name: row.get(name) for name in names}
+
     rows: dict[str, dict | None] = {}
     for body in bodies:
         for image in body:
             if (image["source"]["keyspace"], image["source"]["table"]) != (layout.keyspace, layout.table):
                 continue
             key = json.dumps(image["key"], sort_keys=True)
-            assert rows.get(key) == image["before"], (image["op"], image["source"])
-            rows[key] = image["after"]
+            assert rows.get(key) == shown(image["before"]), (image["op"], image["source"])
+            rows[key] = shown(image["after"])
             made = "c" if image["before"] is None else "d" if image["after"] is None else "u"
             assert image["op"] == ("r" if image["source"]["snapshot"] == "true" and image["after"] else made)
     return ordered(row for row in rows.values() if row is not None)

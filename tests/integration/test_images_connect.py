@@ -4,8 +4,8 @@ distribution's Connect worker (the stack's `connect` service), with its ordinary
 the record's key, deletes on), reads a table's image topic into PostgreSQL through Apicurio's Avro
 converter. After a seeded random workload of inserts, updates of a few columns, collection changes, row,
 range and partition deletions, a static column and TTLs, the PostgreSQL table equals `SELECT *` of the
-source (but a partition's static-only row, which has no image) once the TTLs have run out, changes have
-come to rows whose cells ran out, and the sink's purge has imaged the rest. The same changes posted as
+source (but a partition's static-only row, which has no image) once the TTLs have run out, a column has
+been added, changes have come to rows whose cells ran out, and the sink's purge has imaged the rest. The same changes posted as
 images to a real HTTP server, through a batch and a purge each cut short by a refused post, fold into
 `SELECT *` too, each image beginning where its row's last one ended, every repeat under its key with the
 body it had.
@@ -237,14 +237,18 @@ def test_debeziums_jdbc_sink_keeps_a_postgres_table_equal_to_select_star(stack, 
         time.sleep(max(0.0, last_write + TTL + 2 - time.time()))
         expired = keyed_rows(source_rows(cql.cluster, layout), layout)
         assert len(expired) > 40 and expired != written, (len(expired), len(written))  # the TTLs removed some
-        # Changes to two partitions whose cells ran out before any purge: each sink images the expiries first,
-        # so every image begins where its row's last one ended.
-        execute(cql, [f"UPDATE {keyspace}.items SET qty = -1 WHERE shop = 's{shop}' AND id = {row}"
+        # A column added (the image schemas gain it, the JDBC sink's table too), then changes to two partitions
+        # whose cells ran out before any purge: each sink images the expiries first, so every image begins
+        # where its row's last one ended.
+        cql.execute(f"ALTER TABLE {keyspace}.items ADD extra text")
+        execute(cql, [f"UPDATE {keyspace}.items SET qty = -1, extra = 'e{row}' WHERE shop = 's{shop}' AND id = {row}"
                       for shop in (0, 1) for row in range(30)])
         consumer.until(has_marker(write_marker(cql, keyspace)), 300)
         run_available(spark, posting, http_images())
         run_available(spark, settings, sink)
+        layout = layout_of(cql, keyspace, "items")
         expired = keyed_rows(source_rows(cql.cluster, layout), layout)
+        assert any(row["extra"] for row in expired)
         sink.prepare()
         try:
             sink.purge()
