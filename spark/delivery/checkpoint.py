@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from dataclasses import dataclass
 from os import PathLike
 
 from spark.location import Location
@@ -36,16 +37,6 @@ def source_offsets(checkpoint: Location | PathLike, batch_id: int) -> list[str] 
     return None if found is None else found[1][2:]
 
 
-def planned_ms(checkpoint: Location | PathLike, batch_id: int) -> int:
-    """When Spark planned `batch_id` (ms since the epoch): the same on every replay of it."""
-    found = _offsets_file(checkpoint, batch_id)
-    if found is None:
-        raise ValueError(f"{checkpoint}: batch {batch_id} has no offsets; it was not planned in this checkpoint")
-    path, lines = found
-    try:
-        return int(json.loads(lines[1])["batchTimestampMs"])
-    except (ValueError, KeyError, TypeError) as exc:
-        raise ValueError(f"{path}: the metadata line holds no batchTimestampMs ({exc})") from None
 
 
 def newest_batch(checkpoint: Location | PathLike, log: str = "offsets") -> int | None:
@@ -54,16 +45,30 @@ def newest_batch(checkpoint: Location | PathLike, log: str = "offsets") -> int |
     return max((int(name) for name in names if name.isdigit()), default=None)
 
 
-def batch_digest(checkpoint: Location | PathLike, batch_id: int) -> str:
-    """A digest of the offsets `batch_id` covers, from where it starts to where it ends: equal for a
-    replay of the batch, different for another batch given the same id by another checkpoint."""
-    ends = source_offsets(checkpoint, batch_id)
-    if ends is None:
+@dataclass(frozen=True)
+class PlannedBatch:
+    """A micro-batch as its checkpoint planned it."""
+
+    # A digest of the offsets it covers, from where it starts to where it ends: equal for a replay of the
+    # batch, different for another batch given the same id by another checkpoint.
+    offsets: str
+    planned_ms: int  # when Spark planned it (ms since the epoch): the same on every replay of it
+
+
+def planned_batch(checkpoint: Location | PathLike, batch_id: int) -> PlannedBatch:
+    """`batch_id` as `checkpoint` planned it; its offsets file is read once."""
+    found = _offsets_file(checkpoint, batch_id)
+    if found is None:
         raise ValueError(f"{checkpoint}: batch {batch_id} has no offsets; it was not planned in this checkpoint")
+    path, lines = found
     if batch_id > 0:
         starts = source_offsets(checkpoint, batch_id - 1) or []
     else:
         first = Location.of(checkpoint) / _FIRST
         starts = first.read_text().splitlines()[1:] if first.exists() else []
-    text = "\n".join(["from", *starts, "to", *ends])
-    return hashlib.sha256(text.encode()).hexdigest()[:32]
+    text = "\n".join(["from", *starts, "to", *lines[2:]])
+    try:
+        planned = int(json.loads(lines[1])["batchTimestampMs"])
+    except (ValueError, KeyError, TypeError) as exc:
+        raise ValueError(f"{path}: the metadata line holds no batchTimestampMs ({exc})") from None
+    return PlannedBatch(hashlib.sha256(text.encode()).hexdigest()[:32], planned)

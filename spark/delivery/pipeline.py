@@ -30,7 +30,7 @@ from spark.streams.generations import MICROS_PER_SECOND
 from spark.streams.ring import copies_per_change
 
 from .assign import StreamAssigner
-from .checkpoint import batch_digest, planned_ms
+from .checkpoint import planned_batch
 from .settings import StreamSettings
 from .events import decode_partition
 from .generations import GenerationKeeper
@@ -340,7 +340,7 @@ class BatchWriter:
             log.warning("%s: resolved timestamps not published: %s: %s", self.query, type(exc).__name__, exc)
 
     def write(self, batch: DataFrame, batch_id: int) -> None:
-        offsets, planned = batch_digest(self.checkpoint, batch_id), planned_ms(self.checkpoint, batch_id)
+        planned = planned_batch(self.checkpoint, batch_id)
         self.publish_generations()
         self.generations_in_sink()
         tally = Tally(batch_id, late_of(batch))
@@ -348,7 +348,8 @@ class BatchWriter:
         try:
             rows, dead = split(batch, self.sink.merges_cells)
             rows = tally.deliver(rows, self.selection)
-            micro = MicroBatch(batch_id, rows, dead, lambda: tally.counts().dead_letters, offsets, planned)
+            micro = MicroBatch(batch_id, rows, dead, lambda: tally.counts().dead_letters, planned.offsets,
+                               planned.planned_ms)
             if self.selection.everything and self.sink.reads_batch_whole:
                 self.sink.write(micro)  # its first read is the batch's one pass
                 counts = tally.counts()

@@ -32,7 +32,7 @@ class MicroBatch:
     # that pass).
     dead_letter_count: Callable[[], int]
     offsets: str
-    planned_ms: int  # ms since the epoch (`spark.delivery.checkpoint.planned_ms`)
+    planned_ms: int  # ms since the epoch (`spark.delivery.checkpoint.planned_batch`)
 
     def has_dead_letters(self) -> bool:
         """Whether there are dead letters to write."""

@@ -127,11 +127,15 @@ class ImageTask:
                                     json.loads(c["cells"]), c) for c in changes), self.now, purge=True,
               observer=images)
         out = [{"state": s._asdict(), "record": None} for s in store.states]
-        schemas = image_schemas(self.layout)
-        for image in images.images:
-            out += [{"state": None, "record": {"key": key, "value": value}}
-                    for key, value in self.encode(schemas, image, Envelope.of(image, self.name, self.made))]
+        out += [{"state": None, "record": {"key": key, "value": value}}
+                for key, value in encoded(self.encode, self.layout, images, self.name, self.made)]
         yield from pa.Table.from_pylist(out, schema=arrow_schema(IMAGED)).to_batches()
+
+
+def encoded(encode: ImageEncoder, layout: MirrorLayout, images: Images, name: str, made: int) -> Encoded:
+    """The records of `images`, in the order made, framed by `encode`; `name` and `made` as `Envelope.of`."""
+    schemas = image_schemas(layout)
+    return [record for image in images.images for record in encode(schemas, image, Envelope.of(image, name, made))]
 
 
 def image_expiries(images: Images, states: Mapping[StateKey, str], due: Mapping[StateKey, int], since: int) -> None:
@@ -183,8 +187,10 @@ class ImageWriter:
                  format: ImageFormat) -> None:
         self.spark, self.state_path, self.layouts, self.name, self.format = spark, state_path, layouts, name, format
 
-    def plan(self, rows: DataFrame, now: int, made: int) -> list[TableImages]:
-        """The batch's images, merged as of `now` (s) and dated `made` (ms)."""
+    def plan(self, rows: DataFrame, planned_ms: int, purged: int) -> list[TableImages]:
+        """The images of a batch Spark planned at `planned_ms`: merged as of then, never before the sink's last
+        purge (`purged`, s), and dated then."""
+        now, made = max(planned_ms // 1000, purged), planned_ms
         counts = table_counts(rows)
         planned = []
         for layout, store in prepare_tables(self.layouts, counts, self._store, counts):
@@ -216,9 +222,7 @@ class ImageWriter:
                 state = json.loads(loaded[key])
                 states.append(StoredState(*key, loaded[key], rules.next_expiry([state], now)))
             target, encode = self.format.table(layout)
-            schemas = image_schemas(layout)
-            records += [(target, key, value) for image in images.images
-                        for key, value in encode(schemas, image, Envelope.of(image, self.name, now * 1000))]
+            records += [(target, key, value) for key, value in encoded(encode, layout, images, self.name, now * 1000)]
             saves.append(TableStates(store, states))
         return records, saves
 

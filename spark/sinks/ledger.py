@@ -1,7 +1,7 @@
 """The rule every sink's ledger follows: a batch id is a replay only with the offsets it was written with.
 
 A sink records, with each batch id it writes, the digest of the source offsets the batch covered
-(`spark.delivery.checkpoint.batch_digest`). Spark replays a batch with the same id and offsets, and only
+(`spark.delivery.checkpoint.planned_batch`). Spark replays a batch with the same id and offsets, and only
 the newest one a sink holds; a batch whose id the sink holds with other offsets, or older than the
 newest it holds, is another batch that a second checkpoint numbered the same way. Skipping it would
 lose its changes in silence; it is refused instead (`BatchMismatch`), and nothing of it is written.

@@ -211,11 +211,8 @@ def imaged_rows(stack: Any, topic: str, layout: MirrorLayout, ops: list[str] | N
                 rows.pop(message.key(), None)
                 continue
             image = registry.deserialize(message.value())
-            before = None if image["before"] is None else values(image["before"])
-            assert rows.get(message.key()) == before, (image["op"], image["source"])
-            rows[message.key()] = None if image["after"] is None else values(image["after"])
-            made = "c" if before is None else "d" if image["after"] is None else "u"
-            assert image["op"] == ("r" if image["source"]["snapshot"] == "true" and image["after"] else made)
+            _fold(rows, message.key(), image, None if image["before"] is None else values(image["before"]),
+                  None if image["after"] is None else values(image["after"]))
             if ops is not None:
                 ops.append(image["op"])
     finally:
@@ -237,12 +234,17 @@ def posted_rows(bodies: Iterable[list[dict]], layout: MirrorLayout) -> list[dict
         for image in body:
             if (image["source"]["keyspace"], image["source"]["table"]) != (layout.keyspace, layout.table):
                 continue
-            key = json.dumps(image["key"], sort_keys=True)
-            assert rows.get(key) == shown(image["before"]), (image["op"], image["source"])
-            rows[key] = shown(image["after"])
-            made = "c" if image["before"] is None else "d" if image["after"] is None else "u"
-            assert image["op"] == ("r" if image["source"]["snapshot"] == "true" and image["after"] else made)
+            _fold(rows, json.dumps(image["key"], sort_keys=True), image, shown(image["before"]), shown(image["after"]))
     return ordered(row for row in rows.values() if row is not None)
+
+
+def _fold(rows: dict, key: Any, image: dict, before: dict | None, after: dict | None) -> None:
+    """Fold an image (its rows `before` and `after` in the form compared) into `rows`, under `key`: it must
+    begin where the key's last image ended, and its op must say what it did."""
+    assert rows.get(key) == before, (image["op"], image["source"])
+    rows[key] = after
+    made = "c" if before is None else "d" if after is None else "u"
+    assert image["op"] == ("r" if image["source"]["snapshot"] == "true" and after else made)
 
 
 def without_negative_zero(rows: list[dict], layout: MirrorLayout) -> list[dict]:

@@ -190,7 +190,7 @@ class HttpSink(Sink):
             self._post_dead_letters(batch, name)
             log.info("batch %d: %d log rows posted to %s", batch.id, sent, self.url)
             return
-        planned = self._images.plan(batch.rows, max(batch.planned_ms // 1000, self._purged), batch.planned_ms)
+        planned = self._images.plan(batch.rows, batch.planned_ms, self._purged)
         try:
             sent = sum(write_each_part(table.records().select("value"),
                                        functools.partial(self.poster.post_image_part, name)) for table in planned)

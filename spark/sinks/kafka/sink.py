@@ -182,8 +182,7 @@ class KafkaSink(Sink):
         rows, batch_id = batch.rows, batch.id
         newest, offsets = self._written or (None, None)
         replay = is_newest_replay(self.app_id, batch_id, batch.offsets, newest, offsets)
-        planned = [] if self._images is None else self._images.plan(
-            rows, max(batch.planned_ms // 1000, self._purged), batch.planned_ms)
+        planned = [] if self._images is None else self._images.plan(rows, batch.planned_ms, self._purged)
         try:
             if replay:
                 log.info("batch %d of %s is in %s already; skipped", batch_id, self.app_id, self.topic)

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from spark.delivery.checkpoint import batch_digest, newest_batch
+from spark.delivery.checkpoint import newest_batch, planned_batch
 from spark.job.config import JobSettings
 from spark.location import Location, S3Access, StorageAccessError
 from spark.server.delivery import checkpoint_of
@@ -44,7 +44,7 @@ def test_spark_offsets_read_alike_from_a_path_and_a_file_uri():
     uri = Location(CHECKPOINT.as_uri())
     assert uri.scheme == "file" and uri.is_local
     assert newest_batch(uri) == newest_batch(CHECKPOINT) == 1
-    assert batch_digest(uri, 1) == batch_digest(CHECKPOINT, 1)
+    assert planned_batch(uri, 1) == planned_batch(CHECKPOINT, 1)
 
 
 def credentials(tmp_path: Path, text: str) -> dict[str, str]:

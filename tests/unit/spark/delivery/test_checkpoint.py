@@ -7,9 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from spark.delivery.checkpoint import batch_digest, newest_batch, planned_ms, source_offsets
+from spark.delivery.checkpoint import newest_batch, planned_batch, source_offsets
 
 CHECKPOINT = Path(__file__).parent / "data" / "kafka-checkpoint"
+
+
+def batch_digest(checkpoint, batch_id: int) -> str:
+    """The digest of the offsets `batch_id` covers."""
+    return planned_batch(checkpoint, batch_id).offsets
 
 
 def test_a_batchs_source_offsets_are_the_lines_after_the_version_and_metadata():
@@ -55,11 +60,11 @@ def test_a_batch_not_planned_or_a_truncated_file_is_an_error(tmp_path):
 
 
 def test_a_batchs_planned_time_is_its_metadatas_and_a_file_without_one_is_an_error(tmp_path):
-    assert planned_ms(CHECKPOINT, 1) == 1795560622246
+    assert planned_batch(CHECKPOINT, 1).planned_ms == 1795560622246
     with pytest.raises(ValueError, match="batch 7 has no offsets"):
-        planned_ms(CHECKPOINT, 7)
+        planned_batch(CHECKPOINT, 7)
     shutil.copytree(CHECKPOINT, tmp_path / "c")
     one = tmp_path / "c" / "offsets" / "1"
     one.write_text(one.read_text().replace('"batchTimestampMs":1795560622246,', ""))
     with pytest.raises(ValueError, match="offsets/1: the metadata line holds no batchTimestampMs"):
-        planned_ms(tmp_path / "c", 1)
+        planned_batch(tmp_path / "c", 1)
