@@ -20,12 +20,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+import struct
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 
 from schemas.avro.reader import as_is, value_reader
 from schemas.avro.types import value_type
@@ -38,8 +40,11 @@ from spark.mirror.layout import LIST, MAP, SET, read_list_key, storage_of
 from spark.streams.generations import Generation
 
 _BIGINT = np.dtype(">i8")
+DECODED_ARROW = R.arrow_schema(R.DECODED)
+_SOURCE = {"node": "snapshot"}
 # writetime() and ttl() of a multi-cell column: one per element (Cassandra 5.0), a TTL null without one.
 _LONGS, _INTS = parse_type("frozen<list<bigint>>", {}, ""), parse_type("frozen<list<int>>", {}, "")
+_NUMBERS: dict[tuple[int, int], struct.Struct] = {}  # (count, width) -> the layout of that many with no null
 
 
 def column_json(cql: CqlType, namespace: str) -> Callable[[bytes], Any]:
@@ -91,6 +96,7 @@ class TableRows:
 
         self.partition_key = [(c.name, json_of(c.name, c.type)) for c in table.partition_key]
         self.clustering = [(c.name, json_of(c.name, c.type)) for c in table.clustering]
+        self.key_names = [f"{_dumps(name)}: " for name, _ in self.partition_key + self.clustering]  # in its JSON
         self.cells = []
         self.static = frozenset(c.name for c in table.static_columns)
         for c in table.columns:
@@ -118,73 +124,94 @@ class TableRows:
         self.probe = (f"SELECT token({key}) FROM {maybe_quote(table.keyspace)}.{maybe_quote(table.name)}"
                       f" WHERE {self.where} PER PARTITION LIMIT 1 LIMIT ?")
 
-    def log_rows(self, rows: list[tuple], generation: Generation, version_us: int) -> list[dict]:
-        """`DECODED` rows of raw result rows (in `select`'s column order), with stream ids of `generation`."""
-        if not rows:
-            return []
+    def log_rows(self, rows: list[tuple], generation: Generation, version_us: int) -> pa.RecordBatch:
+        """`DECODED` rows of raw result rows (in `select`'s column order), with stream ids of `generation`; made
+        column by column (a snapshot's cost is this Python per row)."""
+        n = len(rows)
+        if not n:
+            return pa.RecordBatch.from_pylist([], schema=DECODED_ARROW)
         t = self.table
-        tokens = np.frombuffer(b"".join(r[0] for r in rows), dtype=_BIGINT).astype(np.int64)
-        stream_ids = generation.streams_for_tokens(tokens)
-        generation_us = generation.timestamp
+        selected = list(zip(*rows))  # one tuple per selected column
+        tokens = np.frombuffer(b"".join(selected[0]), dtype=_BIGINT).astype(np.int64)
+        keys, clusterings, partition_keys = self._keys(selected)
+        columns, newest, ttls, read_cells = self._columns(selected, n)
+        written_us = [version_us if w is None else w for w in newest]
         now_us = time.time_ns() // 1000
+        change_ids, times, cells = [], [], []
+        head = f"read\x1f{t.keyspace}\x1f{t.name}\x1f"
+        for i in range(n):
+            content = "\x1f".join((head + keys[i], str(written_us[i]), *(f"{name}={text}" for name, text in columns[i])))
+            digest = hashlib.blake2b(partition_keys[i] + content.encode(), digest_size=16).digest()
+            change_ids.append(digest.hex())
+            times.append(log_time(written_us[i], digest))
+            if self.with_cells:
+                cells.append(self._cells(list(clusterings[i]), read_cells[i], now_us // 1_000_000, version_us))
+        return _columns_batch(n, {
+            "keyspace": [t.keyspace] * n, "table": [t.name] * n, "cdc$stream_id": _binary16(
+                generation.streams_for_tokens(tokens)), "cdc$time": times, "cdc$batch_seq_no": [0] * n,
+            "cdc$operation": [R.ROW_READ] * n, "cdc$ttl": ttls, "cdc$end_of_batch": [True] * n, "key": keys,
+            "columns": columns, "deleted_columns": [[]] * n, "deleted_elements": [[]] * n, "write_time": written_us,
+            "write_time_us": written_us, "partition_key": partition_keys, "token": tokens,
+            "generation": [generation.timestamp] * n, "change_id": change_ids, "kafka_time": [now_us] * n,
+            "source": [_SOURCE] * n, "cells": cells if self.with_cells else None})
+
+    def _keys(self, selected: list[tuple]) -> tuple[list[str], list[tuple], list[bytes]]:
+        """Each row's key JSON text (as `_dumps` of the key's dict writes it), clustering values and serialized
+        partition key, from the selected columns."""
         n_pk, n_ck = len(self.partition_key), len(self.clustering)
-        out = []
-        for i, row in enumerate(rows):
-            pk_raw = row[1:1 + n_pk]
-            key = {name: read(raw) for (name, read), raw in zip(self.partition_key, pk_raw)}
-            for (name, read), raw in zip(self.clustering, row[1 + n_pk:1 + n_pk + n_ck]):
-                if raw is not None:  # a partition of static cells only has no clustering
-                    key[name] = read(raw)
-            columns, newest, ttls, read_cells = [], None, [], []
-            p = 1 + n_pk + n_ck
-            for cell in self.cells:
-                raw, p = row[p], p + 1
-                written = ttl = None
-                if cell.written:
-                    written, p = row[p], p + 1
-                if cell.ttl:
-                    ttl, p = row[p], p + 1
-                if cell.element_times:
-                    element_times, element_ttls = row[p], row[p + 1]
-                    p += 2
+        values = [[None if raw is None else read(raw) for raw in column]
+                  for (_, read), column in zip(self.partition_key + self.clustering, selected[1:1 + n_pk + n_ck])]
+        parts = [[None if raw is None else named + _json_text(value) for raw, value in zip(column, column_values)]
+                 for named, column, column_values in zip(self.key_names, selected[1:], values)]
+        keys = ["{" + ", ".join(p for p in row if p is not None) + "}" for row in zip(*parts)]
+        clusterings = list(zip(*values[n_pk:])) if n_ck else [()] * len(keys)
+        pk_raw = selected[1:1 + n_pk]
+        return keys, clusterings, list(pk_raw[0]) if n_pk == 1 else [compose(list(raw)) for raw in zip(*pk_raw)]
+
+    def _columns(self, selected: list[tuple], n: int) -> tuple[list[list], list, list, list[list]]:
+        """Each row's (column, JSON text) of the cells that hold a value, newest write time and largest TTL of
+        those (None: none), and, with `cells`, what `_cells` reads of them."""
+        texts, newest, ttls, read_cells = [], [None] * n, [None] * n, [[] for _ in range(n)]
+        p = 1 + len(self.partition_key) + len(self.clustering)
+        for cell in self.cells:
+            raws, p = selected[p], p + 1
+            written = ttl = element_times = element_ttls = None
+            if cell.written:
+                written, p = selected[p], p + 1
+            if cell.ttl:
+                ttl, p = selected[p], p + 1
+            if cell.element_times:
+                element_times, element_ttls, p = selected[p], selected[p + 1], p + 2
+            values = [None if raw is None else cell.json(raw) for raw in raws]
+            texts.append([None if raw is None else _json_text(value) for raw, value in zip(raws, values)])
+            for i, raw in enumerate(raws):
                 if raw is None:
                     continue
-                value = cell.json(raw)
-                columns.append((cell.name, _json_text(value)))
-                if written is not None:
-                    w = int.from_bytes(written, "big", signed=True)
-                    newest = w if newest is None else max(newest, w)
-                if ttl is not None:
-                    ttls.append(int.from_bytes(ttl, "big", signed=True))
+                if written is not None and written[i] is not None:
+                    w = int.from_bytes(written[i], "big", signed=True)
+                    newest[i] = w if newest[i] is None or w > newest[i] else newest[i]
+                if ttl is not None and ttl[i] is not None:
+                    left = int.from_bytes(ttl[i], "big", signed=True)
+                    ttls[i] = left if ttls[i] is None or left > ttls[i] else ttls[i]
                 if self.with_cells:
                     if cell.element_times:
-                        written, ttl = _LONGS.decode(element_times), _INTS.decode(element_ttls)
-                    read_cells.append((cell, value, written, ttl))
-            partition_key = pk_raw[0] if n_pk == 1 else compose(pk_raw)
-            written_us = version_us if newest is None else newest
-            key_json = _dumps(key)
-            content = "\x1f".join(("read", t.keyspace, t.name, key_json, str(written_us),
-                                     *(f"{name}={value}" for name, value in columns)))
-            digest = hashlib.blake2b(partition_key + content.encode(), digest_size=16).digest()
-            out.append({
-                "keyspace": t.keyspace, "table": t.name, "cdc$stream_id": stream_ids[i].tobytes(),
-                "cdc$time": log_time(written_us, digest), "cdc$batch_seq_no": 0, "cdc$operation": R.ROW_READ,
-                "cdc$ttl": max(ttls, default=None), "cdc$end_of_batch": True, "key": key_json, "columns": columns,
-                "deleted_columns": [], "deleted_elements": [], "write_time": written_us,
-                "write_time_us": written_us, "partition_key": partition_key, "token": int(tokens[i]),
-                "generation": generation_us, "change_id": digest.hex(), "kafka_time": now_us,
-                "source": {"node": "snapshot"},
-                "cells": self._cells(key, read_cells, now_us // 1_000_000, version_us) if self.with_cells else None})
-        return out
+                        read_cells[i].append((cell, values[i], _numbers(element_times[i], _LONGS),
+                                              _numbers(element_ttls[i], _INTS)))
+                    else:
+                        read_cells[i].append((cell, values[i], None if written is None else written[i],
+                                              None if ttl is None else ttl[i]))
+        names = [cell.name for cell in self.cells]
+        columns = [[(name, text) for name, text in zip(names, row) if text is not None]
+                   for row in zip(*texts)] if texts else [[] for _ in range(n)]
+        return columns, newest, ttls, read_cells
 
-    def _cells(self, key: dict, read: list[tuple], now: int, version_us: int) -> str:
+    def _cells(self, clustering: list, read: list[tuple], now: int, version_us: int) -> str:
         """A read row as the change a mirror merges (`spark.delivery.events.cell_changes`): each cell with its write
         time and TTL (expiring `now` + TTL), a partition of static values only as its static row. CQL reads
         no row marker: a row is taken as written by INSERT at its oldest cell's write time (the version's
         time without cells), expiring with its last cell when all of them expire; nor a list element's
         timeuuid: the elements get keys in list order, from 2010-01-01, between what later prepends and
         appends write."""
-        clustering = [key.get(name) for name, _ in self.clustering]
         static_only = bool(self.clustering) and all(v is None for v in clustering)
         cells, times, expiring = {}, [], []
         for cell, value, written, ttl in read:
@@ -215,6 +242,39 @@ class TableRows:
         ttl = max(expiring) if expiring and all(expiring) else 0
         liveness = [min(times, default=version_us), ttl, now + ttl if ttl else None]
         return _dumps({"k": clustering, "s": False, "l": liveness, "d": None, "c": cells})
+
+
+def _numbers(raw: bytes, cql: CqlType) -> list[int | None]:
+    """A frozen list of bigint or int (`_LONGS`, `_INTS`): its fixed layout unpacked at once when no element is
+    null, a list of nulls when every one is (no TTL anywhere), else through the CQL type layer."""
+    count = int.from_bytes(raw[:4], "big", signed=True)
+    width = 8 if cql is _LONGS else 4
+    if len(raw) == 4 + 4 * count and raw[4:] == b"\xff\xff\xff\xff" * count:
+        return [None] * count
+    if len(raw) == 4 + (4 + width) * count and count > 0:
+        layout = _NUMBERS.get((count, width))
+        if layout is None:
+            layout = _NUMBERS.setdefault((count, width), struct.Struct(">" + ("iq" if width == 8 else "ii") * count))
+        fields = layout.unpack_from(raw, 4)
+        if all(size == width for size in fields[::2]):
+            return list(fields[1::2])
+    return cql.decode(raw)
+
+
+def _binary16(values: np.ndarray) -> pa.Array:
+    """16-byte values (stream ids) as an Arrow binary array, from their buffer."""
+    offsets = np.arange(0, 16 * (len(values) + 1), 16, dtype=np.int32)
+    return pa.Array.from_buffers(pa.binary(), len(values), [None, pa.py_buffer(offsets), pa.py_buffer(values.tobytes())])
+
+
+def _columns_batch(n: int, columns: Mapping[str, Any]) -> pa.RecordBatch:
+    """A `DECODED` batch of `n` rows of these columns' values (a column not given, or None, is null)."""
+    arrays = []
+    for field in DECODED_ARROW:
+        values = columns.get(field.name)
+        arrays.append(pa.nulls(n, field.type) if values is None else
+                      values if isinstance(values, pa.Array) else pa.array(values, field.type))
+    return pa.RecordBatch.from_arrays(arrays, schema=DECODED_ARROW)
 
 
 def _elements(cell: _Cell, value: Any) -> list[tuple[Any, Any]]:

@@ -198,7 +198,6 @@ class SnapshotReader(DataSourceStreamReader):
         pass  # progress is the registry's, recorded after the sink write
 
 
-_DECODED_ARROW = R.arrow_schema(R.DECODED)
 
 
 def read_step(plan: SnapshotPlan, table_rows: TableRows, generation: Generation, after: int, end: int
@@ -219,7 +218,7 @@ def read_step(plan: SnapshotPlan, table_rows: TableRows, generation: Generation,
                     cut -= 1
                 complete, held = rows[:cut], rows[cut:]
                 if complete:
-                    yield _batch(table_rows.log_rows(complete, generation, plan.version_us))
+                    yield table_rows.log_rows(complete, generation, plan.version_us)
                     done_until = int.from_bytes(complete[-1][0], "big", signed=True)
                     read += len(complete)
                     if plan.rate_limit:
@@ -227,7 +226,7 @@ def read_step(plan: SnapshotPlan, table_rows: TableRows, generation: Generation,
                         if ahead > 0:
                             time.sleep(ahead)
             if held:
-                yield _batch(table_rows.log_rows(held, generation, plan.version_us))
+                yield table_rows.log_rows(held, generation, plan.version_us)
             return
         except Exception as exc:  # a timeout, a node down: the range is asked again from where it is
             attempt += 1
@@ -238,10 +237,6 @@ def read_step(plan: SnapshotPlan, table_rows: TableRows, generation: Generation,
             log.warning("snapshot of %s.%s: tokens (%d, %d] failed (%s); again in %d s", plan.keyspace, plan.table,
                         done_until, end, exc, attempt)
             time.sleep(attempt)
-
-
-def _batch(rows: list[dict]) -> pa.RecordBatch:
-    return pa.RecordBatch.from_pylist(rows, schema=_DECODED_ARROW)
 
 
 class SnapshotSource(DataSource):

@@ -33,6 +33,10 @@ def big(n: int) -> bytes:
     return n.to_bytes(8, "big", signed=True)
 
 
+def at_micros(micros: int) -> dt.datetime:
+    return dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc) + dt.timedelta(microseconds=micros)
+
+
 def test_a_row_of_every_kind_of_column_reads_as_the_log_writes_it():
     t = table(Column("id", "int", P, 0), Column("day", "text", P, 1), Column("line", "int", K, 0),
               Column("owner", "text", S), Column("at", "timestamp", R_), Column("tags", "set<text>", R_),
@@ -50,17 +54,18 @@ def test_a_row_of_every_kind_of_column_reads_as_the_log_writes_it():
            enc("map<text, int>", {"x": 1}), big(25),
            enc("list<decimal>", ["1.50", "-2"]), big(40),
            None, None, None)  # pair: null
-    [row] = rows.log_rows([raw], GENERATION, VERSION_US)
+    [row] = rows.log_rows([raw], GENERATION, VERSION_US).to_pylist()
     assert row["cdc$operation"] == R.ROW_READ
     assert json.loads(row["key"]) == {"id": 7, "day": "mon", "line": 1}
     assert {k: json.loads(v) for k, v in row["columns"]} == {
         "owner": "ann", "at": int(at.timestamp() * 1000), "tags": ["a", "b"], "qty": [["x", 1]],
         "prices": ["1.50", "-2"]}
-    assert row["write_time_us"] == row["write_time"] == 40  # the newest cell's
+    assert row["write_time_us"] == 40  # the newest cell's
+    assert row["write_time"] == at_micros(40)
     assert row["cdc$ttl"] == 3600
     assert (row["partition_key"], row["token"]) == (partition_key, token)
     assert row["cdc$stream_id"] == GENERATION.streams_for_tokens(np.array([token]))[0].tobytes()
-    assert row["generation"] == GENERATION.timestamp
+    assert row["generation"] == at_micros(GENERATION.timestamp)
     assert row["cdc$time"].startswith(str(uuid.UUID(row["cdc$time"])))  # a valid timeuuid
     assert uuid.UUID(row["cdc$time"]).version == 1
 
@@ -72,7 +77,7 @@ def test_a_row_of_key_only_takes_the_version_time_and_a_static_only_partition_ha
     token = big(int(tokens_of_keys([key])[0]))
     key_only, static_only = rows.log_rows([(token, key, enc("int", 2), None, None, None),
                                            (token, key, None, enc("text", "bo"), big(9), None)],
-                                          GENERATION, VERSION_US)
+                                          GENERATION, VERSION_US).to_pylist()
     assert (json.loads(key_only["key"]), key_only["columns"], key_only["write_time_us"]) == (
         {"id": 5, "line": 2}, [], VERSION_US)
     assert (json.loads(static_only["key"]), static_only["write_time_us"]) == ({"id": 5}, 9)
@@ -110,7 +115,7 @@ def test_for_a_mirror_each_row_carries_its_cells_with_their_write_times_and_ttls
          ttls(None, 60), enc("list<int>", [5, 6]), big(40), enc("list<bigint>", [40, 40]), ttls(None, None)),
         (token, key, None, enc("text", "bo"), big(9), None, None, None, None, None, None, None, None, None, None,
          None, None),
-    ], GENERATION, VERSION_US)
+    ], GENERATION, VERSION_US).to_pylist()
     cells = json.loads(read["cells"])
     expiry = cells["c"]["note"][2]
     assert before <= expiry - 600 <= int(dt.datetime.now().timestamp())  # now + the TTL left
@@ -142,10 +147,40 @@ def test_on_cassandra_4_single_cells_carry_their_write_time_and_elements_the_ver
         (token, key, enc("text", "n"), big(20), (600).to_bytes(4, "big"), enc("set<text>", ["a"]),
          enc("map<text, int>", {"x": 1})),
         (token, key, None, None, None, enc("set<text>", ["b"]), None),
-    ], GENERATION, VERSION_US)
+    ], GENERATION, VERSION_US).to_pylist()
     assert with_note["write_time_us"] == 20  # the newest cell whose write time Cassandra reads
     assert collections_only["write_time_us"] == VERSION_US
     cells = json.loads(with_note["cells"])
     assert cells["c"]["tags"] == [None, [["a", VERSION_US, 0, None, 0, None]]]
     assert cells["c"]["qty"] == [None, [["x", VERSION_US, 0, None, 0, 1]]]
     assert cells["l"][0] == 20  # the row marker: its oldest cell's write time
+
+
+def test_a_key_of_many_types_is_the_json_text_of_its_values_and_rows_with_other_nulls_share_a_batch():
+    t = table(Column("name", "text", P, 0), Column("at", "double", K, 0), Column("id", "uuid", K, 1),
+              Column("note", "text", R_), Column("n", "bigint", R_))
+    rows = TableRows(t, {})
+    key = enc("text", 'a "quoted" ünïcode\n')
+    token = big(int(tokens_of_keys([key])[0]))
+    ids = [uuid.UUID(int=1), uuid.UUID(int=2)]
+    first, second = rows.log_rows([
+        (token, key, enc("double", 1.5e-7), enc("uuid", ids[0]), enc("text", "x"), big(5), None, None, None, None),
+        (token, key, enc("double", -2.0), enc("uuid", ids[1]), None, None, None, enc("bigint", 9), big(6), None),
+    ], GENERATION, VERSION_US).to_pylist()
+    for row, at, id_ in ((first, 1.5e-7, ids[0]), (second, -2.0, ids[1])):
+        assert row["key"] == json.dumps({"name": 'a "quoted" ünïcode\n', "at": at, "id": str(id_)}, ensure_ascii=False)
+    assert (first["columns"], first["write_time_us"]) == ([("note", '"x"')], 5)
+    assert (second["columns"], second["write_time_us"]) == ([("n", "9")], 6)
+
+
+def test_element_write_times_and_ttls_read_as_the_cql_type_layer_reads_them():
+    from spark.snapshot.rows import _INTS, _LONGS, _numbers
+
+    def serialized(width: int, values: list[int | None]) -> bytes:  # as ttls() above, of either width
+        return len(values).to_bytes(4, "big") + b"".join(b"\xff\xff\xff\xff" if v is None else width.to_bytes(
+            4, "big") + v.to_bytes(width, "big", signed=True) for v in values)
+
+    for cql, width, values in ((_LONGS, 8, []), (_LONGS, 8, [1, -2, 1 << 60]), (_LONGS, 8, [None, 3]),
+                               (_INTS, 4, [None, None]), (_INTS, 4, [600, 5]), (_INTS, 4, [None, 60]), (_INTS, 4, [0])):
+        raw = serialized(width, values)
+        assert _numbers(raw, cql) == cql.decode(raw) == values
