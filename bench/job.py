@@ -16,7 +16,11 @@ micro-batch costs beyond its rows, as a live job's small batches pay it):
 - with stream ids: the defaults: events decoded by the native core, generations kept in Cassandra,
   tokens and stream ids per row in the same pass, generations published to the sink;
 - pass-through: `assign_streams=False`: the same rows, without stream ids;
-- Python decoder: `decoder=python`: with stream ids, events decoded by the Python reference.
+- Python decoder: `decoder=python`: with stream ids, events decoded by the Python reference;
+- plain append (the floor): the same topic read by Spark's Kafka source with the same options and
+  micro-batches, its records (topic, partition, offset, timestamp, key, value) appended to a Delta
+  table as they are, with Spark's own Delta sink: what Spark costs to move these records into Delta
+  without ringtail.
 
 A run is timed from `start()` to the query's termination ("setup" is the `start()` call itself:
 with stream ids that includes the generation keeper's connection to Cassandra and loading the
@@ -76,10 +80,10 @@ from timing import best_seconds  # noqa: E402
 MiB = 1 << 20
 TABLE = "t"
 SPARK_CONF = {"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "2"}
-WITH, WITHOUT, PYTHON = "with stream ids", "pass-through", "Python decoder"
+WITH, WITHOUT, PYTHON, FLOOR = "with stream ids", "pass-through", "Python decoder", "plain append"
 # The settings each variant changes: the job as users run it (native decoding, stream ids), the same
-# without stream ids, and the same decoding with the Python reference.
-VARIANTS = {WITH: {}, WITHOUT: {"assign_streams": False}, PYTHON: {"decoder": "python"}}
+# without stream ids, the same decoding with the Python reference; the floor is not the job (`run_floor`).
+VARIANTS = {WITH: {}, WITHOUT: {"assign_streams": False}, PYTHON: {"decoder": "python"}, FLOOR: {}}
 
 
 # --- processes and their memory --------------------------------------------------------------
@@ -289,6 +293,37 @@ def run_job(spark, settings: JobSettings, keyspace: str, jvm: int | None, varian
                driver_peak, worker_peak, state.get("numRowsTotal", 0), state_bytes)
 
 
+def run_floor(spark, settings: JobSettings, keyspace: str, jvm: int | None, variant: str) -> Run:
+    """The floor: the benchmark's topic through Spark's Kafka source, as the job reads it, appended as it is
+    to Delta by Spark's Delta sink, in the same micro-batches."""
+    topic = f"{settings.topic_prefix}.{keyspace}.{TABLE}"
+    for pid in (jvm, os.getpid(), *python_workers(jvm)):
+        reset_peak(pid)
+    path = str(settings.delta_path / "records")
+    started = time.perf_counter()
+    records = (spark.readStream.format("kafka").option("kafka.bootstrap.servers", settings.kafka_bootstrap_servers)
+               .option("subscribe", topic).option("startingOffsets", "earliest").option("failOnDataLoss", "true")
+               .option("kafka.fetch.max.wait.ms", "10").option("maxOffsetsPerTrigger", settings.max_offsets_per_trigger)
+               .load().select("topic", "partition", "offset", "timestamp", "key", "value"))
+    query = (records.writeStream.format("delta").option("checkpointLocation", str(settings.checkpoint_dir))
+             .trigger(availableNow=True).start(path))
+    set_up = time.perf_counter()
+    try:
+        if not query.awaitTermination(900):
+            raise SystemExit("error: the plain append did not finish within 900 s")
+        finished = time.perf_counter()
+        if query.exception() is not None:
+            raise SystemExit(f"error: the plain append failed: {query.exception()}")
+        later = [p for p in query.recentProgress if p["batchId"] > 0]
+    finally:
+        query.stop()
+    worker_peak = max((p for p in map(peak_rss, python_workers(jvm)) if p is not None), default=None)
+    rows = spark.read.format("delta").load(path).count()
+    return Run(variant, set_up - started, finished - set_up, sum(p["numInputRows"] for p in later),
+               sum(p["durationMs"]["triggerExecution"] for p in later) / 1000, rows, 0, 0, peak_rss(jvm),
+               peak_rss(os.getpid()), worker_peak)
+
+
 def in_process(records: list[pa.RecordBatch], settings: JobSettings, cql, repeat: int
                ) -> tuple[float, float, float, dict[str, bytes | None]]:
     """(Python decode s, native decode s, assign s, stream id by change id) over `records`, best of
@@ -404,7 +439,7 @@ def run_in_turns(spark, base: JobSettings, variants: dict[str, dict], first: str
         settings = base.model_copy(update={
             **variants[variant], "delta_path": scratch / f"run{number}" / "delta",
             "checkpoint_dir": scratch / f"run{number}" / "checkpoint"})
-        run = run_job(spark, settings, keyspace, jvm, variant)
+        run = (run_floor if variant == FLOOR else run_job)(spark, settings, keyspace, jvm, variant)
         report(number, run)
         if number:
             runs.append(run)
@@ -529,6 +564,12 @@ def main() -> int:
     python = best[PYTHON]
     print(f"         {python.rate:,.0f} rows/s with the Python decoder: native {python.seconds / with_ids.seconds:.2f}x"
           f" as fast end to end (query alone {python.query / with_ids.query:.2f}x)")
+    rates = {variant: sorted(r.rate for r in runs if r.variant == variant) for variant in VARIANTS}
+    floor = statistics.median(rates[FLOOR])
+    print(f"\nrows/s, median of {args.repeat} runs (min–max), each beside the floor (plain append) of the same run:")
+    for variant, rated in rates.items():
+        print(f"  {variant:<16} {statistics.median(rated):>9,.0f} ({rated[0]:,.0f}–{rated[-1]:,.0f})"
+              f"  {statistics.median(rated) / floor:.2f}× the plain append")
     return 0
 
 
