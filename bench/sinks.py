@@ -4,7 +4,8 @@
 
 Input: N log rows (default 50,000) in the job's `LOG_ROW` layout — a table (`ringtail_bench.orders`,
 created in Cassandra) of an int key, a text, a bigint and a set<text> column, one insert each, with
-stream ids and every metadata column set — built once as a persisted Spark DataFrame (local[2], or W
+every metadata column set and one of 16 stream ids (as a node of 16 vnodes gives, one stream each) —
+built once as a persisted Spark DataFrame (local[2], or W
 workers of the local stack's Spark cluster: `bench/cluster.py`), so
 each sink is timed on its own write only: `sink.write` of a micro-batch of those rows and no dead
 letters, from the call to its return, on a fresh target (a new Delta path, PostgreSQL schema, MariaDB
@@ -69,6 +70,7 @@ _VARIANTS = {"kafka-avro": {"format": "avro"}, "kafka-image": {"format": "avro",
                 for layout in ("typed", "mirror")}}
 # The rows' source table; the Cassandra sink reads its schema to lay out the log table beside it.
 BENCH_KEYSPACE = "ringtail_bench"
+STREAMS = 16  # the stream ids of one node of 16 vnodes (the stack's), one stream per vnode
 
 
 def create_source_table(stack) -> None:
@@ -85,13 +87,14 @@ def create_source_table(stack) -> None:
 def log_rows(spark, count: int, offset: int = 0):
     now = dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
     micros = int(now.timestamp() * 1_000_000)
+    streams = [uuid.uuid5(uuid.NAMESPACE_OID, f"stream {s}").bytes for s in range(STREAMS)]
 
     def row(i: int) -> tuple:
         k, written = offset + i, micros + i
         cells = {"k": [], "s": False, "l": [written, 0, None], "d": None, "c": {
             "v": [written, 0, None, 0, f"value {k}"], "n": [written, 0, None, 0, k * 7],
             "tags": [written - 1, [["a", written, 0, None, 0, None], ["b", written, 0, None, 0, None]]]}}
-        return (BENCH_KEYSPACE, "orders", k.to_bytes(16, "big"), str(uuid.uuid1()), 0, R.ROW_INSERT, None, True,
+        return (BENCH_KEYSPACE, "orders", streams[k % STREAMS], str(uuid.uuid1()), 0, R.ROW_INSERT, None, True,
                 json.dumps({"k": k}), {"v": json.dumps(f"value {k}"), "n": str(k * 7), "tags": '["a","b"]'},
                 [], {}, now, written, k.to_bytes(4, "big"), k * 7919, now, f"{k:032x}", now,
                 ("node1", 1, i * 40, 0, 0, "bench", 0, k, 1), json.dumps(cells))

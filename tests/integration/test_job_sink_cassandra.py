@@ -291,6 +291,22 @@ def test_driver_side_writes_and_several_tables(spark, cql, base: str) -> None:
     assert letter["reason"] == "unwritable" and letter["table"] == "missing" and "LookupError" in letter["detail"]
 
 
+def test_a_streams_rows_go_in_batches_and_a_row_cassandra_refuses_alone_is_a_dead_letter(spark, cql, base: str) -> None:
+    """Rows of one stream (one log partition) are sent in unlogged batches of a few kilobytes; a row larger
+    than the node takes in one request (this stack's commit-log segments hold half a MiB) is sent alone,
+    refused, and becomes a dead letter while the rows around it are written."""
+    sink = CassandraSink(cql, keyspace=base, ttl=0)
+    sink.prepare()
+    rows = [log_row(base, n, {"id": n, "region": "eu", "seq": 1}, columns={"name": f"row {n} " + "x" * 300})
+            for n in range(1, 41)]
+    rows.insert(20, log_row(base, 41, {"id": 41, "region": "eu", "seq": 1}, columns={"name": "y" * 600_000}))
+    sink.write(micro_batch(spark, 0, rows))
+    assert sorted(r["id"] for r in select(cql, base, LOG, ["id"])) == list(range(1, 41))
+    (letter,) = select(cql, base, "dead_letters", ["offset", "reason", "detail"])
+    assert (letter["offset"], letter["reason"]) == (141, "unwritable")
+    assert letter["detail"].startswith("InvalidRequest") and "exceeds" in letter["detail"]
+
+
 def test_dropped_base_table_keeps_its_log_writable(spark, cql, base: str) -> None:
     sink = CassandraSink(cql, keyspace=base, ttl=0)
     sink.prepare()

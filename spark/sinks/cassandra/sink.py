@@ -7,7 +7,10 @@ the change's write time as cell timestamp; a replayed batch rewrites the same ce
 the sink exactly once by idempotence, with no ledger.
 
 Rows are converted and written on the executors (each Python worker keeps one driver session),
-so the JSON decoding scales with the cluster. ``write`` reads `rows` twice (once for the tables and
+so the JSON decoding scales with the cluster. A log table's partition is a stream id, which a node's
+changes share (one per vnode and shard): the rows of one partition go together in unlogged batches
+(one mutation each, below Cassandra's batch size warning), so a task sends a request per few kilobytes
+of rows rather than one per row. ``write`` reads `rows` twice (once for the tables and
 columns it names, once to write them), so the caller should persist the batch.
 
 A row that cannot be converted (a value not of its column's type), or that Cassandra refuses as
@@ -28,7 +31,7 @@ from typing import Any, Iterable, Iterator, Mapping, Sequence
 import pyarrow as pa
 from cassandra import ConsistencyLevel, InvalidRequest
 from cassandra.concurrent import execute_concurrent, execute_concurrent_with_args
-from cassandra.query import UNSET_VALUE
+from cassandra.query import UNSET_VALUE, BatchStatement, BatchType
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
@@ -49,6 +52,9 @@ _RESOLVED_DDL = ("CREATE TABLE IF NOT EXISTS {table} (app_id text, keyspace_name
 UNWRITABLE = "unwritable"
 DEFAULT_LOG_TTL = 86_400  # ScyllaDB's default cdc ttl; 0 keeps log rows forever
 _CHUNK = 2_000  # rows bound and sent per execute_concurrent call
+# The bound values a batch of one partition's rows holds at most: below batch_size_warn_threshold's
+# default (5 KiB), which Cassandra compares with the batch's mutation (the values and a little more).
+_BATCH_BYTES = 4_096
 _DETAIL_LIMIT = 2_000
 
 _DEAD_LETTER_COLUMNS: tuple[tuple[str, str], ...] = (
@@ -150,20 +156,24 @@ class RowWriter:
         return written, len(failed)
 
     def _send(self, pending: list[tuple[Mapping[str, Any], Any]], failed: list, batch_id: int) -> int:
-        """Writes the bound rows; one the server refuses as invalid joins `failed`, any other error
-        (timeout, unavailable) raises so that Spark retries the task."""
-        if not pending:
-            return 0
-        results = execute_concurrent(self.session, [(bound, None) for _, bound in pending],
-                                     concurrency=self.concurrency, raise_on_first_error=False)
-        written = 0
-        for (row, _), (success, outcome) in zip(pending, results):
-            if success:
-                written += 1
-            elif isinstance(outcome, InvalidRequest) and not _schema_lag(outcome):
-                failed.append(self._dead_letter(row, outcome, batch_id))
-            else:
-                raise outcome
+        """Writes the bound rows, a partition's together (`_requests`); a batch the server refuses as invalid is
+        sent again row by row, and a row it refuses joins `failed`; any other error (timeout, unavailable)
+        raises so that Spark retries the task."""
+        written, requests = 0, _requests(pending, self.consistency)
+        while requests:
+            results = execute_concurrent(self.session, [(statement, None) for _, statement in requests],
+                                         concurrency=self.concurrency, raise_on_first_error=False)
+            again = []
+            for (rows, _), (success, outcome) in zip(requests, results):
+                if success:
+                    written += len(rows)
+                elif not isinstance(outcome, InvalidRequest) or _schema_lag(outcome):
+                    raise outcome
+                elif len(rows) > 1:
+                    again += [([item], item[1]) for item in rows]  # which of them: each alone
+                else:
+                    failed.append(self._dead_letter(rows[0][0], outcome, batch_id))
+            requests = again
         return written
 
     @staticmethod
@@ -188,6 +198,37 @@ class RowWriter:
         if chunk:
             execute_concurrent_with_args(self.session, self._dead_letters, chunk, concurrency=self.concurrency)
         return len(chunk)
+
+
+def _requests(pending: list[tuple[Mapping[str, Any], Any]], consistency: int
+              ) -> list[tuple[list[tuple[Mapping[str, Any], Any]], Any]]:
+    """The bound rows as requests, each with the rows it writes: the rows of one partition of one table in
+    unlogged batches of at most `_BATCH_BYTES` of values, a row alone as itself."""
+    partitions: dict[tuple, list] = {}
+    for item in pending:
+        bound = item[1]
+        partitions.setdefault((bound.prepared_statement.query_id, bound.routing_key), []).append(item)
+    groups = []
+    for items in partitions.values():
+        size, rows = 0, []
+        for item in items:
+            values = sum(len(v) for v in item[1].values if isinstance(v, bytes))
+            if rows and size + values > _BATCH_BYTES:
+                groups.append(rows)
+                size, rows = 0, []
+            rows.append(item)
+            size += values
+        groups.append(rows)
+    requests = []
+    for rows in groups:
+        if len(rows) == 1:
+            requests.append((rows, rows[0][1]))
+            continue
+        batch = BatchStatement(BatchType.UNLOGGED, consistency_level=consistency)
+        for _, bound in rows:
+            batch.add(bound)
+        requests.append((rows, batch))
+    return requests
 
 
 @dataclass(frozen=True)
