@@ -254,6 +254,17 @@ class Run:
         return self.later_records / self.later_seconds if self.later_seconds else float("nan")
 
 
+def awaited(query, what: str) -> tuple[float, list[dict], dict]:
+    """(When it ended, the progress of its micro-batches after the first, its last progress) of an available-now
+    query, waited for."""
+    if not query.awaitTermination(900):
+        raise SystemExit(f"error: {what} did not finish within 900 s")
+    finished = time.perf_counter()
+    if query.exception() is not None:
+        raise SystemExit(f"error: {what} failed: {query.exception()}")
+    return finished, [p for p in query.recentProgress if p["batchId"] > 0], query.lastProgress or {}
+
+
 def run_job(spark, settings: JobSettings, keyspace: str, jvm: int | None, variant: str) -> Run:
     from pyspark.sql import functions as F
 
@@ -268,13 +279,7 @@ def run_job(spark, settings: JobSettings, keyspace: str, jvm: int | None, varian
     query = job.query
     set_up = time.perf_counter()
     try:
-        if not query.awaitTermination(900):
-            raise SystemExit("error: the job did not finish within 900 s")
-        finished = time.perf_counter()
-        if query.exception() is not None:
-            raise SystemExit(f"error: the job failed: {query.exception()}")
-        later = [p for p in query.recentProgress if p["batchId"] > 0]
-        last = query.lastProgress or {}
+        finished, later, last = awaited(query, "the job")
     finally:
         query.stop()
         job.close()
@@ -309,12 +314,7 @@ def run_floor(spark, settings: JobSettings, keyspace: str, jvm: int | None, vari
              .trigger(availableNow=True).start(path))
     set_up = time.perf_counter()
     try:
-        if not query.awaitTermination(900):
-            raise SystemExit("error: the plain append did not finish within 900 s")
-        finished = time.perf_counter()
-        if query.exception() is not None:
-            raise SystemExit(f"error: the plain append failed: {query.exception()}")
-        later = [p for p in query.recentProgress if p["batchId"] > 0]
+        finished, later, _ = awaited(query, "the plain append")
     finally:
         query.stop()
     worker_peak = max((p for p in map(peak_rss, python_workers(jvm)) if p is not None), default=None)
