@@ -109,6 +109,8 @@ def spark_session(settings: StreamSettings) -> SparkSession:
     conf.update(settings.spark_conf)
     if settings.ship == "always" or (settings.ship == "auto" and not local):
         conf.update(shipped(settings, conf))
+    if not local and "PYSPARK_GATEWAY_PORT" not in os.environ:
+        python_beside_driver(conf)
     if settings.spark_jars:
         conf["spark.jars"] = ",".join(settings.spark_jars)
     if settings.spark_packages:
@@ -116,6 +118,24 @@ def spark_session(settings: StreamSettings) -> SparkSession:
     for key, value in conf.items():
         builder = builder.config(key, value)
     return builder.getOrCreate()
+
+
+def python_beside_driver(conf: Mapping[str, str]) -> None:
+    """Set, before the driver's JVM starts, what spark-submit would: the Python Spark runs (PySpark takes it
+    from PYSPARK_PYTHON, on the executors and beside the driver) from `spark.pyspark.python`; and, for the
+    processes beside the driver, where it finds ringtail: Spark plans a Python data source (a snapshot) in a
+    Python process there, which the shipped archive does not reach. So this driver's packages go on the
+    JVM's PYTHONPATH, which Spark gives the Python processes it starts on this machine; an interpreter of
+    the same minor version imports them."""
+    import site
+
+    import spark
+
+    if conf.get("spark.pyspark.python") and "PYSPARK_PYTHON" not in os.environ:
+        os.environ["PYSPARK_PYTHON"] = conf["spark.pyspark.python"]
+    ours = [str(Path(spark.__file__).resolve().parents[1]), *site.getsitepackages()]
+    given = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    os.environ["PYTHONPATH"] = os.pathsep.join(dict.fromkeys([*ours, *given]))
 
 
 def shipped(settings: StreamSettings, conf: dict[str, str]) -> dict[str, str]:

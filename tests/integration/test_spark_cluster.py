@@ -243,8 +243,9 @@ def test_a_worker_killed_while_a_runner_merges_into_a_mirror_costs_no_change(
         kind, stack, cluster, cluster_cql, cluster_keyspace, pipeline, spark, tmp_path, monkeypatch):
     """The mirrors merge on the executors (a SQL store's tasks write their parts; Delta's tasks compute what
     two `MERGE`s then write): one runner on the cluster keeps a PostgreSQL or a Delta mirror (on the object
-    store), and a worker dies while it has a backlog of updates to merge. The mirror still equals `SELECT *`,
-    updated rows and deleted ones too."""
+    store), from a snapshot of the table's rows (whose reads Spark plans in a Python process beside the
+    runner) then the log, and a worker dies while it has a backlog of updates to merge. The mirror still
+    equals `SELECT *`, updated rows and deleted ones too."""
     on, master = cluster
     cql, keyspace, rows = cluster_cql, cluster_keyspace, 2_000
     for name, value in on.object_store.environment().items():  # this process reads the bucket too
@@ -255,14 +256,10 @@ def test_a_worker_killed_while_a_runner_merges_into_a_mirror_costs_no_change(
     connector, _ = pipeline(on=on)
     runner = None
     with serving(on, cql, keyspace, tmp_path, connector, spark) as (control, _, _, base):
-        control.create("m", Change(table=f"{keyspace}.orders", sink=kind, start="earliest", sink_config=config))
         statement = cql.prepare(f"INSERT INTO {keyspace}.orders (id, qty, note) VALUES (?, ?, ?)")
         execute_concurrent_with_args(cql, statement, [(k, k, f"n{k}") for k in range(rows)], concurrency=64)
-        execute_concurrent_with_args(cql, statement, [(k, -k, "again") for k in range(0, rows, 3)], concurrency=64)
-        execute_concurrent_with_args(cql, cql.prepare(f"DELETE FROM {keyspace}.orders WHERE id = ?"),
-                                     [(k,) for k in range(1, rows, 5)], concurrency=64)
+        control.create("m", Change(table=f"{keyspace}.orders", sink=kind, start="snapshot", sink_config=config))
         layout = layout_of(cql, keyspace, "orders")
-        source = source_rows(cql.cluster, layout)
         log = tmp_path / "runner-a.log"
         keys = {"AWS_ENDPOINT_URL": on.object_store.endpoint, "AWS_ACCESS_KEY_ID": "ringtail",
                 "AWS_SECRET_ACCESS_KEY": secret_of(on)}
@@ -278,7 +275,13 @@ def test_a_worker_killed_while_a_runner_merges_into_a_mirror_costs_no_change(
             runner = runner_process(on, base, tmp_path, "a", env=keys, max_offsets_per_trigger=1000,
                                     checkpoint_dir=str(checkpoints), spark_jars=[*on.spark_jars, *on.object_store.jars],
                                     **on_cluster(master))
-            wait_for(lambda: batches() >= 2, 300, "two batches")
+            wait_for(lambda: "snapshot delivered" in log.read_text(errors="replace"), 300, "the snapshot delivered")
+            # A backlog of the log's changes, in batches of 1,000: the query's first batch has none of them.
+            execute_concurrent_with_args(cql, statement, [(k, -k, "again") for k in range(rows)], concurrency=64)
+            execute_concurrent_with_args(cql, cql.prepare(f"DELETE FROM {keyspace}.orders WHERE id = ?"),
+                                         [(k,) for k in range(1, rows, 5)], concurrency=64)
+            source = source_rows(cql.cluster, layout)
+            wait_for(lambda: batches() >= 2, 300, "a batch of the log's changes")
             before = batches()
             CLUSTER.command(stack.run_dir, "kill", "spark-worker@2")
             wait_for(lambda: mirror() == source, 300, f"the {kind} mirror equal to SELECT *")
