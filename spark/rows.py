@@ -16,6 +16,7 @@ The metadata columns carry ScyllaDB's names (``cdc$stream_id``…) and meaning.
 """
 from __future__ import annotations
 
+import numpy as np
 import pyarrow as pa
 from pyspark.sql.types import (
     BinaryType,
@@ -112,6 +113,15 @@ UNDECODABLE = "undecodable"
 NO_GENERATION = "no_generation"
 FROM_THE_FUTURE = "from_the_future"
 TOO_OLD = "too_old"
+
+
+def stream_id_column(ids: np.ndarray, present: np.ndarray | None = None) -> pa.Array:
+    """Raw 16-byte stream ids (a numpy array of `spark.streams.STREAM_ID_DTYPE`) as the Arrow binary
+    column `cdc$stream_id`, from their buffer; null where `present` (booleans) is false."""
+    n = len(ids)
+    offsets = np.arange(0, 16 * (n + 1), 16, dtype=np.int32)
+    validity = None if present is None else pa.array(present).buffers()[1]
+    return pa.Array.from_buffers(pa.binary(), n, [validity, pa.py_buffer(offsets), pa.py_buffer(ids.tobytes())])
 
 
 def arrow_schema(schema: StructType) -> pa.Schema:

@@ -60,9 +60,8 @@ def assign_batch(batch: pa.RecordBatch, generations: Generations, leeway_us: int
     ids = np.zeros(n, dtype="V16")
     if accepted.any():
         ids[accepted] = generations.stream_ids(written[accepted], tokens[accepted])
-    fixed = pa.FixedSizeBinaryArray.from_buffers(pa.binary(16), n, [None, pa.py_buffer(ids.tobytes())])
+    stream_ids = R.stream_id_column(ids, accepted)
     mask = pa.array(accepted)
-    stream_ids = pc.if_else(mask, fixed, pa.nulls(n, pa.binary(16))).cast(pa.binary())
     generation = pc.if_else(mask, pa.array(starts[np.maximum(positions, 0)] if len(starts) else np.zeros(n, np.int64)),
                             pa.nulls(n, pa.int64())).cast(pa.timestamp("us", tz="UTC"))
     token = pc.if_else(pa.array(decoded), pa.array(tokens), pa.nulls(n, pa.int64()))

@@ -147,7 +147,7 @@ class TableRows:
             if self.with_cells:
                 cells.append(self._cells(list(clusterings[i]), read_cells[i], now_us // 1_000_000, version_us))
         return _columns_batch(n, {
-            "keyspace": [t.keyspace] * n, "table": [t.name] * n, "cdc$stream_id": _binary16(
+            "keyspace": [t.keyspace] * n, "table": [t.name] * n, "cdc$stream_id": R.stream_id_column(
                 generation.streams_for_tokens(tokens)), "cdc$time": times, "cdc$batch_seq_no": [0] * n,
             "cdc$operation": [R.ROW_READ] * n, "cdc$ttl": ttls, "cdc$end_of_batch": [True] * n, "key": keys,
             "columns": columns, "deleted_columns": [[]] * n, "deleted_elements": [[]] * n, "write_time": written_us,
@@ -259,12 +259,6 @@ def _numbers(raw: bytes, cql: CqlType) -> list[int | None]:
         if all(size == width for size in fields[::2]):
             return list(fields[1::2])
     return cql.decode(raw)
-
-
-def _binary16(values: np.ndarray) -> pa.Array:
-    """16-byte values (stream ids) as an Arrow binary array, from their buffer."""
-    offsets = np.arange(0, 16 * (len(values) + 1), 16, dtype=np.int32)
-    return pa.Array.from_buffers(pa.binary(), len(values), [None, pa.py_buffer(offsets), pa.py_buffer(values.tobytes())])
 
 
 def _columns_batch(n: int, columns: Mapping[str, Any]) -> pa.RecordBatch:

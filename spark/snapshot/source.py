@@ -198,8 +198,6 @@ class SnapshotReader(DataSourceStreamReader):
         pass  # progress is the registry's, recorded after the sink write
 
 
-
-
 def read_step(plan: SnapshotPlan, table_rows: TableRows, generation: Generation, after: int, end: int
               ) -> Iterator[pa.RecordBatch]:
     """The rows of tokens (after, end] as `DECODED` batches. A failed page is asked again from the

@@ -97,6 +97,14 @@ def copy_as_another_replica(stack, topic: str, node: str) -> int:
     return len(records)
 
 
+def test_python_workers_start_from_ringtails_daemon(spark):
+    """Each Python worker was forked from `spark.python_daemon`, with its collector's policy."""
+    from spark.python_daemon import FULL_COLLECTION_EVERY
+
+    thresholds = spark.sparkContext.parallelize(range(4), 4).map(lambda _: __import__("gc").get_threshold()).collect()
+    assert [t[2] for t in thresholds] == [FULL_COLLECTION_EVERY] * 4
+
+
 def test_the_delta_sink_holds_the_generations_it_was_last_given(spark, tmp_path):
     """Created by the first publication, rewritten whole by the next: the same content again, then a new
     generation with the old one expired. A generation known by its timestamp only is left out."""
