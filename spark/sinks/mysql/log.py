@@ -23,6 +23,7 @@ strings "NaN", "Infinity", "-Infinity", and a text that is not JSON at all as a 
 """
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import math
@@ -195,8 +196,14 @@ _refused: set[str] = set()  # servers (host:port) that took no local file, in th
 def staged_values(rows: DataFrame) -> DataFrame:
     """The log rows' staged texts (`_STAGED`, a JSON column's plain text after its own), then whether the row
     is plain (`plain_rows`)."""
+    return rows.select(*_staged_expressions())
+
+
+@functools.cache
+def _staged_expressions() -> tuple[Column, ...]:
+    """`staged_values`' expressions, built once (calls into the driver's JVM) and reused by every batch."""
     values = [value for staged in _STAGED for value in staged.values()]
-    return rows.select(*(v.alias(f"c{i}") for i, v in enumerate(values)), plain_rows().alias("plain"))
+    return (*(v.alias(f"c{i}") for i, v in enumerate(values)), plain_rows().alias("plain"))
 
 
 def staged_part(batches: Iterable[pa.RecordBatch]) -> pa.Table | None:

@@ -28,6 +28,7 @@ sink's DSN as it is: files it names (sslrootcert, sslcert, sslkey) must be at th
 """
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -269,9 +270,15 @@ def staged_columns(frame: DataFrame, columns: tuple[_Column, ...],
                    plain: Callable[[], Column] | None = None) -> DataFrame:
     """`frame`'s values in the staging table's column order, as the CSV carries them; with `plain`,
     whether the row is plain after them (for the executor, not staged)."""
+    return frame.select(*_staged_expressions(columns, plain))
+
+
+@functools.lru_cache(maxsize=32)
+def _staged_expressions(columns: tuple[_Column, ...], plain: Callable[[], Column] | None) -> tuple[Column, ...]:
+    """`staged_columns`' expressions, built once (calls into the driver's JVM) and reused by every batch."""
     values = [value for c in columns for value in c.staged_values()]
     flag = [] if plain is None else [plain()]
-    return frame.select(*(v.alias(f"c{i}") for i, v in enumerate(values + flag)))
+    return tuple(v.alias(f"c{i}") for i, v in enumerate(values + flag))
 
 
 def staged(frame: DataFrame, columns: tuple[_Column, ...]) -> DataFrame:
