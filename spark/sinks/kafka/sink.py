@@ -47,7 +47,7 @@ from spark.streams.generations import Generations
 from ..contract import MicroBatch, Resolved, Sink, resolved_rows
 from ..json_rows import dead_letter_json, generations_json, is_json, log_row_json_text, resolved_json
 from ..layouts import KafkaFormat
-from .avro_rows import avro_datum
+from .avro_rows import AvroLogRows, avro_datum
 from ..images import ImagesAt, ImageWriter, TableImages
 from .images import AvroImages
 from .records import RECORDS, Record, shipped
@@ -91,7 +91,7 @@ class KafkaSink(Sink):
         self._written: tuple[int, str | None] | None = None
         self._purged = 0  # when (s) the images of expired rows were last made
         self._resolved: dict[bytes, int] | None = None  # marker key → the newest resolved timestamp published
-        self._encode_row: Encode | None = None
+        self._encode_rows: Callable[[pa.RecordBatch], pa.RecordBatch] | None = None  # None: JSON, made by Spark
         self._encode_dead_letter: Encode | None = None
 
     def prepare(self) -> None:
@@ -110,7 +110,7 @@ class KafkaSink(Sink):
         if self.transactions:
             self._producer.init_transactions(self.timeout)  # also fences an older writer of this id
         self._written, self._purged = self._read_ledger()
-        self._encode_row, self._encode_dead_letter = self._encoders()
+        self._encode_rows, self._encode_dead_letter = self._encoders()
         if self.images_at is not None:
             self._images = self.images_at.writer(self.app_id, AvroImages(self.topic, self._registry(),
                                                                           self._create_compacted))
@@ -130,10 +130,10 @@ class KafkaSink(Sink):
     def _client(self) -> dict:
         return self.security.librdkafka(self.bootstrap_servers)
 
-    def _encoders(self) -> tuple[Encode | None, Encode]:
-        """(log row → value, dead letter → value) in the sink's format, self-contained: they run on the
-        executors (a JSON log row has none: Spark makes it). Avro's schemas are registered here, so a
-        registry that refuses them stops the sink before any batch."""
+    def _encoders(self) -> tuple[Callable[[pa.RecordBatch], pa.RecordBatch] | None, Encode]:
+        """(a batch of log rows → `RECORDS`, dead letter → value) in the sink's format, self-contained: they
+        run on the executors (JSON log rows have none: Spark makes them). Avro's schemas are registered here,
+        so a registry that refuses them stops the sink before any batch."""
         if self.format == "json":
             return None, _json_dead_letter  # a log row's JSON is made by Spark (`_json_records`)
         from .avro_rows import record_schema
@@ -142,7 +142,7 @@ class KafkaSink(Sink):
         row_id = registry.register(f"{self.topic}-value", record_schema(R.LOG_ROW, "LogRow"), self.topic)
         dead_id = registry.register(f"{self.dead_letters}-value", record_schema(R.DEAD_LETTER, "DeadLetter"),
                                     self.dead_letters)
-        return (partial(_avro, row_id, registry.parsed_schema(row_id)),
+        return (AvroLogRows(row_id, registry.parsed_schema(row_id)),
                 partial(_avro, dead_id, registry.parsed_schema(dead_id)))
 
     def _read_ledger(self) -> tuple[tuple[int, str | None] | None, int]:
@@ -202,12 +202,12 @@ class KafkaSink(Sink):
         try:
             if self._images is None:
                 ordered = rows.orderBy(*(f"`{c}`" for c in _ORDER))
-                sent = self._produce(self.topic, _json_records(ordered) if self._encode_row is None else
-                                     _records(ordered, self._encode_row, log_rows=True))
+                sent = self._produce(self.topic, _json_records(ordered) if self._encode_rows is None else
+                                     shipped(ordered, self._encode_rows))
             else:
                 sent = sum(self._produce(table.target, shipped(table.records(), _image_records)) for table in planned)
-            dead = self._produce(self.dead_letters, _records(dead_letters.orderBy("topic", "partition", "offset"),
-                                                             self._encode_dead_letter, log_rows=False))
+            dead = self._produce(self.dead_letters, _dead_letter_records(
+                dead_letters.orderBy("topic", "partition", "offset"), self._encode_dead_letter))
             if not self.transactions:
                 self._acknowledged()  # the batch's records, before the ledger says it is written
             producer.produce(self.ledger, key=f"batch:{self.app_id}".encode(),
@@ -317,10 +317,10 @@ class KafkaSink(Sink):
         self._commit()
 
 
-def _records(frame: DataFrame, encode: Encode, log_rows: bool) -> Iterator[Record]:
-    """(key, value, change id, late) of each row of `frame`, in its order: encoded on the executors, so the
-    driver only hands finished records to the producer. A log row is keyed by its partition key."""
-    return shipped(frame, RowEncoder(frame.schema, encode, log_rows))
+def _dead_letter_records(frame: DataFrame, encode: Encode) -> Iterator[Record]:
+    """(no key, value, change id, not late) of each dead letter of `frame`, in its order: encoded on the
+    executors, so the driver only hands finished records to the producer."""
+    return shipped(frame, DeadLetterEncoder(frame.schema, encode))
 
 
 def _json_records(frame: DataFrame) -> Iterator[Record]:
@@ -340,23 +340,18 @@ def _json_chunk(batch: pa.RecordBatch) -> pa.RecordBatch:
 
 
 @dataclass(frozen=True)
-class RowEncoder:
-    """A batch of rows of `schema` → `RECORDS`, each row's value made by `encode`; picklable."""
+class DeadLetterEncoder:
+    """A batch of dead letters of `schema` → `RECORDS`, each value made by `encode` of its `Row`; picklable."""
 
     schema: StructType
     encode: Encode
-    log_rows: bool
 
     def __call__(self, batch: pa.RecordBatch) -> pa.RecordBatch:
         from pyspark.sql.conversion import ArrowTableToRowsConversion  # the Rows an RDD would give
 
         rows = ArrowTableToRowsConversion.convert(pa.Table.from_batches([batch]), self.schema)
-        encode = self.encode
-        if self.log_rows:
-            columns = ([bytes(r.partition_key) for r in rows], [encode(r) for r in rows], [r.change_id for r in rows],
-                       [bool(r[R.LATE]) for r in rows])
-        else:
-            columns = ([None] * len(rows), [encode(r) for r in rows], [r.change_id for r in rows], [False] * len(rows))
+        columns = ([None] * len(rows), [self.encode(r) for r in rows], [r.change_id for r in rows],
+                   [False] * len(rows))
         return pa.RecordBatch.from_arrays([pa.array(c, f.type) for c, f in zip(columns, RECORDS)], schema=RECORDS)
 
 

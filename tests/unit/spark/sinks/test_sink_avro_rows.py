@@ -3,14 +3,16 @@ from __future__ import annotations
 
 import datetime as dt
 
+import pyarrow as pa
 import pytest
 from fastavro import parse_schema
 from pyspark.sql import Row
-from pyspark.sql.types import IntegerType, MapType, StructField, StructType
+from pyspark.sql.types import BooleanType, IntegerType, MapType, StructField, StructType
 
 from schemas.avro.wire import frame, unframe
 from spark import rows as R
-from spark.sinks.kafka.avro_rows import avro_datum, record_schema
+from spark.sinks.kafka.avro_rows import AvroLogRows, avro_datum, record_schema
+from spark.sinks.kafka.records import RECORDS
 
 UTC = dt.timezone.utc
 WRITTEN = dt.datetime(2026, 3, 1, 12, 0, 0, 123456, tzinfo=UTC)
@@ -44,14 +46,23 @@ def test_the_log_row_record_follows_the_spark_layout():
     assert by_name["write_time"]["type"] == {"type": "long", "logicalType": "timestamp-micros"}
 
 
-@pytest.mark.parametrize("changes", [{}, {"cdc$stream_id": None, "token": None, "generation": None, "cdc$ttl": 60,
-                                          "columns": {}, "deleted_columns": [], "deleted_elements": {}}])
-def test_a_log_row_goes_through_the_wire_unchanged(changes):
+def test_log_rows_go_through_the_wire_unchanged():
+    """As the executors encode them: from the Arrow batch the sink's task is given."""
     parsed = parse_schema(record_schema(R.LOG_ROW, "LogRow"))
-    row = log_row(**changes)
-    back = unframe(frame(12, parsed, avro_datum(row)), parsed)
-    expected = {name.replace("$", "_"): value for name, value in row.asDict(recursive=True).items()}
-    assert back == expected
+    rows = [log_row(), log_row(**{"cdc$stream_id": None, "token": None, "generation": None, "cdc$ttl": 60,
+                                  "columns": {}, "deleted_columns": [], "deleted_elements": {}}),
+            log_row(columns={"note": '"é\\u0000"', "": "null"}, key='{"id":"ü"}', change_id="cd" * 16)]
+    layout = StructType([*R.LOG_ROW.fields, StructField(R.LATE, BooleanType(), False)])
+    batch = pa.RecordBatch.from_pylist([{**r.asDict(recursive=True), R.LATE: i == 1} for i, r in enumerate(rows)],
+                                       schema=R.arrow_schema(layout))
+    records = AvroLogRows(12, parsed)(batch)
+    assert records.schema == RECORDS
+    assert records.column("key").to_pylist() == [r.partition_key for r in rows]
+    assert records.column("change_id").to_pylist() == [r.change_id for r in rows]
+    assert records.column("late").to_pylist() == [False, True, False]
+    for row, value in zip(rows, records.column("value").to_pylist()):
+        expected = {name.replace("$", "_"): value for name, value in row.asDict(recursive=True).items()}
+        assert unframe(value, parsed) == expected
 
 
 def test_a_dead_letter_goes_through_the_wire_unchanged():
