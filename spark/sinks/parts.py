@@ -29,8 +29,7 @@ import pyarrow as pa
 from .ledger import is_replay
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, Row
-    from pyspark.sql.types import StructType
+    from pyspark.sql import DataFrame
 
 log = logging.getLogger(__name__)
 
@@ -58,24 +57,11 @@ def write_each_part(frame: DataFrame, write: Callable[[Iterator[pa.RecordBatch]]
     return sum(row.written for row in frame.mapInArrow(functools.partial(_part, write), _PART_COUNTS).collect())
 
 
-def write_each_row_part(frame: DataFrame, write: Callable[[Iterator[Row]], int | None]) -> int:
-    """`write_each_part` for a `write` that takes the partition's rows as `Row`s."""
-    return write_each_part(frame, functools.partial(_as_rows, frame.schema, write))
-
-
 def _part(write: Callable[[Iterator[pa.RecordBatch]], int | None],
           batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     written = write(batches)
     if written is not None:
         yield pa.RecordBatch.from_pydict({"written": [written]}, schema=_COUNTS)
-
-
-def _as_rows(schema: StructType, write: Callable[[Iterator[Row]], int | None],
-             batches: Iterator[pa.RecordBatch]) -> int | None:
-    from pyspark.sql.conversion import ArrowTableToRowsConversion  # the Rows an RDD would give
-
-    return write(row for batch in batches
-                 for row in ArrowTableToRowsConversion.convert(pa.Table.from_batches([batch]), schema))
 
 
 def held_to_write(app_id: str, batch_id: int, offsets: str, held: str | None, done: bool) -> bool:

@@ -9,7 +9,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pyspark.sql import DataFrame, Row
+import pyarrow as pa
+from pyspark.sql import DataFrame
 
 from spark.mirror.tables import Layouts
 from spark.mirror.values import StoreColumn, store_values
@@ -46,14 +47,15 @@ class TypedPart:
     by_table: dict[tuple[str, str], list[dict]]
 
     @classmethod
-    def of(cls, rows: Iterable[Row]) -> TypedPart | None:
-        """None for an empty partition."""
-        listed = list(rows)
+    def of(cls, batches: Iterable[pa.RecordBatch]) -> TypedPart | None:
+        """None for an empty partition. Its rows are read from the Arrow batches themselves (`to_pylist`),
+        without a Spark `Row` per row."""
+        listed = [row for batch in batches for row in batch.to_pylist()]
         if not listed:
             return None
         by_table: dict[tuple[str, str], list[dict]] = defaultdict(list)
         for row in listed:
-            by_table[(row.keyspace, row.table)].append(row.asDict())
+            by_table[(row["keyspace"], row["table"])].append(row)
         return cls(part_digest(repr(row).encode() for row in listed), dict(by_table))
 
     def tables(self) -> list[tuple[tuple[str, str], list[dict]]]:

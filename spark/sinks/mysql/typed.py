@@ -18,7 +18,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pyspark.sql import Row
+import pyarrow as pa
 
 from schemas.cql import parse_type
 from schemas.runtime.access import CassandraCluster
@@ -32,7 +32,7 @@ from .log import MySqlSink, write_part
 from .types import CHUNK, mysql_column, quote
 from ..typed_log import OTHER_COLUMNS
 from ..contract import of_tables
-from ..parts import write_each_row_part
+from ..parts import write_each_part
 from ..typed_sql import TypedPart, sql_log_layout, typed_layouts, typed_row
 
 
@@ -102,15 +102,15 @@ def logged_types(cursor: Any, keyspace: str, table: str) -> dict[str, str]:
 @dataclass(frozen=True)
 class TypedParts:
     """Writes a batch's rows into their typed logs from the executors, a part per partition (step 2 of
-    `parts`, run by `write_each_row_part`), the logs made ready by the driver; picklable."""
+    `parts`, run by `write_each_part`), the logs made ready by the driver; picklable."""
 
     dsn: str = field(repr=False)
     app_id: str
     batch_id: int
     layouts: dict[tuple[str, str], LogLayout]
 
-    def __call__(self, rows: Iterator[Row]) -> int | None:
-        part = TypedPart.of(rows)
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> int | None:
+        part = TypedPart.of(batches)
         if part is None:
             return None
         return write_part(self.dsn, self.app_id, self.batch_id, part.name, lambda conn, cursor: sum(
@@ -142,7 +142,7 @@ class MySqlTypedSink(MySqlSink):
             conn.close()
         if layouts:
             parts = TypedParts(self.dsn, self.app_id, batch.id, layouts)
-            write_each_row_part(of_tables(batch.rows, layouts), parts)
+            write_each_part(of_tables(batch.rows, layouts), parts)
         if untyped:
             super().write_parts(dataclasses.replace(batch, rows=of_tables(batch.rows, untyped)))
 
