@@ -13,9 +13,11 @@ from pyspark.sql import DataFrame
 Record = tuple[bytes | None, bytes | None, str | None, bool]  # key, value (None: a tombstone), change id, late
 RECORDS = pa.schema([pa.field("key", pa.binary()), pa.field("value", pa.binary()), pa.field("change_id", pa.string()),
                      pa.field("late", pa.bool_())])  # a null value: a tombstone
+# An Arrow batch of a frame → its `RECORDS`, on the executors.
+BatchEncoder = Callable[[pa.RecordBatch], pa.RecordBatch]
 
 
-def shipped(frame: DataFrame, encode: Callable[[pa.RecordBatch], pa.RecordBatch]) -> Iterator[Record]:
+def shipped(frame: DataFrame, encode: BatchEncoder) -> Iterator[Record]:
     """The records of `frame`, in its order: each Arrow batch encoded on the executors (`encode`: a batch →
     `RECORDS`)."""
     chunks = frame.mapInArrow(partial(_chunks, encode), "chunk binary")
@@ -24,8 +26,7 @@ def shipped(frame: DataFrame, encode: Callable[[pa.RecordBatch], pa.RecordBatch]
         yield from zip(*(table.column(name).to_pylist() for name in RECORDS.names))
 
 
-def _chunks(encode: Callable[[pa.RecordBatch], pa.RecordBatch],
-            batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+def _chunks(encode: BatchEncoder, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     for batch in batches:
         sink = pa.BufferOutputStream()
         with pa.ipc.new_stream(sink, RECORDS) as stream:

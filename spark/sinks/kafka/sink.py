@@ -50,7 +50,7 @@ from ..layouts import KafkaFormat
 from .avro_rows import AvroLogRows, avro_datum
 from ..images import ImagesAt, ImageWriter, TableImages
 from .images import AvroImages
-from .records import RECORDS, Record, shipped
+from .records import RECORDS, BatchEncoder, Record, shipped
 from ..ledger import is_newest_replay
 
 Encode = Callable[[Row], bytes]
@@ -91,7 +91,7 @@ class KafkaSink(Sink):
         self._written: tuple[int, str | None] | None = None
         self._purged = 0  # when (s) the images of expired rows were last made
         self._resolved: dict[bytes, int] | None = None  # marker key → the newest resolved timestamp published
-        self._encode_rows: Callable[[pa.RecordBatch], pa.RecordBatch] | None = None  # None: JSON, made by Spark
+        self._encode_rows: BatchEncoder | None = None  # None: JSON, made by Spark
         self._encode_dead_letter: Encode | None = None
 
     def prepare(self) -> None:
@@ -130,7 +130,7 @@ class KafkaSink(Sink):
     def _client(self) -> dict:
         return self.security.librdkafka(self.bootstrap_servers)
 
-    def _encoders(self) -> tuple[Callable[[pa.RecordBatch], pa.RecordBatch] | None, Encode]:
+    def _encoders(self) -> tuple[BatchEncoder | None, Encode]:
         """(a batch of log rows → `RECORDS`, dead letter → value) in the sink's format, self-contained: they
         run on the executors (JSON log rows have none: Spark makes them). Avro's schemas are registered here,
         so a registry that refuses them stops the sink before any batch."""
