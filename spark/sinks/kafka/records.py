@@ -1,7 +1,7 @@
-"""Kafka records made on the executors and brought to the driver, which produces them (a batch is one Kafka
-transaction, which only one producer can hold): each Arrow batch of a frame is encoded into `RECORDS` there
-and shipped as one Arrow stream, a partition at a time and in order — a few objects per batch to pass
-from the executors rather than a Row per record."""
+"""Kafka records as the sink makes them on the executors (`RECORDS`, from each Arrow batch of a frame),
+and their headers. Records the driver produces (dead letters, images) are shipped to it as one Arrow stream
+per batch, a partition at a time and in order (`shipped`): a few objects per batch to pass from the
+executors rather than a Row per record."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
@@ -13,8 +13,18 @@ from pyspark.sql import DataFrame
 Record = tuple[bytes | None, bytes | None, str | None, bool]  # key, value (None: a tombstone), change id, late
 RECORDS = pa.schema([pa.field("key", pa.binary()), pa.field("value", pa.binary()), pa.field("change_id", pa.string()),
                      pa.field("late", pa.bool_())])  # a null value: a tombstone
+LATE_HEADER = ("ringtail-late", b"true")
 # An Arrow batch of a frame → its `RECORDS`, on the executors.
 BatchEncoder = Callable[[pa.RecordBatch], pa.RecordBatch]
+
+
+def headers(change_id: str | None, late: bool) -> list[tuple[str, bytes]]:
+    """A record's headers: its change id, and whether the job read the change late (a replica's copy of it
+    may be in the topic already, `spark.delivery.pipeline`)."""
+    found = [("ringtail-change-id", change_id.encode())] if change_id else []
+    if late:
+        found.append(LATE_HEADER)
+    return found
 
 
 def shipped(frame: DataFrame, encode: BatchEncoder) -> Iterator[Record]:

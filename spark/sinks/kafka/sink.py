@@ -8,16 +8,24 @@ Confluent's wire format with its schema in the registry (`format=avro`, subject 
 change may be in the topic already, and a reader drops it when it holds that change id. Dead letters go
 to `<topic>.dead-letters`, in the same format.
 
-Each micro-batch is one Kafka transaction, and the transaction also writes the batch id and the digest
-of its source offsets to the ledger topic `<topic>.ringtail` (compacted, keyed by the writer: the newest
-stays). A replay of that batch is skipped, an older batch or other offsets are refused (`ledger`), and
-the transactional id (one per writer) fences a second writer of the same
-subscription, such as a runner that lost its lease without knowing it.
+The ledger topic `<topic>.ringtail` (compacted, keyed by the writer: the newest stays) holds the writer's
+newest batch: its id, the digest of its source offsets, its slot count and whether it is finished. A
+micro-batch goes in in three steps, as the SQL sinks' do (`sinks.parts`):
 
-For a cluster without transactions (`transactions=false`) the producer is idempotent instead and the
-batch id goes to the ledger once every record of the batch is acknowledged: at least once, since a
-crash between the two repeats the batch, with the same change ids in the headers for a reader to
-drop the repeats by.
+1. the driver claims the batch in the ledger, in a transaction: a replay of a finished batch is skipped,
+   an older batch or other offsets are refused (`ledger`);
+2. the executors produce its log rows, cut into slots by partition key, a transaction per slot that
+   records the batch in the slot's ledger (`slots`); a replay writes the slots not committed yet;
+3. the driver writes the dead letters and marks the batch finished, in one transaction.
+
+The driver's transactional id (one per writer, as each slot's is) fences a second writer of the same
+subscription, such as a runner that lost its lease without knowing it. The image layout's records are
+made from a mirror's state and written by the driver, with the dead letters and the ledger, in one
+transaction.
+
+For a cluster without transactions (`transactions=false`) the producers are idempotent instead and the
+batch is marked finished once every record of it is acknowledged: at least once, since a crash between
+the two repeats the batch, with the same change ids in the headers for a reader to drop the repeats by.
 """
 from __future__ import annotations
 
@@ -27,7 +35,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from typing import get_args
 
@@ -48,20 +56,43 @@ from ..contract import MicroBatch, Resolved, Sink, resolved_rows
 from ..json_rows import dead_letter_json, generations_json, is_json, log_row_json_text, resolved_json
 from ..layouts import KafkaFormat
 from .avro_rows import AvroLogRows, avro_datum
-from ..images import ImagesAt, ImageWriter, TableImages
+from ..images import ImagesAt, ImageWriter
 from .images import AvroImages
-from .records import RECORDS, BatchEncoder, Record, shipped
+from .records import RECORDS, BatchEncoder, Record, headers, shipped
+from .slots import PRODUCING, SLOT, SlotWriter, slotted
 from ..ledger import is_newest_replay
+from ..parts import held_to_write, write_each_part
 
 Encode = Callable[[Row], bytes]
 
 log = logging.getLogger(__name__)
-LATE_HEADER = ("ringtail-late", b"true")
 _ORDER = ("write_time_us", "change_id", "cdc$batch_seq_no", "keyspace", "table")
 
 
 class KafkaSinkError(RuntimeError):
     """The target cluster did not take a batch."""
+
+
+@dataclass(frozen=True)
+class Held:
+    """The newest batch the ledger holds for a writer: its source offsets (None in a record written before
+    the ledger kept them), whether it is finished, and how many slots its rows were cut into (None before
+    slots)."""
+
+    batch: int
+    offsets: str | None
+    done: bool = True
+    slots: int | None = None
+
+    @classmethod
+    def parse(cls, value: bytes) -> Held:
+        held = json.loads(value)
+        if isinstance(held, int):  # a bare batch id
+            return cls(held, None)
+        return cls(held["batch"], held["offsets"], held.get("done", True), held.get("slots"))
+
+    def json(self) -> bytes:
+        return _json({"batch": self.batch, "offsets": self.offsets, "done": self.done, "slots": self.slots})
 
 
 class KafkaSink(Sink):
@@ -87,8 +118,8 @@ class KafkaSink(Sink):
         self.ledger, self.dead_letters = f"{topic}.ringtail", f"{topic}.dead-letters"
         self.resolved = f"{topic}.resolved"  # each table's resolved timestamp, keyed by writer and table
         self._producer: Producer | None = None
-        # The newest batch id the ledger holds for this writer, and the digest of its source offsets.
-        self._written: tuple[int, str | None] | None = None
+        self._held: Held | None = None  # the newest batch the ledger holds for this writer
+        self._slots = partitions  # how many slots a new batch's rows are cut into: the topic's partitions
         self._purged = 0  # when (s) the images of expired rows were last made
         self._resolved: dict[bytes, int] | None = None  # marker key → the newest resolved timestamp published
         self._encode_rows: BatchEncoder | None = None  # None: JSON, made by Spark
@@ -102,14 +133,16 @@ class KafkaSink(Sink):
                       NewTopic(self.ledger, 1, self.replication_factor, config={"cleanup.policy": "compact"}),
                       NewTopic(self.resolved, 1, self.replication_factor, config={"cleanup.policy": "compact"})):
             create_topic(admin, topic, never, self.timeout)
-        config = {**self._client(), "enable.idempotence": True, "acks": "all",
-                  "linger.ms": 5, "compression.type": "lz4"}
+        config = {**self._client(), **PRODUCING}
         if self.transactions:
             config["transactional.id"] = f"ringtail-sink-{self.app_id}"
         self._producer = Producer(config)
         if self.transactions:
             self._producer.init_transactions(self.timeout)  # also fences an older writer of this id
-        self._written, self._purged = self._read_ledger()
+        self._held, self._purged = self._read_ledger()
+        topic = admin.list_topics(self.topic, timeout=self.timeout).topics[self.topic]
+        if topic.error is None:  # an existing topic keeps its own partition count
+            self._slots = len(topic.partitions)
         self._encode_rows, self._encode_dead_letter = self._encoders()
         if self.images_at is not None:
             self._images = self.images_at.writer(self.app_id, AvroImages(self.topic, self._registry(),
@@ -145,17 +178,15 @@ class KafkaSink(Sink):
         return (AvroLogRows(row_id, registry.parsed_schema(row_id)),
                 partial(_avro, dead_id, registry.parsed_schema(dead_id)))
 
-    def _read_ledger(self) -> tuple[tuple[int, str | None] | None, int]:
-        """The ledger's last committed batch id of this writer, with its offsets (None in a record
-        written before the ledger kept them: a bare id); and the time (s) of its last purge of images."""
-        written, purged = None, 0
+    def _read_ledger(self) -> tuple[Held | None, int]:
+        """The newest batch the ledger holds for this writer, and the time (s) of its last purge of images."""
+        held, purged = None, 0
         for key, value in self._read_to_end(self.ledger):
             if key == f"batch:{self.app_id}".encode():
-                value = json.loads(value)
-                written = (value, None) if isinstance(value, int) else (value["batch"], value["offsets"])
+                held = Held.parse(value)
             elif key == f"purge:{self.app_id}".encode():
                 purged = json.loads(value)["purged"]
-        return written, purged
+        return held, purged
 
     def _read_to_end(self, topic: str) -> Iterator[tuple[bytes | None, bytes | None]]:
         """(key, value) of every committed record of `topic` (one partition), to its end."""
@@ -179,54 +210,103 @@ class KafkaSink(Sink):
             consumer.close()
 
     def write(self, batch: MicroBatch) -> None:
-        rows, batch_id = batch.rows, batch.id
-        newest, offsets = self._written or (None, None)
-        replay = is_newest_replay(self.app_id, batch_id, batch.offsets, newest, offsets)
-        planned = [] if self._images is None else self._images.plan(rows, batch.planned_ms, self._purged)
+        if self._images is not None:
+            self._write_images(batch)
+        elif self.claim(batch):
+            self.write_parts(batch)
+            self.finish(batch)
+
+    def claim(self, batch: MicroBatch) -> bool:
+        """Step 1: whether the batch is to be written (False: a replay of a finished one). A new batch is
+        claimed in the ledger first, with its offsets and slot count, so its replay cuts it the same way."""
+        held = self._held
+        if held is not None and is_newest_replay(self.app_id, batch.id, batch.offsets, held.batch, held.offsets):
+            return held_to_write(self.app_id, batch.id, batch.offsets, held.offsets, held.done)
+        claimed = Held(batch.id, batch.offsets, done=False, slots=self._slots)
+        self._in_transaction(f"batch {batch.id} not claimed in {self.ledger}", lambda: self._record(claimed))
+        self._held = claimed
+        return True
+
+    def write_parts(self, batch: MicroBatch) -> None:
+        """Step 2: the batch's log rows, from the executors, a transaction per slot (`slots`)."""
+        rows = slotted(batch.rows, self._held.slots or self._slots, (f"`{c}`" for c in _ORDER))
+        encode = self._encode_rows
+        if encode is None:  # JSON, made by Spark
+            rows = rows.select("partition_key", log_row_json_text(batch.rows.schema, omit=R.LATE).alias("text"),
+                               "change_id", R.LATE, SLOT)
+            encode = _json_chunk
+        sent = write_each_part(rows, SlotWriter(self._client(), self.app_id, self.topic, self.ledger, batch.id,
+                                                batch.offsets, encode, self.transactions, self.timeout))
+        log.info("batch %d: %d log rows committed to %s from the executors", batch.id, sent, self.topic)
+
+    def finish(self, batch: MicroBatch) -> None:
+        """Step 3: the dead letters, and the batch marked finished, in one transaction."""
+        finished = replace(self._held, done=True)
+
+        def queue() -> None:
+            dead = self._dead_letters(batch)
+            if not self.transactions:
+                self._acknowledged()  # the batch's records, before the ledger says it is finished
+            self._record(finished)
+            log.info("batch %d: %d dead letters committed to %s", batch.id, dead, self.dead_letters)
+
+        self._in_transaction(f"batch {batch.id} not finished in {self.topic}", queue)
+        self._held = finished
+
+    def _write_images(self, batch: MicroBatch) -> None:
+        """The image layout: the batch's images, its dead letters and its ledger record, in one transaction."""
+        held = self._held
+        replay = (held is not None and held.done
+                  and is_newest_replay(self.app_id, batch.id, batch.offsets, held.batch, held.offsets))
+        planned = self._images.plan(batch.rows, batch.planned_ms, self._purged)
+        written = Held(batch.id, batch.offsets)
+
+        def queue() -> None:
+            sent = sum(self._produce(table.target, shipped(table.records(), _image_records)) for table in planned)
+            dead = self._dead_letters(batch)
+            if not self.transactions:
+                self._acknowledged()  # the batch's records, before the ledger says it is written
+            self._record(written)
+            log.info("batch %d: %d image records and %d dead letters committed to %s", batch.id, sent, dead,
+                     self.topic)
+
         try:
             if replay:
-                log.info("batch %d of %s is in %s already; skipped", batch_id, self.app_id, self.topic)
+                log.info("batch %d of %s is in %s already; skipped", batch.id, self.app_id, self.topic)
             else:
-                self._transact(batch, planned)
+                self._in_transaction(f"batch {batch.id} not written to {self.topic}", queue)
+                self._held = written
             for table in planned:  # after the images' commit (`images`)
                 table.save_states()
         finally:
             for table in planned:
                 table.imaged.unpersist()
 
-    def _transact(self, batch: MicroBatch, planned: list[TableImages]) -> None:
-        """The batch's records, its dead letters and its ledger record, in one transaction."""
-        rows, dead_letters, batch_id = batch.rows, batch.dead_letters, batch.id
-        producer = self._producer
+    def _dead_letters(self, batch: MicroBatch) -> int:
+        if not batch.has_dead_letters():
+            return 0
+        return self._produce(self.dead_letters, _dead_letter_records(
+            batch.dead_letters.orderBy("topic", "partition", "offset"), self._encode_dead_letter))
+
+    def _record(self, held: Held) -> None:
+        self._producer.produce(self.ledger, key=f"batch:{self.app_id}".encode(), value=held.json(),
+                               on_delivery=self._report)
+
+    def _in_transaction(self, failure: str, queue: Callable[[], None]) -> None:
+        """What `queue` produces, in one transaction (without transactions: acknowledged); `failure` says
+        what was not done when it fails."""
         self._begin()
         try:
-            if self._images is None:
-                ordered = rows.orderBy(*(f"`{c}`" for c in _ORDER))
-                sent = self._produce(self.topic, _json_records(ordered) if self._encode_rows is None else
-                                     shipped(ordered, self._encode_rows))
-            else:
-                sent = sum(self._produce(table.target, shipped(table.records(), _image_records)) for table in planned)
-            dead = self._produce(self.dead_letters, _dead_letter_records(
-                dead_letters.orderBy("topic", "partition", "offset"), self._encode_dead_letter))
-            if not self.transactions:
-                self._acknowledged()  # the batch's records, before the ledger says it is written
-            producer.produce(self.ledger, key=f"batch:{self.app_id}".encode(),
-                             value=_json({"batch": batch_id, "offsets": batch.offsets}), on_delivery=self._report)
+            queue()
             self._commit()
         except Exception as exc:
             self._abort()
-            raise KafkaSinkError(f"batch {batch_id} not written to {self.topic}: {exc}") from exc
-        self._written = (batch_id, batch.offsets)
-        log.info("batch %d: %d %s and %d dead letters committed to %s", batch_id, sent,
-                 "log rows" if self._images is None else "image records", dead, self.topic)
+            raise KafkaSinkError(f"{failure}: {exc}") from exc
 
     def _produce(self, topic: str, records: Iterable[Record]) -> int:
         count = 0
         for key, value, change_id, late in records:
-            headers = [("ringtail-change-id", change_id.encode())] if change_id else []
-            if late:  # a replica's copy of it may be in the topic already (spark.delivery.pipeline)
-                headers.append(LATE_HEADER)
-            produce(self._producer, topic, key, value, headers=headers, on_delivery=self._report)
+            produce(self._producer, topic, key, value, headers=headers(change_id, late), on_delivery=self._report)
             count += 1
         return count
 
@@ -268,16 +348,13 @@ class KafkaSink(Sink):
         now = int(time.time())
         records, saves = self._images.expired(self._purged, now)
         if records:
-            self._begin()
-            try:
+            def queue() -> None:
                 for topic, key, value in records:
                     produce(self._producer, topic, key, value, on_delivery=self._report)
                 self._producer.produce(self.ledger, key=f"purge:{self.app_id}".encode(),
                                        value=_json({"purged": now}), on_delivery=self._report)
-                self._commit()
-            except Exception as exc:
-                self._abort()
-                raise KafkaSinkError(f"expired rows' images not written to {self.topic}: {exc}") from exc
+
+            self._in_transaction(f"expired rows' images not written to {self.topic}", queue)
             log.info("%d image records of expired rows committed to %s", len(records), self.topic)
         self._purged = now
         for table in saves:
@@ -302,19 +379,20 @@ class KafkaSink(Sink):
         newer = {key: m for key, m in markers.items() if m["resolved_us"] > self._resolved.get(key, -1)}
         if not newer:
             return
-        self._begin()
-        for key, marker in newer.items():
-            self._producer.produce(self.resolved, key=key, value=json.dumps(marker).encode(), on_delivery=self._report)
-        self._commit()
+        def queue() -> None:
+            for key, marker in newer.items():
+                self._producer.produce(self.resolved, key=key, value=json.dumps(marker).encode(),
+                                       on_delivery=self._report)
+
+        self._in_transaction(f"resolved timestamps not written to {self.resolved}", queue)
         self._resolved.update({key: m["resolved_us"] for key, m in newer.items()})
 
     def publish_generations(self, generations: Generations) -> None:
         """The generations, as JSON, under the key `generations` of the ledger topic (compacted: the
         newest stays)."""
-        self._begin()
-        self._producer.produce(self.ledger, key=b"generations", on_delivery=self._report,
-                               value=json.dumps(generations_json(generations)).encode())
-        self._commit()
+        self._in_transaction(f"generations not written to {self.ledger}", lambda: self._producer.produce(
+            self.ledger, key=b"generations", on_delivery=self._report,
+            value=json.dumps(generations_json(generations)).encode()))
 
 
 def _dead_letter_records(frame: DataFrame, encode: Encode) -> Iterator[Record]:
