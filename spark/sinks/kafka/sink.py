@@ -19,9 +19,9 @@ micro-batch goes in in three steps, as the SQL sinks' do (`sinks.parts`):
 3. the driver writes the dead letters and marks the batch finished, in one transaction.
 
 The driver's transactional id (one per writer, as each slot's is) fences a second writer of the same
-subscription, such as a runner that lost its lease without knowing it. The image layout's records are
-made from a mirror's state and written by the driver, with the dead letters and the ledger, in one
-transaction.
+subscription, such as a runner that lost its lease without knowing it. In the image layout, the records
+of step 2 are the images the executors made from a mirror's state, cut into slots by their key; the
+states are written once the batch is finished (`images`).
 
 For a cluster without transactions (`transactions=false`) the producers are idempotent instead and the
 batch is marked finished once every record of it is acknowledged: at least once, since a crash between
@@ -34,9 +34,9 @@ import logging
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
-from functools import partial
+from functools import partial, reduce
 from typing import get_args
 
 import pyarrow as pa
@@ -44,6 +44,7 @@ import pyarrow as pa
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from pyspark.sql import DataFrame, Row
+from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
 from schemas.avro.wire import frame
@@ -56,7 +57,7 @@ from ..contract import MicroBatch, Resolved, Sink, resolved_rows
 from ..json_rows import dead_letter_json, generations_json, is_json, log_row_json_text, resolved_json
 from ..layouts import KafkaFormat
 from .avro_rows import AvroLogRows, avro_datum
-from ..images import ImagesAt, ImageWriter
+from ..images import ImagesAt, ImageWriter, TableImages
 from .images import AvroImages
 from .records import RECORDS, BatchEncoder, Record, headers, shipped
 from .slots import PRODUCING, SLOT, SlotWriter, slotted
@@ -168,7 +169,7 @@ class KafkaSink(Sink):
         run on the executors (JSON log rows have none: Spark makes them). Avro's schemas are registered here,
         so a registry that refuses them stops the sink before any batch."""
         if self.format == "json":
-            return None, _json_dead_letter  # a log row's JSON is made by Spark (`_json_records`)
+            return None, _json_dead_letter  # a log row's JSON is made by Spark (`write_parts`)
         from .avro_rows import record_schema
 
         registry = self._registry()
@@ -210,11 +211,16 @@ class KafkaSink(Sink):
             consumer.close()
 
     def write(self, batch: MicroBatch) -> None:
-        if self._images is not None:
-            self._write_images(batch)
-        elif self.claim(batch):
-            self.write_parts(batch)
-            self.finish(batch)
+        planned = [] if self._images is None else self._images.plan(batch.rows, batch.planned_ms, self._purged)
+        try:
+            if self.claim(batch):
+                self.write_parts(batch, planned)
+                self.finish(batch)
+            for table in planned:  # after the images' commit (`images`)
+                table.save_states()
+        finally:
+            for table in planned:
+                table.imaged.unpersist()
 
     def claim(self, batch: MicroBatch) -> bool:
         """Step 1: whether the batch is to be written (False: a replay of a finished one). A new batch is
@@ -227,17 +233,29 @@ class KafkaSink(Sink):
         self._held = claimed
         return True
 
-    def write_parts(self, batch: MicroBatch) -> None:
-        """Step 2: the batch's log rows, from the executors, a transaction per slot (`slots`)."""
-        rows = slotted(batch.rows, self._held.slots or self._slots, (f"`{c}`" for c in _ORDER))
-        encode = self._encode_rows
-        if encode is None:  # JSON, made by Spark
-            rows = rows.select("partition_key", log_row_json_text(batch.rows.schema, omit=R.LATE).alias("text"),
-                               "change_id", R.LATE, SLOT)
-            encode = _json_chunk
-        sent = write_each_part(rows, SlotWriter(self._client(), self.app_id, self.topic, self.ledger, batch.id,
+    def write_parts(self, batch: MicroBatch, planned: Sequence[TableImages] = ()) -> None:
+        """Step 2: the batch's log rows (in the image layout, the images `planned`), from the executors, a
+        transaction per slot (`slots`)."""
+        slots = self._held.slots or self._slots
+        if self._images is not None:
+            if not planned:
+                return
+            # Each table's records are in the order made; a row's images are made in one task, so its
+            # place there (`seq`) keeps them in order.
+            made = reduce(DataFrame.unionByName, (table.records().withColumn("topic", F.lit(table.target))
+                                                  for table in planned))
+            rows = slotted(made.withColumn("seq", F.monotonically_increasing_id()), slots, ("seq",), key="key")
+            rows, topic, encode, what = rows.drop("seq"), None, _image_records, "image records"
+        else:
+            rows, topic, encode, what = slotted(batch.rows, slots, (f"`{c}`" for c in _ORDER)), self.topic, \
+                self._encode_rows, "log rows"
+            if encode is None:  # JSON, made by Spark
+                rows = rows.select("partition_key", log_row_json_text(batch.rows.schema, omit=R.LATE).alias("text"),
+                                   "change_id", R.LATE, SLOT)
+                encode = _json_chunk
+        sent = write_each_part(rows, SlotWriter(self._client(), self.app_id, topic, self.ledger, batch.id,
                                                 batch.offsets, encode, self.transactions, self.timeout))
-        log.info("batch %d: %d log rows committed to %s from the executors", batch.id, sent, self.topic)
+        log.info("batch %d: %d %s committed to %s from the executors", batch.id, sent, what, self.topic)
 
     def finish(self, batch: MicroBatch) -> None:
         """Step 3: the dead letters, and the batch marked finished, in one transaction."""
@@ -252,35 +270,6 @@ class KafkaSink(Sink):
 
         self._in_transaction(f"batch {batch.id} not finished in {self.topic}", queue)
         self._held = finished
-
-    def _write_images(self, batch: MicroBatch) -> None:
-        """The image layout: the batch's images, its dead letters and its ledger record, in one transaction."""
-        held = self._held
-        replay = (held is not None and held.done
-                  and is_newest_replay(self.app_id, batch.id, batch.offsets, held.batch, held.offsets))
-        planned = self._images.plan(batch.rows, batch.planned_ms, self._purged)
-        written = Held(batch.id, batch.offsets)
-
-        def queue() -> None:
-            sent = sum(self._produce(table.target, shipped(table.records(), _image_records)) for table in planned)
-            dead = self._dead_letters(batch)
-            if not self.transactions:
-                self._acknowledged()  # the batch's records, before the ledger says it is written
-            self._record(written)
-            log.info("batch %d: %d image records and %d dead letters committed to %s", batch.id, sent, dead,
-                     self.topic)
-
-        try:
-            if replay:
-                log.info("batch %d of %s is in %s already; skipped", batch.id, self.app_id, self.topic)
-            else:
-                self._in_transaction(f"batch {batch.id} not written to {self.topic}", queue)
-                self._held = written
-            for table in planned:  # after the images' commit (`images`)
-                table.save_states()
-        finally:
-            for table in planned:
-                table.imaged.unpersist()
 
     def _dead_letters(self, batch: MicroBatch) -> int:
         if not batch.has_dead_letters():
@@ -399,12 +388,6 @@ def _dead_letter_records(frame: DataFrame, encode: Encode) -> Iterator[Record]:
     """(no key, value, change id, not late) of each dead letter of `frame`, in its order: encoded on the
     executors, so the driver only hands finished records to the producer."""
     return shipped(frame, DeadLetterEncoder(frame.schema, encode))
-
-
-def _json_records(frame: DataFrame) -> Iterator[Record]:
-    """`_records` of log rows as JSON, made by Spark on the executors (`log_row_json_text`)."""
-    return shipped(frame.select("partition_key", log_row_json_text(frame.schema, omit=R.LATE).alias("text"),
-                                 "change_id", R.LATE), _json_chunk)
 
 
 def _json_chunk(batch: pa.RecordBatch) -> pa.RecordBatch:

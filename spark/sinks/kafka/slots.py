@@ -52,16 +52,16 @@ class SlotError(RuntimeError):
     """A slot's share of a batch was not written."""
 
 
-def slot_of(slots: int) -> Column:
-    """A row's slot among `slots`, from its partition key."""
-    return F.pmod(F.hash("partition_key"), F.lit(slots))
+def slot_of(slots: int, key: str = "partition_key") -> Column:
+    """A row's slot among `slots`, from its record's key (a log row's partition key, an image's key)."""
+    return F.pmod(F.hash(key), F.lit(slots))
 
 
-def slotted(frame: DataFrame, slots: int, order: Iterable[Column | str]) -> DataFrame:
+def slotted(frame: DataFrame, slots: int, order: Iterable[Column | str], key: str = "partition_key") -> DataFrame:
     """`frame` with each row's slot in `SLOT`, a partition per slot, each in slot order then `order`."""
-    # The partitioning hashes partition_key as `hash` does, so a task holds one slot; a task given more
+    # The partitioning hashes the key as `hash` does, so a task holds one slot; a task given more
     # (should Spark partition otherwise) writes each of them in turn.
-    return frame.withColumn(SLOT, slot_of(slots)).repartition(slots, "partition_key").sortWithinPartitions(SLOT, *order)
+    return frame.withColumn(SLOT, slot_of(slots, key)).repartition(slots, key).sortWithinPartitions(SLOT, *order)
 
 
 def transactional_id(app_id: str, slot: int) -> str:
@@ -76,7 +76,7 @@ class SlotWriter:
 
     client: dict  # the librdkafka configuration (`KafkaSecurity.librdkafka`)
     app_id: str
-    topic: str
+    topic: str | None  # None: each row names its own, in its column `topic`
     ledger: str  # the topic the slots' groups commit their offsets on (partition 0)
     batch_id: int
     offsets: str  # the digest of the batch's source offsets, for a refusal's message
@@ -103,7 +103,7 @@ class SlotWriter:
             sent = self._produce(producer, runs, report)
             left = producer.flush(self.timeout)
             if left or failures:
-                raise SlotError(f"slot {slot} of batch {self.batch_id} not written to {self.topic}: "
+                raise SlotError(f"slot {slot} of batch {self.batch_id} not written {self._to}: "
                                 f"{failures[0] if failures else f'{left} records unacknowledged'}")
             return sent
         producer = Producer({**self.client, **PRODUCING, "transactional.id": name})
@@ -124,11 +124,15 @@ class SlotWriter:
             if began:
                 _abort(producer, self.timeout)
             if isinstance(exc, KafkaException):
-                raise SlotError(f"slot {slot} of batch {self.batch_id} not written to {self.topic}: "
+                raise SlotError(f"slot {slot} of batch {self.batch_id} not written {self._to}: "
                                 f"{failures[0] if failures else exc.args[0].str()}") from None
             raise
         finally:
             consumer.close()
+
+    @property
+    def _to(self) -> str:
+        return f"to {self.topic or 'the image topics'} at {self.client['bootstrap.servers']}"
 
     def _held(self, consumer: Consumer, slot: int) -> bool:
         """Whether the slot's ledger holds this batch already (a newer one is refused)."""
@@ -138,8 +142,7 @@ class SlotWriter:
         if held.offset > self.batch_id:
             raise BatchMismatch(self.app_id, self.batch_id, self.offsets, None, held.offset)
         if held.offset == self.batch_id:
-            log.info("slot %d of batch %d of %s is in %s already; skipped", slot, self.batch_id, self.app_id,
-                     self.topic)
+            log.info("slot %d of batch %d of %s is written already; skipped", slot, self.batch_id, self.app_id)
             return True
         return False  # an older batch, or none (a negative offset: the group never committed)
 
@@ -147,8 +150,10 @@ class SlotWriter:
         sent = 0
         for run in runs:
             records = self.encode(run)
-            for key, value, change_id, late in zip(*(records.column(n).to_pylist() for n in RECORDS.names)):
-                produce(producer, self.topic, key, value, headers=headers(change_id, late), on_delivery=report)
+            topics = itertools.repeat(self.topic) if self.topic else run.column("topic").to_pylist()
+            for topic, key, value, change_id, late in zip(topics, *(records.column(n).to_pylist()
+                                                                     for n in RECORDS.names)):
+                produce(producer, topic, key, value, headers=headers(change_id, late), on_delivery=report)
             sent += records.num_rows
         return sent
 
