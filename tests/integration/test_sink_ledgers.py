@@ -1,7 +1,7 @@
 """Every sink ledger against its real store: a batch id written again with the offsets it was written
 with is a replay (skipped), with other offsets it is refused and nothing of it is written — also by a
-sink opened afresh, as another runner or a restarted job opens it; a batch the SQL sinks were cut in
-the middle of is finished by its replay. And each writer's resolved timestamps only move forward."""
+sink opened afresh, as another runner or a restarted job opens it; a batch the SQL sinks or the Kafka
+sink were cut in the middle of is finished by its replay. And each writer's resolved timestamps only move forward."""
 from __future__ import annotations
 
 import dataclasses
@@ -14,7 +14,7 @@ import pytest
 
 from schemas.runtime.access import CassandraCluster
 from spark.sinks.contract import Resolved
-from spark.sinks.kafka.slots import slot_of
+from spark.sinks.kafka.slots import slot_of, transactional_id
 from spark.sinks.ledger import BatchMismatch
 from spark.sinks.mysql.connection import connect_dsn
 from spark.sinks.registry import open_sink
@@ -171,12 +171,17 @@ def test_a_batch_cut_between_its_parts_is_finished_by_its_replay_each_row_once(s
 
 def test_a_kafka_batch_cut_between_its_slots_is_finished_by_its_replay_each_row_once(spark, stack):
     """The Kafka sink writes a batch's rows from the executors, a transaction per slot (`kafka.slots`): a
-    writer that dies after one slot leaves the batch claimed and unfinished; its replay, by a sink opened
-    afresh, writes the other slots and skips the one committed, so a `read_committed` reader sees each
-    row once."""
+    writer that dies after one slot leaves the batch claimed and unfinished, and a producer of another slot
+    left its transaction open (an executor lost mid-slot). The replay, by a sink opened afresh, fences that
+    producer and aborts its records, writes the slots not committed and skips the one committed, so a
+    `read_committed` reader sees each row once."""
+    from confluent_kafka import KafkaException, Producer
+
     topic = f"slots_{uuid.uuid4().hex[:10]}"
     whole = micro_batch(spark, 0, [log_row(n) for n in range(1, 13)], offsets="slots-0")
     cut = dataclasses.replace(whole, rows=whole.rows.where(slot_of(3) == 0))  # slot 0's share only
+    other = max(r[0] for r in whole.rows.select(slot_of(3)).distinct().collect())
+    assert other != 0
 
     def ids() -> list[int]:
         return sorted(json.loads(v)["key"]["id"] for v in kafka_values(stack.kafka_bootstrap, topic))
@@ -188,11 +193,18 @@ def test_a_kafka_batch_cut_between_its_slots_is_finished_by_its_replay_each_row_
     sink.close()
     held = ids()
     assert 0 < len(held) < 12
+    lost = Producer({"bootstrap.servers": stack.kafka_bootstrap, "transactional.id": transactional_id("slots.1", other)})
+    lost.init_transactions(30)
+    lost.begin_transaction()
+    lost.produce(topic, key=b"lost", value=json.dumps({"key": {"id": 100}}).encode())
+    lost.flush(30)
 
     again = open_sink(spark, "kafka", {"topic": topic}, context(stack, "slots.1"))
     again.prepare()
     again.write(dataclasses.replace(whole, rows=whole.rows.repartition(4)))  # the same rows, split otherwise
     assert ids() == list(range(1, 13))
+    with pytest.raises(KafkaException, match="(?i)fenced"):
+        lost.commit_transaction(30)
     again.write(whole)  # finished: a replay is skipped
     again.write(micro_batch(spark, 1, [log_row(13)], offsets="slots-1"))
     assert ids() == list(range(1, 14))
