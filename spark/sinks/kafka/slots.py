@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
@@ -114,7 +115,7 @@ class SlotWriter:
         consumer = Consumer({**_SHORT_LIVED, **self.client, "group.id": name, "enable.auto.commit": False})
         began = False
         try:
-            producer.init_transactions(self.timeout)  # fences the slot's other producers, ends their transaction
+            _init_transactions(producer, self.timeout)  # fences the slot's other producers, ends their transaction
             if self._held(consumer, slot):
                 return 0
             producer.begin_transaction()
@@ -173,6 +174,22 @@ def _runs(batches: Iterator[pa.RecordBatch]) -> Iterator[tuple[int, pa.RecordBat
             end = start + pc.sum(pc.equal(slots.slice(start), slot)).as_py()  # sorted: its run is contiguous
             yield slot, rows.slice(start, end - start)
             start = end
+
+
+def _init_transactions(producer: Producer, timeout: float) -> None:
+    """`init_transactions`, asked again after short waits until `timeout`: librdkafka sometimes misses
+    the coordinator's answer to a new producer (one start in ten here) and waits for its 500 ms timer; asked
+    again, it goes on at once. A wait that ends is retriable: the same initialisation resumes."""
+    deadline = time.monotonic() + timeout
+    wait = 0.05
+    while True:
+        try:
+            producer.init_transactions(max(min(wait, deadline - time.monotonic()), 0.001))
+            return
+        except KafkaException as exc:
+            if not exc.args[0].retriable() or time.monotonic() >= deadline:
+                raise
+        wait = min(2 * wait, 1.0)
 
 
 def _abort(producer: Producer, timeout: float) -> None:
