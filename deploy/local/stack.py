@@ -496,6 +496,7 @@ _CASSANDRA_40_NAMES = {
     "commitlog_sync_group_window": ("commitlog_sync_group_window_in_ms", "ms"),
     "commitlog_segment_size": ("commitlog_segment_size_in_mb", "MiB"),
     "column_index_size": ("column_index_size_in_kb", "KiB"),
+    "hints_flush_period": ("hints_flush_period_in_ms", "ms"),
 }
 _UNITS = {"KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "ms": 1, "s": 1000, "m": 60_000}
 

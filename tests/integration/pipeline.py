@@ -51,6 +51,8 @@ class EventConsumer:
             self.assigned.update(new)
 
     def until(self, predicate, timeout: float = 60) -> list[dict]:
+        """The events once `predicate(events)` holds; a predicate with a `shortfall(events)` says in the
+        error what is still missing."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             self.assign_new_partitions()
@@ -64,7 +66,9 @@ class EventConsumer:
             event["_key"] = self.deserialize(message.key(), SerializationContext(message.topic(), MessageField.KEY))
             event["_topic"] = message.topic()
             self.events.append(event)
-        raise AssertionError(f"events did not arrive within {timeout} s ({len(self.events)} so far)")
+        shortfall = getattr(predicate, "shortfall", None)
+        missing = f": {shortfall(self.events)}" if shortfall else ""
+        raise AssertionError(f"events did not arrive within {timeout} s ({len(self.events)} so far){missing}")
 
     def close(self, timeout: float = 5) -> None:
         """Close the consumer; one that lost its broker can block in close, so the test run does not

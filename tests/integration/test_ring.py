@@ -169,14 +169,28 @@ class Workload:
         return Counter((w.k, w.operation, w.timestamp) for w in self.written)
 
 
-def copies_arrived(workload: Workload, nodes: int):
+class CopiesArrived:
     """Until every write's event came from `nodes` nodes (each replica's connector sent its copy)."""
-    wanted = {w.timestamp for w in workload.written}
 
-    def check(events: list[dict]) -> bool:
+    def __init__(self, workload: Workload, nodes: int) -> None:
+        self.wanted = {w.timestamp: w for w in workload.written}
+        self.nodes = nodes
+
+    def __call__(self, events: list[dict]) -> bool:
         seen = Counter(e["source"]["ts_us"] for e in events if e["source"]["table"] == "kv")
-        return all(seen[ts] >= nodes for ts in wanted)
-    return check
+        return all(seen[ts] >= self.nodes for ts in self.wanted)
+
+    def shortfall(self, events: list[dict]) -> str:
+        """The writes short of copies: their place in the workload, key and timestamp, and the nodes whose
+        copies came."""
+        sent: dict[int, list[str]] = {}
+        for e in events:
+            if e["source"]["table"] == "kv":
+                sent.setdefault(e["source"]["ts_us"], []).append(e["source"]["node"])
+        order = {ts: i for i, ts in enumerate(self.wanted)}
+        short = [f"write {order[ts]} (k={w.k}, ts={ts}) from {sorted(sent.get(ts, []))}"
+                 for ts, w in self.wanted.items() if len(sent.get(ts, [])) < self.nodes]
+        return f"{len(short)} writes short of {self.nodes} copies: " + "; ".join(short[:20])
 
 
 def job_settings(described: Stack, prefix: str, keyspace: str, tmp_path: Path, name: str, **extra) -> JobSettings:
@@ -300,7 +314,7 @@ def test_each_write_reaches_the_log_once_though_every_replica_sends_it(spark, ri
     made, consumer = connectors()
     workload = Workload(ring_cql, ring_keyspace, seed=7)
     workload.run(300)
-    events = consumer.until(copies_arrived(workload, NODES), timeout=180)
+    events = consumer.until(CopiesArrived(workload, NODES), timeout=180)
     copies = Counter(e["source"]["ts_us"] for e in events if e["source"]["table"] == "kv")
     assert set(copies.values()) == {NODES}, "one copy per replica, no more"
     assert {e["source"]["node"] for e in events} == {n.name for n in described.nodes}
@@ -330,28 +344,29 @@ def test_nodes_killed_under_load_get_their_hints_and_a_write_at_one_on_a_single_
     before = len(workload.written)
     try:
         workload.run(200, rate=100)
-        # Node 2 keeps hints for node 3 of the writes it coordinated: on disk (flushed every 10 s) before
-        # its own kill, or they would die with it and node 3 would miss those writes for good.
-        time.sleep(15)
+        # Node 2 keeps hints for node 3 of the writes it coordinated: on disk (written when the write to node 3
+        # times out, 2 s, and flushed every second on this stack) before its own kill, or they would die with
+        # it and node 3 would miss those writes for good.
+        time.sleep(10)
         handle.stack("kill", "cassandra@2")
         workload.consistency = ConsistencyLevel.ONE
         alone = len(workload.written)
         workload.run(100, rate=100)
-        events = consumer.until(copies_arrived(workload, 1), timeout=120)
+        events = consumer.until(CopiesArrived(workload, 1), timeout=120)
         only = {w.timestamp for w in workload.written[alone:]}
         assert {e["source"]["node"] for e in events if e["source"]["ts_us"] in only} == {"cassandra@1"}
     finally:
         handle.stack("start", "cassandra@2", "cassandra@3")
     missed = {w.timestamp for w in workload.written[before:]}
     # Hints are replayed once nodes 2 and 3 are seen up again: their connectors then send the writes they missed.
-    events = consumer.until(copies_arrived(workload, NODES), timeout=240)
+    events = consumer.until(CopiesArrived(workload, NODES), timeout=240)
     from_three = Counter(e["source"]["ts_us"] for e in events if e["source"]["node"] == "cassandra@3"
                          and e["source"]["table"] == "kv")
     assert all(from_three[ts] >= 1 for ts in missed), "node 3 sent the writes it missed, from its hints"
     workload.consistency = ConsistencyLevel.QUORUM
     workload.run(20)  # and writes after their return
 
-    consumer.until(copies_arrived(workload, NODES), timeout=120)
+    consumer.until(CopiesArrived(workload, NODES), timeout=120)
     assert_exactly_once(spark, ring_cql, described, made[0].prefix, ring_keyspace, workload, tmp_path, "killed")
 
 
@@ -373,13 +388,13 @@ def test_a_broker_killed_under_load_loses_no_acknowledged_write(spark, ring, rin
             ring_cql.execute(SimpleStatement(f"INSERT INTO {ring_keyspace}.born_while_down (k, v) VALUES ({k}, {k})",
                                              consistency_level=ConsistencyLevel.ALL))
         # Every copy reaches the two brokers left, with no broker's help needed.
-        consumer.until(copies_arrived(workload, NODES), timeout=180)
+        consumer.until(CopiesArrived(workload, NODES), timeout=180)
         consumer.until(lambda events: sum(e["source"]["table"] == "born_while_down" for e in events) >= 5 * NODES,
                        timeout=180)
     finally:
         handle.stack("start", "kafka@2")
     workload.run(50, rate=100)
-    consumer.until(copies_arrived(workload, NODES), timeout=180)
+    consumer.until(CopiesArrived(workload, NODES), timeout=180)
     assert_exactly_once(spark, ring_cql, described, made[0].prefix, ring_keyspace, workload, tmp_path, "broker")
 
 
@@ -396,16 +411,16 @@ def test_a_connector_stopped_longer_than_the_replica_window_catches_up_without_r
     workload = Workload(ring_cql, ring_keyspace, seed=17)
     sinks = LogSinks(spark, described, made[0].prefix, ring_keyspace, tmp_path, "stopped", dedup_watermark="5 seconds")
     workload.run(150, rate=100)
-    consumer.until(copies_arrived(workload, NODES - 1), timeout=120)
+    consumer.until(CopiesArrived(workload, NODES - 1), timeout=120)
     sinks.run()
     # Later writes, read by the job more than the window after the first: the first writes' keys are let go.
     time.sleep(12)
     workload.run(20)
-    consumer.until(copies_arrived(workload, NODES - 1), timeout=120)
+    consumer.until(CopiesArrived(workload, NODES - 1), timeout=120)
     sinks.run()
 
     made[2].start()
-    consumer.until(copies_arrived(workload, NODES), timeout=180)
+    consumer.until(CopiesArrived(workload, NODES), timeout=180)
     sinks.run()
     assert sinks.late > 0, "node 3's copies were read past the window"
     sinks.assert_exactly_once(workload)
@@ -434,7 +449,7 @@ def test_a_node_whose_commit_log_is_lost_leaves_every_write_delivered_by_the_oth
     made[2].state_dir.mkdir()
     made[2].start()  # a fresh connector: it reads what its node writes from now on, and its hints
     workload.run(20)
-    consumer.until(copies_arrived(workload, NODES - 1), timeout=180)
+    consumer.until(CopiesArrived(workload, NODES - 1), timeout=180)
     assert_exactly_once(spark, ring_cql, described, made[0].prefix, ring_keyspace, workload, tmp_path, "disk")
 
 
@@ -449,7 +464,7 @@ def test_a_read_repair_is_a_copy_of_the_write_it_repairs_or_the_row_as_read(
     workload = Workload(ring_cql, ring_keyspace, seed=19)
     sinks = LogSinks(spark, described, made[0].prefix, ring_keyspace, tmp_path, "repair")
     workload.run(60)
-    consumer.until(copies_arrived(workload, NODES), timeout=120)
+    consumer.until(CopiesArrived(workload, NODES), timeout=120)
     for node in range(1, NODES + 1):
         handle.stack("nodetool", f"cassandra@{node}", "disablehandoff")
     try:
@@ -544,7 +559,7 @@ def test_a_fourth_node_joining_starts_a_generation_whose_streams_cover_its_token
     made, consumer = connectors()
     workload = Workload(ring_cql, ring_keyspace, seed=29)
     workload.run(30)
-    consumer.until(copies_arrived(workload, NODES), timeout=120)
+    consumer.until(CopiesArrived(workload, NODES), timeout=120)
     settings = job_settings(described, made[0].prefix, ring_keyspace, tmp_path, "joined")
     run_available(spark, settings)  # the first generation: the ring of three
     handle.stack("start", "cassandra@4", nodes=NODES + 1)
@@ -566,7 +581,7 @@ def test_a_fourth_node_joining_starts_a_generation_whose_streams_cover_its_token
             workload.step()
             time.sleep(0.1)
         workload.run(20)
-        consumer.until(copies_arrived(workload, NODES - 1), timeout=180)
+        consumer.until(CopiesArrived(workload, NODES - 1), timeout=180)
         run_available(spark, settings)
     finally:
         if fourth is not None:
