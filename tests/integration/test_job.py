@@ -98,11 +98,19 @@ def copy_as_another_replica(stack, topic: str, node: str) -> int:
 
 
 def test_python_workers_start_from_ringtails_daemon(spark):
-    """Each Python worker was forked from `spark.python_daemon`, with its collector's policy."""
-    from spark.python_daemon import FULL_COLLECTION_EVERY
+    """Each Python worker was forked from `spark.python_daemon`: with its collector's policy, and with the
+    modules tasks import loaded before the fork and frozen out of the collector's reach."""
+    from spark.python_daemon import FULL_COLLECTION_EVERY, PRELOADED
 
-    thresholds = spark.sparkContext.parallelize(range(4), 4).map(lambda _: __import__("gc").get_threshold()).collect()
-    assert [t[2] for t in thresholds] == [FULL_COLLECTION_EVERY] * 4
+    def worker(_):
+        import gc
+        import sys
+        return gc.get_threshold()[2], gc.get_freeze_count(), [name for name in PRELOADED if name not in sys.modules]
+
+    workers = spark.sparkContext.parallelize(range(4), 4).map(worker).collect()
+    assert [threshold for threshold, _, _ in workers] == [FULL_COLLECTION_EVERY] * 4
+    assert [missing for _, _, missing in workers] == [[]] * 4
+    assert min(frozen for _, frozen, _ in workers) > 50_000  # the preloaded modules' objects, and pyspark's
 
 
 def test_the_delta_sink_holds_the_generations_it_was_last_given(spark, tmp_path):
