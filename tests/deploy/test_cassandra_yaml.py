@@ -22,8 +22,9 @@ def test_cassandra_40_gets_the_names_with_units():
     got = yaml.safe_load(config("4.0.19").stdout)
     assert {name: got[name] for name in got if name.endswith(("_in_mb", "_in_kb", "_ms"))} == {
         "cdc_total_space_in_mb": 512, "cdc_free_space_check_interval_ms": 250, "commitlog_sync_period_in_ms": 1000,
-        "commitlog_segment_size_in_mb": 1, "column_index_size_in_kb": 4}
-    assert not {"cdc_total_space", "commitlog_segment_size", "storage_compatibility_mode"} & got.keys()
+        "commitlog_segment_size_in_mb": 1, "column_index_size_in_kb": 4, "hints_flush_period_in_ms": 1000}
+    assert not {"cdc_total_space", "commitlog_segment_size", "hints_flush_period",
+                "storage_compatibility_mode"} & got.keys()
     group = yaml.safe_load(config("4.0.19", RINGTAIL_STACK_COMMITLOG_SYNC="group",
                                   RINGTAIL_STACK_CDC_TOTAL_SPACE="2GiB").stdout)
     assert (group["commitlog_sync_group_window_in_ms"], group["cdc_total_space_in_mb"]) == (15, 2048)
@@ -32,8 +33,8 @@ def test_cassandra_40_gets_the_names_with_units():
 def test_cassandra_41_and_50_get_the_names_with_units_in_the_values():
     for version, mode in (("4.1.10", None), ("5.0.8", "CASSANDRA_4")):
         got = yaml.safe_load(config(version).stdout)
-        assert (got["cdc_total_space"], got["commitlog_segment_size"], got["column_index_size"]) == (
-            "512MiB", "1MiB", "4KiB")
+        assert (got["cdc_total_space"], got["commitlog_segment_size"], got["column_index_size"],
+                got["hints_flush_period"]) == ("512MiB", "1MiB", "4KiB", "1000ms")
         assert got.get("storage_compatibility_mode") == mode
 
 
