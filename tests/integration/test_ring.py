@@ -340,6 +340,9 @@ def test_nodes_killed_under_load_get_their_hints_and_a_write_at_one_on_a_single_
     made, consumer = connectors()
     workload = Workload(ring_cql, ring_keyspace, seed=11)
     workload.run(100, rate=100)
+    # Every node holds the writes so far before node 3 dies: a write node 3 coordinated just before is
+    # acknowledged by nodes 1 and 2 and may never reach its own commit log, and no node has a hint of it.
+    consumer.until(CopiesArrived(workload, NODES), timeout=120)
     handle.stack("kill", "cassandra@3")
     before = len(workload.written)
     try:
