@@ -45,6 +45,7 @@ _SOURCE = {"node": "snapshot"}
 # writetime() and ttl() of a multi-cell column: one per element (Cassandra 5.0), a TTL null without one.
 _LONGS, _INTS = parse_type("frozen<list<bigint>>", {}, ""), parse_type("frozen<list<int>>", {}, "")
 _NUMBERS: dict[tuple[int, int], struct.Struct] = {}  # (count, width) -> the layout of that many with no null
+_NO_TIME = np.iinfo(np.int64).min  # Cassandra's own "no timestamp" (LivenessInfo.NO_TIMESTAMP)
 
 
 def column_json(cql: CqlType, namespace: str) -> Callable[[bytes], Any]:
@@ -134,26 +135,28 @@ class TableRows:
         selected = list(zip(*rows))  # one tuple per selected column
         tokens = np.frombuffer(b"".join(selected[0]), dtype=_BIGINT).astype(np.int64)
         keys, clusterings, partition_keys = self._keys(selected)
-        columns, newest, ttls, read_cells = self._columns(selected, n)
-        written_us = [version_us if w is None else w for w in newest]
-        now_us = time.time_ns() // 1000
-        change_ids, times, cells = [], [], []
+        texts, held, newest, ttls, read_cells = self._columns(selected, n)
+        written_us = np.where(newest == _NO_TIME, version_us, newest).tolist()
+        # The change's content, as the log digests it: the key, the write time, then each cell held as name=JSON.
         head = f"read\x1f{t.keyspace}\x1f{t.name}\x1f"
-        for i in range(n):
-            content = "\x1f".join((head + keys[i], str(written_us[i]), *(f"{name}={text}" for name, text in columns[i])))
-            digest = hashlib.blake2b(partition_keys[i] + content.encode(), digest_size=16).digest()
-            change_ids.append(digest.hex())
-            times.append(log_time(written_us[i], digest))
-            if self.with_cells:
-                cells.append(self._cells(list(clusterings[i]), read_cells[i], now_us // 1_000_000, version_us))
+        named = [["" if text is None else f"\x1f{cell.name}={text}" for text in column]
+                 for cell, column in zip(self.cells, texts)]
+        contents = map("".join, zip([head + k + "\x1f" for k in keys], map(str, written_us), *named))
+        digests = [hashlib.blake2b(pk + content.encode(), digest_size=16).digest()
+                   for pk, content in zip(partition_keys, contents)]
+        cells = None
+        if self.with_cells:
+            now = time.time_ns() // 1_000_000_000
+            cells = [self._cells(list(c), read, now, version_us) for c, read in zip(clusterings, read_cells)]
         return _columns_batch(n, {
             "keyspace": [t.keyspace] * n, "table": [t.name] * n, "cdc$stream_id": R.stream_id_column(
-                generation.streams_for_tokens(tokens)), "cdc$time": times, "cdc$batch_seq_no": [0] * n,
-            "cdc$operation": [R.ROW_READ] * n, "cdc$ttl": ttls, "cdc$end_of_batch": [True] * n, "key": keys,
-            "columns": columns, "deleted_columns": [[]] * n, "deleted_elements": [[]] * n, "write_time": written_us,
+                generation.streams_for_tokens(tokens)), "cdc$time": list(map(log_time, written_us, digests)),
+            "cdc$batch_seq_no": [0] * n, "cdc$operation": [R.ROW_READ] * n, "cdc$ttl": pa.array(ttls, mask=ttls < 0),
+            "cdc$end_of_batch": [True] * n, "key": keys, "columns": self._column_map(texts, held),
+            "deleted_columns": [[]] * n, "deleted_elements": [[]] * n, "write_time": written_us,
             "write_time_us": written_us, "partition_key": partition_keys, "token": tokens,
-            "generation": [generation.timestamp] * n, "change_id": change_ids, "kafka_time": [now_us] * n,
-            "source": [_SOURCE] * n, "cells": cells if self.with_cells else None})
+            "generation": [generation.timestamp] * n, "change_id": [d.hex() for d in digests],
+            "kafka_time": [time.time_ns() // 1000] * n, "source": [_SOURCE] * n, "cells": cells})
 
     def _keys(self, selected: list[tuple]) -> tuple[list[str], list[tuple], list[bytes]]:
         """Each row's key JSON text (as `_dumps` of the key's dict writes it), clustering values and serialized
@@ -168,10 +171,14 @@ class TableRows:
         pk_raw = selected[1:1 + n_pk]
         return keys, clusterings, list(pk_raw[0]) if n_pk == 1 else [compose(list(raw)) for raw in zip(*pk_raw)]
 
-    def _columns(self, selected: list[tuple], n: int) -> tuple[list[list], list, list, list[list]]:
-        """Each row's (column, JSON text) of the cells that hold a value, newest write time and largest TTL of
-        those (None: none), and, with `cells`, what `_cells` reads of them."""
-        texts, newest, ttls, read_cells = [], [None] * n, [None] * n, [[] for _ in range(n)]
+    def _columns(self, selected: list[tuple], n: int
+                 ) -> tuple[list[list], np.ndarray, np.ndarray, np.ndarray, list[list] | None]:
+        """Of each cell column, its JSON texts (None where the row holds no value) and whether each row holds one
+        (rows × cells); each row's newest write time of the cells it holds (`_NO_TIME`: none) and largest TTL
+        (-1: none); and, with `cells`, what `_cells` reads of them."""
+        texts, held = [], []
+        newest, ttls = np.full(n, _NO_TIME, dtype=np.int64), np.full(n, -1, dtype=np.int64)
+        read_cells = [[] for _ in range(n)] if self.with_cells else None
         p = 1 + len(self.partition_key) + len(self.clustering)
         for cell in self.cells:
             raws, p = selected[p], p + 1
@@ -182,28 +189,37 @@ class TableRows:
                 ttl, p = selected[p], p + 1
             if cell.element_times:
                 element_times, element_ttls, p = selected[p], selected[p + 1], p + 2
+            present = np.fromiter((raw is not None for raw in raws), dtype=bool, count=n)
             values = [None if raw is None else cell.json(raw) for raw in raws]
             texts.append([None if raw is None else _json_text(value) for raw, value in zip(raws, values)])
-            for i, raw in enumerate(raws):
-                if raw is None:
-                    continue
-                if written is not None and written[i] is not None:
-                    w = int.from_bytes(written[i], "big", signed=True)
-                    newest[i] = w if newest[i] is None or w > newest[i] else newest[i]
-                if ttl is not None and ttl[i] is not None:
-                    left = int.from_bytes(ttl[i], "big", signed=True)
-                    ttls[i] = left if ttls[i] is None or left > ttls[i] else ttls[i]
-                if self.with_cells:
+            held.append(present)
+            if written is not None:
+                np.maximum(newest, np.where(present, _integers(written, 8, _NO_TIME), _NO_TIME), out=newest)
+            if ttl is not None:
+                np.maximum(ttls, np.where(present, _integers(ttl, 4, -1), -1), out=ttls)
+            if read_cells is not None:
+                for i in np.flatnonzero(present).tolist():
                     if cell.element_times:
                         read_cells[i].append((cell, values[i], _numbers(element_times[i], _LONGS),
                                               _numbers(element_ttls[i], _INTS)))
                     else:
                         read_cells[i].append((cell, values[i], None if written is None else written[i],
                                               None if ttl is None else ttl[i]))
-        names = [cell.name for cell in self.cells]
-        columns = [[(name, text) for name, text in zip(names, row) if text is not None]
-                   for row in zip(*texts)] if texts else [[] for _ in range(n)]
-        return columns, newest, ttls, read_cells
+        return texts, np.stack(held, axis=1) if held else np.zeros((n, 0), dtype=bool), newest, ttls, read_cells
+
+    def _column_map(self, texts: list[list], held: np.ndarray) -> pa.MapArray:
+        """The `columns` map of each row: the cells it holds, name → JSON text, in the table's column order; built
+        from flat arrays, row by row (`held` is rows × cells)."""
+        n, width = held.shape
+        offsets = np.zeros(n + 1, dtype=np.int32)
+        np.cumsum(held.sum(axis=1), out=offsets[1:])
+        names = np.array([cell.name for cell in self.cells], dtype=object)
+        matrix = np.empty((n, width), dtype=object)
+        for c, column in enumerate(texts):
+            matrix[:, c] = column
+        return pa.MapArray.from_arrays(pa.array(offsets, pa.int32()), pa.array(np.broadcast_to(names, held.shape)[held],
+                                                                                pa.string()),
+                                       pa.array(matrix[held], pa.string()), type=DECODED_ARROW.field("columns").type)
 
     def _cells(self, clustering: list, read: list[tuple], now: int, version_us: int) -> str:
         """A read row as the change a mirror merges (`spark.delivery.events.cell_changes`): each cell with its write
@@ -259,6 +275,15 @@ def _numbers(raw: bytes, cql: CqlType) -> list[int | None]:
         if all(size == width for size in fields[::2]):
             return list(fields[1::2])
     return cql.decode(raw)
+
+
+def _integers(raws: tuple, width: int, null: int) -> np.ndarray:
+    """Selected bigints (`width` 8) or ints (4), `null` where None, at once from their joined bytes."""
+    joined = b"".join(null.to_bytes(width, "big", signed=True) if raw is None else raw for raw in raws)
+    if len(joined) != width * len(raws):
+        odd = next(raw for raw in raws if raw is not None and len(raw) != width)
+        raise ValueError(f"a selected write time or TTL is not {width} bytes: {odd!r}")
+    return np.frombuffer(joined, dtype=np.dtype(f">i{width}")).astype(np.int64)
 
 
 def _columns_batch(n: int, columns: Mapping[str, Any]) -> pa.RecordBatch:

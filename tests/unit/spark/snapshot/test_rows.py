@@ -6,6 +6,7 @@ import json
 import uuid
 
 import numpy as np
+import pytest
 
 from schemas.cql import parse_type
 from schemas.cql.composite import compose
@@ -163,10 +164,11 @@ def test_a_key_of_many_types_is_the_json_text_of_its_values_and_rows_with_other_
     key = enc("text", 'a "quoted" ünïcode\n')
     token = big(int(tokens_of_keys([key])[0]))
     ids = [uuid.UUID(int=1), uuid.UUID(int=2)]
-    first, second = rows.log_rows([
-        (token, key, enc("double", 1.5e-7), enc("uuid", ids[0]), enc("text", "x"), big(5), None, None, None, None),
-        (token, key, enc("double", -2.0), enc("uuid", ids[1]), None, None, None, enc("bigint", 9), big(6), None),
-    ], GENERATION, VERSION_US).to_pylist()
+    raws = [(token, key, enc("double", 1.5e-7), enc("uuid", ids[0]), enc("text", "x"), big(5), None, None, None, None),
+            (token, key, enc("double", -2.0), enc("uuid", ids[1]), None, None, None, enc("bigint", 9), big(6), None)]
+    first, second = rows.log_rows(raws, GENERATION, VERSION_US).to_pylist()
+    alone = [rows.log_rows([raw], GENERATION, VERSION_US).to_pylist()[0] for raw in raws]
+    assert [(r["change_id"], r["cdc$time"]) for r in (first, second)] == [(r["change_id"], r["cdc$time"]) for r in alone]
     for row, at, id_ in ((first, 1.5e-7, ids[0]), (second, -2.0, ids[1])):
         assert row["key"] == json.dumps({"name": 'a "quoted" ünïcode\n', "at": at, "id": str(id_)}, ensure_ascii=False)
     assert (first["columns"], first["write_time_us"]) == ([("note", '"x"')], 5)
@@ -184,3 +186,11 @@ def test_element_write_times_and_ttls_read_as_the_cql_type_layer_reads_them():
                                (_INTS, 4, [None, None]), (_INTS, 4, [600, 5]), (_INTS, 4, [None, 60]), (_INTS, 4, [0])):
         raw = serialized(width, values)
         assert _numbers(raw, cql) == cql.decode(raw) == values
+
+
+def test_a_write_time_of_the_wrong_width_is_an_error_naming_it():
+    t = table(Column("id", "int", P, 0), Column("note", "text", R_))
+    key = enc("int", 1)
+    raw = (big(int(tokens_of_keys([key])[0])), key, enc("text", "x"), b"\x00" * 7, None)
+    with pytest.raises(ValueError, match=r"not 8 bytes: b'\\x00"):
+        TableRows(t, {}).log_rows([raw], GENERATION, VERSION_US)
