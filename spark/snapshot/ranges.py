@@ -60,23 +60,24 @@ def refine(current: Sequence[TokenRange], ends: Iterable[int]) -> list[TokenRang
     return out
 
 
-# (after, end, limit) → the token of the `limit`-th partition after `after` up to `end`, or None
-# when fewer than `limit` partitions are left there.
-Probe = Callable[[int, int, int], int | None]
+# [(after, end, limit), …] → for each, the token of the `limit`-th partition after `after` up to `end`, or
+# None when fewer than `limit` partitions are left there. All at once: the source asks them concurrently.
+Probes = Callable[[list[tuple[int, int, int]]], list[int | None]]
 
 
-def advance(ranges: Sequence[TokenRange], probe: Probe, partitions: int) -> list[TokenRange]:
+def advance(ranges: Sequence[TokenRange], probes: Probes, partitions: int) -> list[TokenRange]:
     """The next step of every unfinished range: about `partitions` partitions over them all (at
     least one each), so a micro-batch stays bounded whatever the table's size."""
     open_ranges = [r for r in ranges if not r.done]
     each = max(1, partitions // max(1, len(open_ranges)))
+    reached = iter(probes([(r.position, r.end, each) for r in open_ranges]))
     out = []
     for r in ranges:
         if r.done:
             out.append(r)
             continue
-        reached = probe(r.position, r.end, each)
-        out.append(TokenRange(r.start, r.end, r.end if reached is None else reached))
+        token = next(reached)
+        out.append(TokenRange(r.start, r.end, r.end if token is None else token))
     return out
 
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 import pyarrow as pa
+from cassandra.concurrent import execute_concurrent_with_args
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 from pyspark.sql.types import StructType
 
@@ -38,6 +39,7 @@ from .rows import TableRows, paged
 
 log = logging.getLogger(__name__)
 NAME = "ringtail-snapshot"
+_PROBING = 16  # a step's probes in flight at once (one per open range; a ring has tens to thousands)
 
 
 def reads_element_times(session: Any) -> bool:
@@ -167,12 +169,8 @@ class SnapshotReader(DataSourceStreamReader):
                      self.plan.table, generation.timestamp, len(ranges))
         if not all(r.done for r in ranges):
             statement = _prepared(self.plan, TableRows(*self._table()).probe)
-
-            def probe(after: int, end: int, limit: int) -> int | None:
-                rows = _session(self.plan).execute(statement, (after, end, limit)).current_rows
-                return None if len(rows) < limit else int.from_bytes(rows[-1][0], "big", signed=True)
-
-            ranges = advance(ranges, probe, self.plan.step_partitions)
+            ranges = advance(ranges, lambda steps: probe(_session(self.plan), statement, steps),
+                             self.plan.step_partitions)
         self.current = to_offset(generation.timestamp, ranges)
         return self.current
 
@@ -196,6 +194,16 @@ class SnapshotReader(DataSourceStreamReader):
 
     def commit(self, end: dict) -> None:
         pass  # progress is the registry's, recorded after the sink write
+
+
+def probe(session: Any, statement: Any, steps: list[tuple[int, int, int]]) -> list[int | None]:
+    """`ranges.Probes` with `TableRows.probe` prepared on the raw-rows `session`: the steps asked concurrently,
+    each answer read whole (a first page only, of the driver's default 5,000 rows, would read as "fewer
+    partitions left" and let a large step run to its range's end)."""
+    statement.fetch_size = None
+    answers = execute_concurrent_with_args(session, statement, steps, concurrency=_PROBING)
+    return [None if len(rows := answer.current_rows) < limit else int.from_bytes(rows[-1][0], "big", signed=True)
+            for (_, answer), (_, _, limit) in zip(answers, steps)]
 
 
 def read_step(plan: SnapshotPlan, table_rows: TableRows, generation: Generation, after: int, end: int

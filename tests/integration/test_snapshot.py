@@ -21,15 +21,21 @@ from collections import Counter
 
 import pyarrow.compute as pc
 import pytest
-from cassandra.concurrent import execute_concurrent
+from cassandra.concurrent import execute_concurrent, execute_concurrent_with_args
 from cassandra.query import BatchStatement, BatchType
 
 from schemas.avro.serializer import topic_name
+from schemas.runtime.session import connect
+from schemas.tables.loader import read_table
 from schemas.runtime.kafka import end_offsets
 from spark import rows as R
+from spark.snapshot.raw import raw_rows
+from spark.snapshot.rows import TableRows
+from spark.snapshot.source import probe
 from spark.streams.generations import Generation
 from spark.streams.ring import read_ring
 from spark.streams.storage import GenerationStore
+from spark.streams.tokens import MAX_TOKEN, MIN_TOKEN
 from spark.streams.topology import build_topology_description
 from spark.subscriptions.model import Change
 from tests.integration.lake import delta_log
@@ -251,3 +257,21 @@ def test_snapshot_then_log_equals_the_table_after_kill_9_mid_snapshot(spark, cql
                     process.wait(120)
                 except subprocess.TimeoutExpired:
                     process.kill()
+
+
+def test_a_step_of_more_partitions_than_a_page_ends_at_its_own_partition(cql, keyspace, stack):
+    """The probe planning a micro-batch reads its whole answer: a step of more partitions than the driver's
+    page (5,000 rows) ends at that many partitions, not at its range's end; every step of a batch is answered."""
+    cql.execute(f"CREATE TABLE {keyspace}.many (k int PRIMARY KEY, v int)")
+    insert = cql.prepare(f"INSERT INTO {keyspace}.many (k, v) VALUES (?, 0)")
+    execute_concurrent_with_args(cql, insert, [(k,) for k in range(6_000)], concurrency=100)
+    tokens = sorted(row[0] for row in cql.execute(f"SELECT token(k) FROM {keyspace}.many"))
+    assert len(tokens) == 6_000
+    cluster, session = connect([stack.cassandra_host], stack.cassandra_port)
+    try:
+        raw = raw_rows(session)
+        statement = raw.prepare(TableRows(*read_table(cql, keyspace, "many")).probe)
+        steps = [(MIN_TOKEN, MAX_TOKEN, 5_500), (tokens[100], MAX_TOKEN, 10), (MIN_TOKEN, MAX_TOKEN, 6_001)]
+        assert probe(raw, statement, steps) == [tokens[5_499], tokens[110], None]
+    finally:
+        cluster.shutdown()

@@ -64,11 +64,18 @@ def test_a_step_moves_each_open_range_by_its_share_and_finishes_short_ones():
         left = [t for t in partitions[0 if end <= 20 else 1] if after < t <= end]
         return left[limit - 1] if len(left) >= limit else None
 
+    def probes(steps: list[tuple[int, int, int]]) -> list[int | None]:
+        asked.append(steps)
+        return [probe(*step) for step in steps]
+
+    asked = []
+
     ranges = [TokenRange(0, 20, 0), TokenRange(20, 40, 20), TokenRange(40, 60, 60)]
-    step = advance(ranges, probe, partitions=5)  # two open ranges: two partitions each
+    step = advance(ranges, probes, partitions=5)  # two open ranges: two partitions each
     assert [r.position for r in step] == [7, 40, 60]
-    assert [r.position for r in advance(step, probe, partitions=4)] == [20, 40, 60]  # 2 left of 4 asked
-    assert [r.position for r in advance(step, probe, partitions=2)] == [11, 40, 60]
+    assert [r.position for r in advance(step, probes, partitions=4)] == [20, 40, 60]  # 2 left of 4 asked
+    assert [r.position for r in advance(step, probes, partitions=2)] == [11, 40, 60]
+    assert asked[0] == [(0, 20, 2), (20, 40, 2)]  # every open range of a step probed in one call, none done
 
 
 def test_an_offset_round_trips_through_json_form():
