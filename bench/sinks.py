@@ -20,8 +20,8 @@ a mirror) into the table's mirror (`layout=mirror`): each an insert of a new row
 up, merged and written; `kafka-image` merges them likewise into its state (in Delta, under the
 temporary directory) and produces each change's image (`layout=image`), `http-image` posts them as JSON.
 HTTP posts to a local receiver
-in this process that accepts every request (the floor of the JSON encoding and the HTTP round trips, not
-of any real service).
+in this process that accepts every request and reads its body without parsing it (the floor of the JSON
+encoding and the HTTP round trips, not of any real service, which parses on its own cores).
 
 The floors, timed in the same turns on the same rows: `floor-delta`, a plain Delta append of the rows'
 DataFrame; `floor-postgres`, a plain `COPY` of the rows (as the PostgreSQL sink stages them: CSV, made
@@ -270,7 +270,7 @@ def main() -> int:
     master, conf, placement = spark_placement(args.workers, {"spark.ui.enabled": "false"})
     spark = spark_session(JobSettings(spark_master=master, spark_jars=stack.spark_jars, spark_conf=conf))
     create_source_table(stack)
-    receiver = Receiver()
+    receiver = Receiver(keep=False)
     rows, warm = log_rows(spark, args.rows), log_rows(spark, 1_000, offset=10_000_000)
     empty = spark.createDataFrame([], R.DEAD_LETTER)
     print(f"{rows.count()} rows, {rows.rdd.getNumPartitions()} partitions, {placement}")
@@ -287,6 +287,9 @@ def main() -> int:
                 seconds[sink].append(took)
                 print(f"round {round_ + 1} {sink:15s} {args.rows / took:10,.0f} rows/s ({took:.1f} s)", flush=True)
     receiver.close()
+    requests, size = receiver.received
+    if requests:
+        print(f"the HTTP receiver read {requests:,} requests, {size / (1 << 20):,.1f} MiB of bodies")
     print(f"\nrows/s, median of {args.repeat} (min–max):")
     for sink in chosen:
         rates = sorted(args.rows / t for t in seconds[sink])

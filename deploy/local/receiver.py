@@ -15,9 +15,12 @@ OK: Answer = (200, b"{}", 0.0)
 
 
 class Receiver:
-    def __init__(self, tls: ssl.SSLContext | None = None, host: str = "127.0.0.1") -> None:
-        """`tls`: a server context, for an HTTPS receiver; `host`: the address it listens on."""
+    def __init__(self, tls: ssl.SSLContext | None = None, host: str = "127.0.0.1", keep: bool = True) -> None:
+        """`tls`: a server context, for an HTTPS receiver; `host`: the address it listens on; `keep`: parse and
+        keep every request (the tests' checks), else only count requests and body bytes (a benchmark's
+        receiver, which should not spend the machine's cores on what a real service does on its own)."""
         self.requests: list[dict] = []  # every request: headers and parsed body, in arrival order
+        self.received = [0, 0]  # requests, body bytes
         self.script: list[Answer] = []  # answers for the next requests; then OK
         self.answer_with: Callable[[dict], Answer] | None = None
         self._lock = threading.Lock()
@@ -26,8 +29,14 @@ class Receiver:
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers["Content-Length"]))
-                request = {"headers": {k.lower(): v for k, v in self.headers.items()}, "body": json.loads(body)}
-                status, answer, delay = outer._answer(request)
+                if keep:
+                    request = {"headers": {k.lower(): v for k, v in self.headers.items()}, "body": json.loads(body)}
+                    status, answer, delay = outer._answer(request)
+                else:
+                    with outer._lock:
+                        outer.received[0] += 1
+                        outer.received[1] += len(body)
+                    status, answer, delay = OK
                 time.sleep(delay)
                 try:
                     self.send_response(status)
