@@ -120,7 +120,6 @@ class KafkaSink(Sink):
         self.resolved = f"{topic}.resolved"  # each table's resolved timestamp, keyed by writer and table
         self._producer: Producer | None = None
         self._held: Held | None = None  # the newest batch the ledger holds for this writer
-        self._slots = partitions  # how many slots a new batch's rows are cut into: the topic's partitions
         self._purged = 0  # when (s) the images of expired rows were last made
         self._resolved: dict[bytes, int] | None = None  # marker key → the newest resolved timestamp published
         self._encode_rows: BatchEncoder | None = None  # None: JSON, made by Spark
@@ -141,9 +140,6 @@ class KafkaSink(Sink):
         if self.transactions:
             self._producer.init_transactions(self.timeout)  # also fences an older writer of this id
         self._held, self._purged = self._read_ledger()
-        topic = admin.list_topics(self.topic, timeout=self.timeout).topics[self.topic]
-        if topic.error is None:  # an existing topic keeps its own partition count
-            self._slots = len(topic.partitions)
         self._encode_rows, self._encode_dead_letter = self._encoders()
         if self.images_at is not None:
             self._images = self.images_at.writer(self.app_id, AvroImages(self.topic, self._registry(),
@@ -228,7 +224,7 @@ class KafkaSink(Sink):
         held = self._held
         if held is not None and is_newest_replay(self.app_id, batch.id, batch.offsets, held.batch, held.offsets):
             return held_to_write(self.app_id, batch.id, batch.offsets, held.offsets, held.done)
-        claimed = Held(batch.id, batch.offsets, done=False, slots=self._slots)
+        claimed = Held(batch.id, batch.offsets, done=False, slots=_slots(batch))
         self._in_transaction(f"batch {batch.id} not claimed in {self.ledger}", lambda: self._record(claimed))
         self._held = claimed
         return True
@@ -236,7 +232,7 @@ class KafkaSink(Sink):
     def write_parts(self, batch: MicroBatch, planned: Sequence[TableImages] = ()) -> None:
         """Step 2: the batch's log rows (in the image layout, the images `planned`), from the executors, a
         transaction per slot (`slots`)."""
-        slots = self._held.slots or self._slots
+        slots = self._held.slots or _slots(batch)
         if self._images is not None:
             if not planned:
                 return
@@ -388,6 +384,12 @@ def _dead_letter_records(frame: DataFrame, encode: Encode) -> Iterator[Record]:
     """(no key, value, change id, not late) of each dead letter of `frame`, in its order: encoded on the
     executors, so the driver only hands finished records to the producer."""
     return shipped(frame, DeadLetterEncoder(frame.schema, encode))
+
+
+def _slots(batch: MicroBatch) -> int:
+    """How many slots a new batch's rows are cut into: as many as Spark runs tasks at once, so every core
+    produces a share, whatever the topic's partitions."""
+    return batch.rows.sparkSession.sparkContext.defaultParallelism
 
 
 def _json_chunk(batch: pa.RecordBatch) -> pa.RecordBatch:
