@@ -19,6 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import psycopg
+import pymysql
 import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 from pyspark.sql.types import StringType, StructField, StructType
@@ -33,10 +34,12 @@ from spark.rows import CELLS, LOG_ROW
 from spark.sinks.delta.sink import DeltaSink
 from spark.sinks.images import ImagesAt
 from spark.sinks.kafka.sink import KafkaSink
-from spark.sinks.mirror_parts import bucketed
+from spark.sinks.mirror_parts import BUCKETS, bucketed
 from spark.sinks.mysql.connection import connect_dsn
 from spark.sinks.mysql.mirror import MySqlMirrorSink
+from spark.sinks.mysql.mirror import lock_buckets as lock_mysql_buckets
 from spark.sinks.postgres.mirror import PostgresMirrorSink
+from spark.sinks.postgres.mirror import lock_buckets as lock_postgres_buckets
 from spark.subscriptions.model import Change
 from spark.subscriptions.statements import Statement
 from tests.integration.decoders import assert_decoders_agree
@@ -310,5 +313,50 @@ def test_two_writers_of_one_mirror_take_turns_and_lose_neither_ones_cells(kind, 
     finally:
         for writer, _, _ in writers:
             writer.close()
+        if kind == "mysql":
+            drop_mysql_database(stack, dsn)
+
+
+@pytest.mark.parametrize("kind", ["postgres", "mysql"])
+def test_a_batchs_tasks_in_buckets_of_their_own_do_not_wait_on_each_other(kind, stack, cql, keyspace):
+    """A task's turn covers its own buckets of the table, not the table: two tasks of one batch merge at once,
+    and a bucket two writers share is still taken in turn."""
+    cql.execute(f"CREATE TABLE {keyspace}.kv (k int PRIMARY KEY, a int, b int)")
+    schema = f"{keyspace}_buckets"
+    dsn = mysql_database(stack, schema) if kind == "mysql" else stack.postgres_dsn
+    cluster = CassandraCluster((stack.cassandra_host,), stack.cassandra_port)
+    writer = MySqlMirrorSink(dsn, "a", cluster) if kind == "mysql" else PostgresMirrorSink(dsn, schema, "a", cluster)
+    writer.prepare()
+    writer.parts_of(1, {(keyspace, "kv"): 1})  # the mirror's tables and its buckets
+    layout = layout_of(cql, keyspace, "kv")
+    if kind == "mysql":
+        first, second = connect_dsn(dsn), connect_dsn(dsn)
+        waited = pymysql.err.OperationalError
+
+        def turn(conn, buckets):
+            with conn.cursor() as cursor:
+                lock_mysql_buckets(cursor, layout, buckets)
+        with second.cursor() as cursor:
+            cursor.execute("SET innodb_lock_wait_timeout = 2")
+    else:
+        first, second = psycopg.connect(dsn), psycopg.connect(dsn)
+        waited = psycopg.errors.LockNotAvailable
+
+        def turn(conn, buckets):
+            lock_postgres_buckets(conn, schema, layout, buckets)
+        second.execute("SET lock_timeout = '2s'")
+    try:
+        turn(first, range(0, BUCKETS, 2))
+        started = time.monotonic()
+        turn(second, range(1, BUCKETS, 2))
+        assert time.monotonic() - started < 1, "a task waited for another's buckets"
+        with pytest.raises(waited):
+            turn(second, [0])
+    finally:
+        first.rollback()
+        second.rollback()
+        first.close()
+        second.close()
+        writer.close()
         if kind == "mysql":
             drop_mysql_database(stack, dsn)

@@ -127,10 +127,12 @@ class MySqlMirrorStore:
 
 
 def lock_buckets(cursor: Any, layout: MirrorLayout, buckets: Sequence[int]) -> None:
-    """Take the table's turn in these buckets, in the open transaction, in ascending order."""
-    cursor.execute(f"SELECT bucket FROM mirror_buckets WHERE keyspace = %s AND `table` = %s AND bucket IN"
-                   f" ({', '.join(['%s'] * len(buckets))}) ORDER BY bucket FOR UPDATE",
-                   (layout.keyspace, layout.table, *buckets))
+    """Take the table's turn in these buckets, in the open transaction, in ascending order: a bucket at a time,
+    each by its whole key. InnoDB reads `bucket IN (…)` by the key's prefix (keyspace, table) and locks every
+    bucket it passes, so the tasks of one batch, in buckets of their own, took turns for the whole table."""
+    for bucket in sorted(buckets):
+        cursor.execute("SELECT bucket FROM mirror_buckets WHERE keyspace = %s AND `table` = %s AND bucket = %s"
+                       " FOR UPDATE", (layout.keyspace, layout.table, bucket))
 
 
 @dataclass(frozen=True)
