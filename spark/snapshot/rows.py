@@ -217,8 +217,8 @@ class TableRows:
         matrix = np.empty((n, width), dtype=object)
         for c, column in enumerate(texts):
             matrix[:, c] = column
-        return pa.MapArray.from_arrays(pa.array(offsets, pa.int32()), pa.array(np.broadcast_to(names, held.shape)[held],
-                                                                                pa.string()),
+        keys = np.broadcast_to(names, held.shape)[held]
+        return pa.MapArray.from_arrays(pa.array(offsets, pa.int32()), pa.array(keys, pa.string()),
                                        pa.array(matrix[held], pa.string()), type=DECODED_ARROW.field("columns").type)
 
     def _cells(self, clustering: list, read: list[tuple], now: int, version_us: int) -> str:

@@ -25,9 +25,9 @@ from cassandra.concurrent import execute_concurrent, execute_concurrent_with_arg
 from cassandra.query import BatchStatement, BatchType
 
 from schemas.avro.serializer import topic_name
+from schemas.runtime.kafka import end_offsets
 from schemas.runtime.session import connect
 from schemas.tables.loader import read_table
-from schemas.runtime.kafka import end_offsets
 from spark import rows as R
 from spark.snapshot.raw import raw_rows
 from spark.snapshot.rows import TableRows
