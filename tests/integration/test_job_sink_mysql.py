@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
+import time
 import uuid
 
 import pytest
@@ -137,3 +139,62 @@ def test_a_server_that_takes_no_local_file_gets_the_rows_by_inserts(spark, sink:
     got = logged(sink)
     assert got[1, 0]["columns"] == {name: json.loads(text) for name, text in PLAIN.items()}
     assert got[2, 0]["columns"] == {"score": "NaN"} and sorted(got) == [(1, 0), (2, 0), (3, 0)]
+
+
+def test_a_part_chosen_as_a_deadlocks_victim_is_written_again_whole(sink: MySqlSink, caplog) -> None:
+    """A part's transaction meets another in a real InnoDB deadlock; the other has written more, so InnoDB
+    rolls the part's back (its claim too) and the part is written again, once."""
+    setup = connect_dsn(sink.dsn)
+    with setup.cursor() as cursor:
+        cursor.execute("CREATE TABLE lockers (id INT PRIMARY KEY)")
+        cursor.execute("INSERT INTO lockers VALUES (1), (2)")
+        cursor.execute("CREATE TABLE ballast (id INT PRIMARY KEY)")
+        cursor.execute("CREATE TABLE written (id INT PRIMARY KEY, attempt INT NOT NULL)")
+    setup.commit()
+    setup.close()
+    other = connect_dsn(sink.dsn)
+    other_cursor = other.cursor()
+    # The other transaction holds locker 2 and has written more rows than the part will: InnoDB's victim is
+    # the transaction that wrote fewer.
+    other_cursor.executemany("INSERT INTO ballast VALUES (%s)", [(i,) for i in range(200)])
+    other_cursor.execute("SELECT id FROM lockers WHERE id = 2 FOR UPDATE")
+    attempts: list[int] = []
+    waiting = threading.Thread(target=lambda: (other_cursor.execute("SELECT id FROM lockers WHERE id = 1 FOR UPDATE"),
+                                               other.commit()))
+
+    def write(conn, cursor) -> int:
+        attempts.append(len(attempts) + 1)
+        cursor.executemany("INSERT INTO written VALUES (%s, %s)", [(i, len(attempts)) for i in range(3)])
+        if len(attempts) == 1:
+            cursor.execute("SELECT id FROM lockers WHERE id = 1 FOR UPDATE")
+            waiting.start()
+            deadline = time.monotonic() + 10
+            while not _waits_for_a_lock(sink.dsn) and time.monotonic() < deadline:
+                time.sleep(0.05)
+            cursor.execute("SELECT id FROM lockers WHERE id = 2 FOR UPDATE")  # the cycle: InnoDB ends one
+        return 3
+
+    try:
+        with caplog.at_level(logging.WARNING, logger="spark.sinks.mysql.log"):
+            written = mysql_log.write_part(sink.dsn, "sink-test", 7, "part-a", write)
+        waiting.join(10)
+    finally:
+        other.close()
+    assert attempts == [1, 2]
+    assert written == 3
+    assert query(sink, "SELECT id, attempt FROM written ORDER BY id") == [(0, 2), (1, 2), (2, 2)]
+    assert query(sink, "SELECT batch_id, part, `rows` FROM batch_parts") == [(7, "part-a", 3)]
+    assert "chosen as a deadlock's victim and rolled back; written again (attempt 2 of 5)" in caplog.text
+    # The other transaction went on once the part's was rolled back: it holds its ballast.
+    assert query(sink, "SELECT COUNT(*) FROM ballast") == [(200,)]
+
+
+def _waits_for_a_lock(dsn: str) -> bool:
+    """Whether a transaction of the server waits for a row lock now."""
+    conn = connect_dsn(dsn)
+    try:
+        with conn.cursor() as cursor:
+            cursor.execute("SELECT COUNT(*) FROM information_schema.innodb_trx WHERE trx_state = 'LOCK WAIT'")
+            return cursor.fetchone()[0] > 0
+    finally:
+        conn.close()

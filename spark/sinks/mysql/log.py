@@ -27,7 +27,9 @@ import functools
 import json
 import logging
 import math
+import random
 import tempfile
+import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -46,6 +48,8 @@ from .connection import connect_dsn
 
 log = logging.getLogger(__name__)
 _CHUNK = 500
+# InnoDB's ER_LOCK_DEADLOCK; a part's transaction is run again this many times at most.
+_DEADLOCK, DEADLOCK_ATTEMPTS = 1213, 5
 
 _LOG_TABLE = (
     "CREATE TABLE IF NOT EXISTS cdc_log (keyspace VARCHAR(255) NOT NULL, `table` VARCHAR(255) NOT NULL,"
@@ -279,9 +283,31 @@ def record_part(cursor: Any, app_id: str, batch_id: int, part: str, written: int
 def write_part(dsn: str, app_id: str, batch_id: int, part: str, write: Callable[[Any, Any], int],
                local_infile: bool = False, read_committed: bool = False) -> int:
     """Step 2 of `parts` for one part, in one transaction: claimed, written (`write(conn, cursor)`: how
-    many rows were new) and recorded; 0 when an attempt has committed it. `local_infile`: the connection
-    may send files for LOAD DATA LOCAL; `read_committed`: the transaction takes no gap locks, which
-    would make concurrent parts that delete and insert by random keys wait on each other."""
+    many rows were new, from what the part holds, so it can run again) and recorded; 0 when an attempt has
+    committed it. `local_infile`: the connection may send files for LOAD DATA LOCAL; `read_committed`: the
+    transaction takes no gap locks, which would make concurrent parts that delete and insert by random keys
+    wait on each other.
+
+    A transaction InnoDB ends as a deadlock's victim (the parts of a batch lock rows of the same tables side
+    by side) is run again whole, up to `DEADLOCK_ATTEMPTS` times: InnoDB has rolled it all back, the claim
+    with it."""
+    import pymysql
+
+    attempt = 1
+    while True:
+        try:
+            return _write_part_once(dsn, app_id, batch_id, part, write, local_infile, read_committed)
+        except pymysql.err.OperationalError as exc:
+            if exc.args[0] != _DEADLOCK or attempt == DEADLOCK_ATTEMPTS:
+                raise
+        time.sleep(random.uniform(0.01, 0.05) * attempt)  # apart from the transaction it met
+        attempt += 1
+        log.warning("part %s of batch %d of %s: chosen as a deadlock's victim and rolled back; written again"
+                    " (attempt %d of %d)", part, batch_id, app_id, attempt, DEADLOCK_ATTEMPTS)
+
+
+def _write_part_once(dsn: str, app_id: str, batch_id: int, part: str, write: Callable[[Any, Any], int],
+                     local_infile: bool, read_committed: bool) -> int:
     conn = connect_dsn(dsn, local_infile=local_infile)
     try:
         written = 0
