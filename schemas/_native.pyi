@@ -267,3 +267,8 @@ class ReplicaCopies:
     @property
     def skipped(self) -> int:
         """Records skipped as copies so far."""
+
+
+def first_not_json(texts: ColumnAddress) -> int | None:
+    """The row of the first text of a text column (its address, as `EventDecoder.decode` takes columns) that is
+    not JSON as `json.loads` reads it, a null included; None when every one is."""

@@ -124,6 +124,18 @@ def stream_id_column(ids: np.ndarray, present: np.ndarray | None = None) -> pa.A
     return pa.Array.from_buffers(pa.binary(), n, [validity, pa.py_buffer(offsets), pa.py_buffer(ids.tobytes())])
 
 
+def column_address(array: pa.Array) -> tuple[int, int, int, int, int, int]:
+    """(validity, offsets, data, data size, offset, length) of a text, binary or fixed-width array: how the
+    native core (`schemas._native`) is handed a column; the caller keeps the array alive for the call."""
+    buffers = array.buffers()
+    validity = buffers[0].address if buffers[0] is not None and array.null_count else 0
+    if len(buffers) == 3:
+        offsets, data = buffers[1], buffers[2]
+        return validity, offsets.address, data.address if data else 0, data.size if data else 0, array.offset, len(array)
+    values = buffers[1]
+    return validity, 0, values.address, values.size, array.offset, len(array)
+
+
 def arrow_schema(schema: StructType) -> pa.Schema:
     """The Arrow schema Spark expects from `mapInArrow` for `schema`."""
     from pyspark.sql.pandas.types import to_arrow_schema

@@ -12,7 +12,7 @@ import pyarrow as pa
 from schemas.avro.errors import UnknownSchemaId
 from schemas.avro.reader import EventReaders, event_readers
 from schemas.runtime.access import RegistrySecurity
-from spark.rows import DECODED, SOURCE, arrow_schema
+from spark.rows import DECODED, SOURCE, arrow_schema, column_address
 
 try:
     from schemas._native import EventDecoder, ReplicaCopies
@@ -25,17 +25,6 @@ _ALWAYS_NULL = ("cdc$stream_id", "token", "generation")  # filled by the stream 
 # As Spark's Kafka source gives them (a timestamp's buffer holds µs as int64).
 _KAFKA_TYPES = {"topic": pa.string(), "partition": pa.int32(), "offset": pa.int64(),
                 "timestamp": pa.timestamp("us", tz="UTC"), "key": pa.binary(), "value": pa.binary()}
-
-
-def _address(array: pa.Array) -> tuple[int, int, int, int, int, int]:
-    """(validity, offsets, data, data size, offset, length) of a text, binary or fixed-width array."""
-    buffers = array.buffers()
-    validity = buffers[0].address if buffers[0] is not None and array.null_count else 0
-    if len(buffers) == 3:
-        offsets, data = buffers[1], buffers[2]
-        return validity, offsets.address, data.address if data else 0, data.size if data else 0, array.offset, len(array)
-    values = buffers[1]
-    return validity, 0, values.address, values.size, array.offset, len(array)
 
 
 def _buffer(raw: bytes | None) -> pa.Buffer | None:
@@ -102,7 +91,7 @@ class NativeEvents:
         """`records` decoded; with `copies` (one per task), without the records whose change the task
         has already decoded: the other replicas' copies of it (`events::copies` in the Rust crate)."""
         columns = tuple(records.column(name).cast(kind) for name, kind in _KAFKA_TYPES.items())
-        addresses = tuple(_address(c) for c in columns)
+        addresses = tuple(column_address(c) for c in columns)
         unknown = {}
         for schema_id in self._decoder.missing(addresses[-1]):
             try:  # a registry that fails raises: the batch fails and is retried, nothing is dead-lettered

@@ -11,13 +11,20 @@ import functools
 import json
 from typing import Any
 
+import pyarrow as pa
 from pyspark.sql import Column, Row
 from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, BinaryType, DataType, MapType, StructType, TimestampType
 
+from spark.rows import column_address
 from spark.streams.generations import Generations
 
 from .contract import utc_time
+
+try:
+    from schemas._native import first_not_json as _first_not_json
+except ImportError:  # checked in Python, as the job decodes (`spark.delivery.pipeline.decoder`)
+    _first_not_json = None
 
 # Log-row columns whose values are JSON text.
 _JSON_TEXT = {"key"}
@@ -107,6 +114,17 @@ def log_row_json_text(schema: StructType, omit: str | None = None) -> Column:
     `omit`; made by Spark, on the executors. Built once per schema and reused by every batch: building it
     is over a thousand calls into the driver's JVM, 0.2–0.4 s a batch here."""
     return _json_members(None, schema, omit)
+
+
+def first_not_json(texts: pa.Array) -> int | None:
+    """The row of the first of a batch's JSON texts (`log_row_json_text`) that is not JSON (`is_json`; nor is
+    a null); None when all are. Checked in the native core when it is built, without building what each text
+    holds as `json.loads` does: that was half of a Kafka sink task's Python time."""
+    if texts.type != pa.string():
+        texts = texts.cast(pa.string())
+    if _first_not_json is not None:
+        return _first_not_json(column_address(texts))
+    return next((row for row, text in enumerate(texts.to_pylist()) if text is None or not is_json(text)), None)
 
 
 def is_json(text: str) -> bool:

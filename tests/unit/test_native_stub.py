@@ -70,3 +70,12 @@ def test_the_objects_the_module_reads_by_attribute_have_the_stub_s_fields():
     for name, cls in READ_BY_ATTRIBUTE.items():
         fields = [node.target.id for node in protocols[name].body if isinstance(node, ast.AnnAssign)]
         assert fields and set(fields) <= {f.name for f in dataclasses.fields(cls)}, name
+
+
+def test_the_stub_names_every_function_of_the_module_with_its_parameters():
+    stubbed = {node.name: [(a.arg, i >= len(node.args.args) - len(node.args.defaults))
+                           for i, a in enumerate(node.args.args)]
+               for node in STUB.body if isinstance(node, ast.FunctionDef)}
+    native = {name: signature(value.__text_signature__) for name, value in vars(_native).items()
+              if inspect.isbuiltin(value)}
+    assert stubbed and stubbed == native

@@ -5,7 +5,8 @@
 //! One module per step: `schema` (a writer schema), `datum` (Avro binary), `json` (Python's JSON
 //! text), `values` (a datum as JSON), `layout` (a schema version compiled for reading events),
 //! `rows` (an event's log rows), `columns` (the Arrow buffers), `copies` (replica copies met in a task),
-//! `batch` (a Kafka batch); `error` why a record cannot become rows; `python` is the binding.
+//! `batch` (a Kafka batch); `error` why a record cannot become rows; `json_text` (whether a text is
+//! JSON as Python reads it, for the Kafka sink); `python` is the binding.
 
 pub mod batch;
 pub mod columns;
@@ -13,6 +14,7 @@ pub mod copies;
 pub mod datum;
 pub mod error;
 pub mod json;
+pub mod json_text;
 pub mod layout;
 pub mod rows;
 pub mod schema;

@@ -201,7 +201,22 @@ fn buffers(py: Python<'_>, d: Decoded) -> PyResult<Bound<'_, PyDict>> {
     Ok(out)
 }
 
+/// The row of the first text in `texts` (a text column) that is not JSON as `json.loads` reads it (a null
+/// is not JSON either); None when every one is.
+#[pyfunction]
+fn first_not_json(texts: ColumnAddress) -> PyResult<Option<usize>> {
+    let (.., len) = texts;
+    let column = unsafe { var(texts) };
+    for row in 0..len {
+        if !column.get(row).map_err(raise)?.is_some_and(crate::json_text::is_json) {
+            return Ok(Some(row));
+        }
+    }
+    Ok(None)
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<EventDecoder>()?;
-    m.add_class::<ReplicaCopies>()
+    m.add_class::<ReplicaCopies>()?;
+    m.add_function(wrap_pyfunction!(first_not_json, m)?)
 }

@@ -48,7 +48,7 @@ from spark.streams.generations import Generations
 
 from ..contract import MicroBatch, Resolved, Sink, chunks, resolved_rows
 from ..images import ImagesAt, ImageWriter
-from ..json_rows import dead_letter_json, generations_json, is_json, log_row_json_text, resolved_json
+from ..json_rows import dead_letter_json, first_not_json, generations_json, log_row_json_text, resolved_json
 from ..parts import part_digest, write_each_part
 from .images import JsonImages, PurgeMark
 
@@ -100,10 +100,12 @@ class Poster:
         by Spark, and its change id); how many rows it posted (None: it had none)."""
         texts = []
         for rows in batches:
-            for text, change_id in zip(*(column.to_pylist() for column in rows.columns)):
-                if not is_json(text):
-                    raise HttpSinkError(f"the log row of change {change_id} holds a value whose text is not JSON")
-                texts.append(text)
+            text, change_id = rows.columns
+            wrong = first_not_json(text)
+            if wrong is not None:
+                raise HttpSinkError(f"the log row of change {change_id[wrong].as_py()} holds a value whose text is"
+                                    f" not JSON")
+            texts.extend(text.to_pylist())
         return self.post_texts("log-rows", batch, texts)
 
     def post_image_part(self, batch: str, batches: Iterator[pa.RecordBatch]) -> int | None:

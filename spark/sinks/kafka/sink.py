@@ -54,7 +54,7 @@ from spark import rows as R
 from spark.streams.generations import Generations
 
 from ..contract import MicroBatch, Resolved, Sink, resolved_rows
-from ..json_rows import dead_letter_json, generations_json, is_json, log_row_json_text, resolved_json
+from ..json_rows import dead_letter_json, first_not_json, generations_json, log_row_json_text, resolved_json
 from ..layouts import KafkaFormat
 from .avro_rows import AvroLogRows, avro_datum
 from ..images import ImagesAt, ImageWriter, TableImages
@@ -393,13 +393,13 @@ def _slots(batch: MicroBatch) -> int:
 
 
 def _json_chunk(batch: pa.RecordBatch) -> pa.RecordBatch:
-    texts, change_ids = batch.column("text").to_pylist(), batch.column("change_id").to_pylist()
-    for text, change_id in zip(texts, change_ids):
-        if not is_json(text):
-            raise KafkaSinkError(f"the log row of change {change_id} holds a value whose text is not JSON")
-    return pa.RecordBatch.from_arrays([batch.column("partition_key"), pa.array([t.encode() for t in texts],
-                                                                                pa.binary()),
-                                       batch.column("change_id"), batch.column(R.LATE)], schema=RECORDS)
+    texts = batch.column("text")
+    wrong = first_not_json(texts)
+    if wrong is not None:
+        raise KafkaSinkError(f"the log row of change {batch.column('change_id')[wrong].as_py()} holds a value whose"
+                             f" text is not JSON")
+    return pa.RecordBatch.from_arrays([batch.column("partition_key"), texts.cast(pa.binary()), batch.column("change_id"),
+                                       batch.column(R.LATE)], schema=RECORDS)
 
 
 @dataclass(frozen=True)
