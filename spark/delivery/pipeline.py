@@ -113,7 +113,7 @@ def spark_session(settings: StreamSettings) -> SparkSession:
     local = runs_on.startswith("local")
     if local and "PYSPARK_GATEWAY_PORT" not in os.environ:
         # The driver's JVM (started here, so its options still apply) runs the tasks. With G1's 1 MB regions on
-        # Spark's default 1 GB heap, two in five of its collections were for allocations of half a region or
+        # Spark's default 1 GB heap, nearly half of its collections were for allocations of half a region or
         # more, each starting a marking cycle; 4 MB regions make them ordinary (with the dictionaries above off,
         # the job took 0.94× the time: bench/job.py).
         conf["spark.driver.extraJavaOptions"] = "-XX:G1HeapRegionSize=4m"

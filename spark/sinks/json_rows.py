@@ -127,11 +127,21 @@ def first_not_json(texts: pa.Array) -> int | None:
     return next((row for row, text in enumerate(texts.to_pylist()) if text is None or not is_json(text)), None)
 
 
+def not_json(texts: pa.Array, change_ids: pa.Array) -> str | None:
+    """Why a batch's JSON texts cannot be sent (`first_not_json`), naming the change whose row fails; None
+    when every one is JSON."""
+    wrong = first_not_json(texts)
+    if wrong is None:
+        return None
+    return f"the log row of change {change_ids[wrong].as_py()} holds a value whose text is not JSON"
+
+
 def is_json(text: str) -> bool:
     """Whether a row's JSON text (`log_row_json_text`) is JSON: not when a value's text is not, which Spark
-    set in place unread (the Python encoding raised on it; so do the sinks, naming the change). Checked
-    where the text is sent, a few µs a row: as a Spark expression (`from_json`) the check cost more than
-    making the text in Spark saved."""
+    set in place unread (the Python encoding raised on it; so do the sinks, naming the change: `not_json`).
+    The reference `first_not_json` is held to, and its check without the native core. Checked where the
+    text is sent: as a Spark expression (`from_json`) the check cost more than making the text in Spark
+    saved."""
     try:
         json.loads(text)
     except ValueError:

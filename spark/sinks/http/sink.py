@@ -48,7 +48,7 @@ from spark.streams.generations import Generations
 
 from ..contract import MicroBatch, Resolved, Sink, chunks, resolved_rows
 from ..images import ImagesAt, ImageWriter
-from ..json_rows import dead_letter_json, first_not_json, generations_json, log_row_json_text, resolved_json
+from ..json_rows import dead_letter_json, generations_json, log_row_json_text, not_json, resolved_json
 from ..parts import part_digest, write_each_part
 from .images import JsonImages, PurgeMark
 
@@ -101,10 +101,9 @@ class Poster:
         texts = []
         for rows in batches:
             text, change_id = rows.columns
-            wrong = first_not_json(text)
+            wrong = not_json(text, change_id)
             if wrong is not None:
-                raise HttpSinkError(f"the log row of change {change_id[wrong].as_py()} holds a value whose text is"
-                                    f" not JSON")
+                raise HttpSinkError(wrong)
             texts.extend(text.to_pylist())
         return self.post_texts("log-rows", batch, texts)
 

@@ -54,7 +54,7 @@ from spark import rows as R
 from spark.streams.generations import Generations
 
 from ..contract import MicroBatch, Resolved, Sink, resolved_rows
-from ..json_rows import dead_letter_json, first_not_json, generations_json, log_row_json_text, resolved_json
+from ..json_rows import dead_letter_json, generations_json, log_row_json_text, not_json, resolved_json
 from ..layouts import KafkaFormat
 from .avro_rows import AvroLogRows, avro_datum
 from ..images import ImagesAt, ImageWriter, TableImages
@@ -394,10 +394,9 @@ def _slots(batch: MicroBatch) -> int:
 
 def _json_chunk(batch: pa.RecordBatch) -> pa.RecordBatch:
     texts = batch.column("text")
-    wrong = first_not_json(texts)
+    wrong = not_json(texts, batch.column("change_id"))
     if wrong is not None:
-        raise KafkaSinkError(f"the log row of change {batch.column('change_id')[wrong].as_py()} holds a value whose"
-                             f" text is not JSON")
+        raise KafkaSinkError(wrong)
     return pa.RecordBatch.from_arrays([batch.column("partition_key"), texts.cast(pa.binary()), batch.column("change_id"),
                                        batch.column(R.LATE)], schema=RECORDS)
 
