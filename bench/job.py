@@ -71,7 +71,8 @@ from cassandra.concurrent import execute_concurrent_with_args  # noqa: E402
 from confluent_kafka import Consumer, KafkaException, TopicPartition  # noqa: E402
 from confluent_kafka.admin import AdminClient  # noqa: E402
 
-from deploy.local.endpoints import StackUnavailable, connect_stack  # noqa: E402
+from deploy.local.endpoints import StackUnavailable  # noqa: E402
+from services import stack_for_figures  # noqa: E402 - bench/ is the script's directory
 from deploy.local.processes import ConnectorProcess, peak_rss  # noqa: E402
 from schemas.avro.reader import event_readers  # noqa: E402
 from schemas.runtime.session import connect  # noqa: E402
@@ -403,7 +404,7 @@ def capture(stack, cql, admin: AdminClient, consumer: Consumer, connector: Conne
 def local_stack():
     """The local stack's description; exits 2, saying why, when it is not running."""
     try:
-        return connect_stack()
+        return stack_for_figures()
     except StackUnavailable as exc:
         print(f"error: {exc}", file=sys.stderr)
         raise SystemExit(2) from None

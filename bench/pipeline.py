@@ -36,7 +36,8 @@ from confluent_kafka.schema_registry import SchemaRegistryClient  # noqa: E402
 from confluent_kafka.schema_registry.avro import AvroDeserializer  # noqa: E402
 from confluent_kafka.serialization import MessageField, SerializationContext  # noqa: E402
 
-from deploy.local.endpoints import StackUnavailable, connect_stack  # noqa: E402
+from deploy.local.endpoints import StackUnavailable  # noqa: E402
+from services import stack_for_figures  # noqa: E402 - bench/ is the script's directory
 from deploy.local.processes import ConnectorProcess  # noqa: E402
 from schemas.runtime.session import connect  # noqa: E402
 
@@ -114,7 +115,7 @@ def main() -> int:
                         help="what reads the segments: the native core, or the Python reference")
     args = parser.parse_args()
     try:
-        stack = connect_stack()
+        stack = stack_for_figures()
     except StackUnavailable as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

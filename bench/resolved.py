@@ -37,7 +37,8 @@ sys.path.insert(0, str(REPO_ROOT))
 from confluent_kafka import Producer  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
-from deploy.local.endpoints import StackUnavailable, connect_stack  # noqa: E402
+from deploy.local.endpoints import StackUnavailable  # noqa: E402
+from services import stack_for_figures  # noqa: E402 - bench/ is the script's directory
 from deploy.local.receiver import Receiver  # noqa: E402
 from schemas.frontier import FrontierRecord, frontier_topic  # noqa: E402
 from schemas.runtime.access import CassandraCluster  # noqa: E402
@@ -213,7 +214,7 @@ def main() -> None:
     parser.add_argument("--sinks", default=",".join(SINKS))
     args = parser.parse_args()
     try:
-        stack = connect_stack()
+        stack = stack_for_figures()
     except StackUnavailable as exc:
         sys.exit(str(exc))
     from spark.delivery.pipeline import spark_session

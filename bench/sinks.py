@@ -50,7 +50,8 @@ from pyspark.sql import functions as F  # noqa: E402
 from pyspark.sql.types import StringType, StructField, StructType  # noqa: E402
 
 from cluster import add_workers_option, spark_placement  # noqa: E402 - bench/ is the script's directory
-from deploy.local.endpoints import StackUnavailable, connect_stack  # noqa: E402
+from deploy.local.endpoints import StackUnavailable  # noqa: E402
+from services import stack_for_figures  # noqa: E402 - bench/ is the script's directory
 from deploy.local.receiver import Receiver  # noqa: E402
 from schemas.runtime.access import CassandraCluster  # noqa: E402
 from spark import rows as R  # noqa: E402
@@ -263,7 +264,7 @@ def main() -> int:
     args = parser.parse_args()
     chosen = tuple(s for s in SINKS + FLOORS if s in args.sinks.split(","))
     try:
-        stack = connect_stack()
+        stack = stack_for_figures()
     except StackUnavailable as exc:
         print(exc, file=sys.stderr)
         return 2

@@ -13,7 +13,9 @@ C B A, …), R rounds (default 3), each shown as the median rows/s of its rounds
   log rows as Arrow batches), the per-row cost of the snapshot without Spark;
 * `spark`: the snapshot as the subscription runs it (the streaming source, local[2] or W workers of the
   local stack's Spark cluster (`bench/cluster.py`), as many tasks as Spark has cores) into a micro-batch
-  function that only counts, from start to the last row.
+  function that only counts, from start to the last row. `spark-read` is the same runs from the start of their
+  first micro-batch: the query's own start left out (about a second, whatever the table's size: Spark starts
+  a Python process for the source, which imports ringtail, and plans the first step).
 
 The reader selects more than `SELECT *` (each cell's write time and TTL), which costs Cassandra itself
 time: `driver-rich` is the reader's own statement paged through the Python driver as the floor does,
@@ -40,7 +42,8 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
 
 from cluster import add_workers_option, spark_placement  # noqa: E402 - bench/ is the script's directory
-from deploy.local.endpoints import StackUnavailable, connect_stack  # noqa: E402
+from deploy.local.endpoints import StackUnavailable  # noqa: E402
+from services import stack_for_figures  # noqa: E402 - bench/ is the script's directory
 from deploy.local.processes import peak_rss  # noqa: E402
 
 KEYSPACE, TABLE, GENERATIONS = "ringtail_bench", "snapshot", "ringtail_bench_generations"
@@ -108,13 +111,15 @@ def read_with_reader(stack, fraction: float = 1.0) -> int:
     return read
 
 
-def read_with_spark(spark, stack, rows: int, tasks: int) -> None:
+def read_with_spark(spark, stack, rows: int, tasks: int) -> float:
+    """The snapshot through Spark; the seconds from its first micro-batch's start to its last row."""
     from spark.snapshot.source import NAME, SnapshotSource
 
     spark.dataSource.register(SnapshotSource)
-    counted, done = [0], threading.Event()
+    counted, done, first = [0], threading.Event(), []
 
     def count(batch, _batch_id) -> None:
+        first.append(time.perf_counter())
         counted[0] += batch.count()
         if counted[0] >= rows:
             done.set()
@@ -123,12 +128,14 @@ def read_with_spark(spark, stack, rows: int, tasks: int) -> None:
         changes = spark.readStream.format(NAME).option("plan", plan(stack, tmp, tasks).option()).load()
         query = (changes.writeStream.foreachBatch(count).option("checkpointLocation", tmp)
                  .trigger(processingTime="0 seconds").start())
-        while not done.wait(0.2):
+        while not done.wait(0.05):
             if not query.isActive:
                 raise RuntimeError(f"the snapshot query stopped: {query.exception()}")
+        read = time.perf_counter() - first[0]
         query.stop()
     if counted[0] != rows:
         raise RuntimeError(f"the snapshot read {counted[0]} rows of {rows}")
+    return read
 
 
 def peak_memory(fraction: float) -> tuple[int, float]:
@@ -147,7 +154,7 @@ def main() -> int:
     parser.add_argument("--memory-child", type=float, help=argparse.SUPPRESS)
     args = parser.parse_args()
     try:
-        stack = connect_stack()
+        stack = stack_for_figures()
     except StackUnavailable as exc:
         print(exc, file=sys.stderr)
         return 2
@@ -177,18 +184,20 @@ def main() -> int:
           " share the machine")
     runs = {"driver": lambda: read_with_driver(session), "driver-rich": lambda: read_rich_with_driver(stack, session),
             "reader": lambda: read_with_reader(stack), "spark": lambda: read_with_spark(spark, stack, args.rows, tasks)}
-    seconds: dict[str, list[float]] = {name: [] for name in runs}
+    seconds: dict[str, list[float]] = {name: [] for name in [*runs, "spark-read"]}
     for round_ in range(args.repeat + 1):
         for name in runs if round_ % 2 == 0 else reversed(list(runs)):
             started = time.perf_counter()
-            runs[name]()
+            read = runs[name]()
             took = time.perf_counter() - started
             if round_:
                 seconds[name].append(took)
+                if name == "spark":
+                    seconds["spark-read"].append(read)
             print(f"round {round_ or 'warm-up'} {name:11s} {args.rows / took:10,.0f} rows/s ({took:.1f} s)", flush=True)
     floor = statistics.median(args.rows / s for s in seconds["driver"])
     print(f"\nrows/s, median of {args.repeat} (min–max):")
-    for name in runs:
+    for name in seconds:
         rates = sorted(args.rows / s for s in seconds[name])
         median = statistics.median(rates)
         print(f"  {name:11s} {median:10,.0f} ({rates[0]:,.0f}–{rates[-1]:,.0f})  {median / floor:.2f}× the driver's")

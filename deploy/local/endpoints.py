@@ -63,6 +63,7 @@ class Stack:
     nodes: tuple[Node, ...] = ()  # every node of the ring (one on the default stack)
     run_dir: Path | None = None  # the local stack's (for `stack.py` commands on it)
     object_store: ObjectStore | None = None  # none on a secured stack
+    jvm_options: tuple[str, ...] = ()  # what RINGTAIL_STACK_JVM_OPTIONS gave every service's JVM
 
 
 def _answers(host: str, port: int) -> bool:
@@ -96,6 +97,7 @@ def connect_stack() -> Stack:
         run_dir=run_dir,
         object_store=ObjectStore(d["s3"]["endpoint"], d["s3"]["bucket"], Path(d["s3"]["credentials_file"]),
                                  tuple(d["s3"]["jars"])) if "s3" in d else None,
+        jvm_options=tuple(d.get("jvm_options", ())),
     )
     kafka = urlsplit(f"//{stack.kafka_bootstrap}")
     registry = urlsplit(stack.registry_url)

@@ -1495,6 +1495,7 @@ def write_description(settings: Settings) -> Path:
     brokers = [s.describe() for s in every if isinstance(s, Kafka)]
     description["kafka"].update(bootstrap_servers=",".join(b["bootstrap_servers"] for b in brokers), brokers=brokers)
     description["run_dir"] = str(settings.run_dir)
+    description["jvm_options"] = list(settings.jvm_options)
     if settings.secure:
         description["security"] = settings.secured.describe()
     target = settings.run_dir / "stack.json"
