@@ -13,10 +13,15 @@ MAGIC = 0
 _HEADER = struct.Struct(">bi")  # the id is a Java int in Confluent's serializers: signed
 
 
+def frame_header(schema_id: int) -> bytes:
+    """What comes before the datum."""
+    return _HEADER.pack(MAGIC, schema_id)
+
+
 def frame(schema_id: int, parsed_schema, datum) -> bytes:
     """`parsed_schema` comes from fastavro.parse_schema (parsing per call would dominate)."""
     out = io.BytesIO()
-    out.write(_HEADER.pack(MAGIC, schema_id))
+    out.write(frame_header(schema_id))
     schemaless_writer(out, parsed_schema, datum)
     return out.getvalue()
 

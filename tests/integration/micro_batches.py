@@ -12,7 +12,13 @@ from tests.support import micros, timeuuid
 WRITE_US = 1_699_284_279_123_456
 STREAM_A = bytes.fromhex("7fffffffffffffff0000000000000011")
 PLANNED_MS = 1_699_284_300_000  # batch n is planned at this time plus n ms
-
+# Column values of every shape a JSON text takes (Python's own NaN and infinities too).
+ODD_COLUMNS = {
+    "name": json.dumps("O'Brien, \"Bob\"\nline two\t\\ é 😀 \u0001"), "items": json.dumps({"k": [1, 2]}),
+    "score": "NaN", "ratios": "[1.5, NaN, -Infinity]", "nul": json.dumps("a\x00b"), "empty": '""',
+    "none": "null", 'we"ird\\name': json.dumps(1), "big": "123456789012345678901234567890",
+    "fraction": "1.50",
+}
 
 
 def micro_batch(spark, batch_id: int, rows: list[tuple], letters: list[tuple] = (),

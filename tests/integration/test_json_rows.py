@@ -11,21 +11,14 @@ from pyspark.sql import functions as F
 
 from spark.rows import LATE, ROW_UPDATE
 from spark.sinks.json_rows import is_json, log_row_json, log_row_json_text
-from tests.integration.micro_batches import WRITE_US, log_row, micro_batch
+from tests.integration.micro_batches import ODD_COLUMNS, WRITE_US, log_row, micro_batch
 from tests.support import micros
 
 pytestmark = pytest.mark.integration
 
-COLUMNS = {
-    "name": json.dumps("O'Brien, \"Bob\"\nline two\t\\ é 😀 \u0001"), "items": json.dumps({"k": [1, 2]}),
-    "score": "NaN", "ratios": "[1.5, NaN, -Infinity]", "nul": json.dumps("a\x00b"), "empty": '""',
-    "none": "null", 'we"ird\\name': json.dumps(1), "big": "123456789012345678901234567890",
-    "fraction": "1.50",
-}
-
 
 def test_spark_s_json_of_a_log_row_is_python_s_for_every_shape_of_value(spark) -> None:
-    rich = log_row(1, operation=ROW_UPDATE, columns=COLUMNS, deleted=["a,b", 'q"', "é"],
+    rich = log_row(1, operation=ROW_UPDATE, columns=ODD_COLUMNS, deleted=["a,b", 'q"', "é"],
                    elements={"items": '["k"]', "m": "{\"x\": Infinity}"}, ttl=3600)
     rows = [rich, log_row(2, columns={}), log_row(3)]
     frame = micro_batch(spark, 0, rows, late=True).rows

@@ -1,5 +1,7 @@
 """Log rows and dead letters as Avro records, for the Kafka sink's `format=avro`: one record schema
 per layout, made from the job's own Spark layout (`LOG_ROW`, `DEAD_LETTER`), so the two cannot drift.
+A log row's record is made by Spark on the executors (`log_row_avro`, spark-avro's `to_avro`, whose bytes
+are fastavro's to the byte); a dead letter's, by fastavro (`avro_datum`).
 
 Avro names cannot hold `$`: `cdc$stream_id` is the field `cdc_stream_id`, its ScyllaDB name kept
 in the field's `cql_name` (as the connector's events record a renamed column). Column values stay
@@ -7,11 +9,11 @@ JSON text (the `columns` map), as in every generic log; times are `timestamp-mic
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+import json
 from typing import Any
 
-import pyarrow as pa
-from pyspark.sql import Row
+from pyspark.sql import Column, Row
+from pyspark.sql import functions as F
 from pyspark.sql.types import (
     ArrayType,
     BinaryType,
@@ -22,14 +24,13 @@ from pyspark.sql.types import (
     LongType,
     MapType,
     StringType,
+    StructField,
     StructType,
     TimestampType,
 )
 
-from schemas.avro.wire import frame
+from schemas.avro.wire import frame_header
 from spark import rows as R
-
-from .records import RECORDS
 
 NAMESPACE = "ringtail.log"
 _PRIMITIVES = {StringType: "string", BinaryType: "bytes", BooleanType: "boolean", ByteType: "int",
@@ -76,25 +77,23 @@ def avro_datum(row: Row) -> dict:
     return {avro_field_name(name): value for name, value in row.asDict(recursive=True).items()}
 
 
-# LOG_ROW's map columns: Arrow gives a map as (key, value) pairs, Avro takes an object.
-_MAPS = tuple(f.name for f in R.LOG_ROW.fields if isinstance(f.dataType, MapType))
+def log_row_avro(schema_id: int, record: dict) -> Column:
+    """Each log row's record value: Confluent's header (magic byte, `schema_id`) and the row's datum of
+    `record` (`record_schema(LOG_ROW)`, as registered), made by Spark on the executors. Through fastavro,
+    a datum from each row's Python values took more of a Kafka task's time than all the rest of it."""
+    from pyspark.sql.avro.functions import to_avro
+
+    datum = F.struct(*(_not_null_inside(f).alias(avro_field_name(f.name)) for f in R.LOG_ROW.fields))
+    return F.concat(F.lit(bytearray(frame_header(schema_id))), to_avro(datum, json.dumps(record)))
 
 
-@dataclass(frozen=True)
-class AvroLogRows:
-    """A batch of log rows (`LOG_ROW` and the `LATE` flag) → `RECORDS`, each value the row's Avro datum
-    framed with `schema_id`; on the executors, picklable. The datums are read from the Arrow batch itself
-    (`to_pylist`), without a Spark `Row` per row: half the time a row took that way."""
-
-    schema_id: int
-    parsed: dict  # the record schema, parsed by fastavro
-
-    def __call__(self, batch: pa.RecordBatch) -> pa.RecordBatch:
-        log = batch.drop_columns([R.LATE])
-        datums = log.rename_columns([avro_field_name(n) for n in log.schema.names]).to_pylist()
-        for datum in datums:
-            for name in _MAPS:
-                datum[name] = dict(datum[name])
-        values = pa.array([frame(self.schema_id, self.parsed, d) for d in datums], pa.binary())
-        return pa.RecordBatch.from_arrays([batch.column("partition_key"), values, batch.column("change_id"),
-                                           batch.column(R.LATE)], schema=RECORDS)
+def _not_null_inside(field: StructField) -> Column:
+    """A log row's column with no null inside a map or array, as its record has none (Spark's layout allows
+    them, and spark-avro warns, at every task, of the write that would fail on one): a map holds JSON texts,
+    whose null is the JSON null; an array holds column names, none of them null."""
+    column = F.col(f"`{field.name}`")
+    if isinstance(field.dataType, MapType):
+        return F.transform_values(column, lambda _, text: F.coalesce(text, F.lit("null")))
+    if isinstance(field.dataType, ArrayType):
+        return F.array_compact(column)
+    return column

@@ -56,10 +56,10 @@ from spark.streams.generations import Generations
 from ..contract import MicroBatch, Resolved, Sink, resolved_rows
 from ..json_rows import dead_letter_json, generations_json, log_row_json_text, not_json, resolved_json
 from ..layouts import KafkaFormat
-from .avro_rows import AvroLogRows, avro_datum
+from .avro_rows import avro_datum, log_row_avro
 from ..images import ImagesAt, ImageWriter, TableImages
 from .images import AvroImages
-from .records import RECORDS, BatchEncoder, Record, headers, shipped
+from .records import RECORDS, Record, headers, shipped
 from .slots import PRODUCING, SLOT, SlotWriter, slotted
 from ..ledger import is_newest_replay
 from ..parts import held_to_write, write_each_part
@@ -122,7 +122,7 @@ class KafkaSink(Sink):
         self._held: Held | None = None  # the newest batch the ledger holds for this writer
         self._purged = 0  # when (s) the images of expired rows were last made
         self._resolved: dict[bytes, int] | None = None  # marker key → the newest resolved timestamp published
-        self._encode_rows: BatchEncoder | None = None  # None: JSON, made by Spark
+        self._avro_rows: tuple[int, dict] | None = None  # a log row's schema id and record; None: JSON
         self._encode_dead_letter: Encode | None = None
 
     def prepare(self) -> None:
@@ -140,7 +140,7 @@ class KafkaSink(Sink):
         if self.transactions:
             self._producer.init_transactions(self.timeout)  # also fences an older writer of this id
         self._held, self._purged = self._read_ledger()
-        self._encode_rows, self._encode_dead_letter = self._encoders()
+        self._avro_rows, self._encode_dead_letter = self._encoders()
         if self.images_at is not None:
             self._images = self.images_at.writer(self.app_id, AvroImages(self.topic, self._registry(),
                                                                           self._create_compacted))
@@ -160,20 +160,20 @@ class KafkaSink(Sink):
     def _client(self) -> dict:
         return self.security.librdkafka(self.bootstrap_servers)
 
-    def _encoders(self) -> tuple[BatchEncoder | None, Encode]:
-        """(a batch of log rows → `RECORDS`, dead letter → value) in the sink's format, self-contained: they
-        run on the executors (JSON log rows have none: Spark makes them). Avro's schemas are registered here,
-        so a registry that refuses them stops the sink before any batch."""
+    def _encoders(self) -> tuple[tuple[int, dict] | None, Encode]:
+        """(a log row's Avro schema id and record, None for JSON; dead letter → value, self-contained: it runs
+        on the executors) in the sink's format; a log row's value is made by Spark (`write_parts`). Avro's
+        schemas are registered here, so a registry that refuses them stops the sink before any batch."""
         if self.format == "json":
-            return None, _json_dead_letter  # a log row's JSON is made by Spark (`write_parts`)
+            return None, _json_dead_letter
         from .avro_rows import record_schema
 
         registry = self._registry()
-        row_id = registry.register(f"{self.topic}-value", record_schema(R.LOG_ROW, "LogRow"), self.topic)
+        record = record_schema(R.LOG_ROW, "LogRow")
+        row_id = registry.register(f"{self.topic}-value", record, self.topic)
         dead_id = registry.register(f"{self.dead_letters}-value", record_schema(R.DEAD_LETTER, "DeadLetter"),
                                     self.dead_letters)
-        return (AvroLogRows(row_id, registry.parsed_schema(row_id)),
-                partial(_avro, dead_id, registry.parsed_schema(dead_id)))
+        return (row_id, record), partial(_avro, dead_id, registry.parsed_schema(dead_id))
 
     def _read_ledger(self) -> tuple[Held | None, int]:
         """The newest batch the ledger holds for this writer, and the time (s) of its last purge of images."""
@@ -243,12 +243,13 @@ class KafkaSink(Sink):
             rows = slotted(made.withColumn("seq", F.monotonically_increasing_id()), slots, ("seq",), key="key")
             rows, topic, encode, what = rows.drop("seq"), None, _image_records, "image records"
         else:
-            rows, topic, encode, what = slotted(batch.rows, slots, (f"`{c}`" for c in _ORDER)), self.topic, \
-                self._encode_rows, "log rows"
-            if encode is None:  # JSON, made by Spark
-                rows = rows.select("partition_key", log_row_json_text(batch.rows.schema, omit=R.LATE).alias("text"),
-                                   "change_id", R.LATE, SLOT)
-                encode = _json_chunk
+            if self._avro_rows is None:  # JSON, checked on the executors
+                value, encode = log_row_json_text(batch.rows.schema, omit=R.LATE).alias("text"), _json_chunk
+            else:
+                value, encode = log_row_avro(*self._avro_rows).alias("value"), _avro_chunk
+            rows = slotted(batch.rows, slots, (f"`{c}`" for c in _ORDER)).select(
+                "partition_key", value, "change_id", R.LATE, SLOT)
+            topic, what = self.topic, "log rows"
         sent = write_each_part(rows, SlotWriter(self._client(), self.app_id, topic, self.ledger, batch.id,
                                                 batch.offsets, encode, self.transactions, self.timeout))
         log.info("batch %d: %d %s committed to %s from the executors", batch.id, sent, what, self.topic)
@@ -398,6 +399,11 @@ def _json_chunk(batch: pa.RecordBatch) -> pa.RecordBatch:
     if wrong is not None:
         raise KafkaSinkError(wrong)
     return pa.RecordBatch.from_arrays([batch.column("partition_key"), texts.cast(pa.binary()), batch.column("change_id"),
+                                       batch.column(R.LATE)], schema=RECORDS)
+
+
+def _avro_chunk(batch: pa.RecordBatch) -> pa.RecordBatch:
+    return pa.RecordBatch.from_arrays([batch.column("partition_key"), batch.column("value"), batch.column("change_id"),
                                        batch.column(R.LATE)], schema=RECORDS)
 
 
