@@ -27,12 +27,15 @@ The floors, timed in the same turns on the same rows: `floor-delta`, a plain Del
 DataFrame; `floor-postgres`, a plain `COPY` of the rows (as the PostgreSQL sink stages them: CSV, made
 before the clock starts) into a table without a key; `floor-mysql`, `LOAD DATA LOCAL INFILE` of the same
 CSV into a MariaDB table without a key; `floor-kafka`, a plain producer (acks=all, idempotent, as the
-sink's) sending each row's JSON, made before the clock starts, and flushing. Needs the local stack
+sink's) sending each row's JSON, made before the clock starts, and flushing; `floor-cassandra`, the Python
+driver's `execute_concurrent` of a prepared INSERT per row (100 in flight) into a log table as the sink
+makes it, with the values the sink binds, made before the clock starts. Needs the local stack
 (`deploy/local/start`); prints figures, asserts nothing.
 """
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime as dt
 import json
 import statistics
@@ -64,7 +67,7 @@ from spark.sinks.settings import SinkContext  # noqa: E402
 # Each a sink kind, with a variant of its settings after a dash; a floor, its target's plain load.
 SINKS = ("delta", "delta-typed", "delta-mirror", "postgres", "postgres-typed", "postgres-mirror", "mysql", "mysql-typed",
          "mysql-mirror", "cassandra", "kafka", "kafka-avro", "kafka-image", "http", "http-image")
-FLOORS = ("floor-delta", "floor-postgres", "floor-mysql", "floor-kafka")
+FLOORS = ("floor-delta", "floor-postgres", "floor-mysql", "floor-kafka", "floor-cassandra")
 _VARIANTS = {"kafka-avro": {"format": "avro"}, "kafka-image": {"format": "avro", "layout": "image"},
              "http-image": {"layout": "image"},
              **{f"{sink}-{layout}": {"layout": layout} for sink in ("delta", "postgres", "mysql")
@@ -161,8 +164,23 @@ def csv_of(rows) -> bytes:
     return b"".join(chunk.csv for chunk in staged(rows, LOG_COLUMNS).toLocalIterator())
 
 
-def floor(stack, name: str, rows, csv: bytes, values: list[bytes], run: str, tmp: Path) -> float:
-    """Seconds of the floor `name`: its target's plain load of the same rows."""
+def bound_values(stack, rows) -> tuple[object, list[list]]:
+    """(the bench table's log layout, each row's values as the Cassandra sink binds them), for its floor."""
+    from schemas.runtime.session import connect
+    from schemas.tables.loader import read_table
+    from spark.sinks.cassandra.sink import _write_projection
+    from spark.sinks.log_table import LogLayout, LogRowEncoder
+
+    cluster, session = connect([stack.cassandra_host], stack.cassandra_port)
+    layout = LogLayout.of_table(*read_table(session, BENCH_KEYSPACE, "orders"))
+    cluster.shutdown()
+    encoder = LogRowEncoder(layout)
+    return layout, [encoder.encode(row.asDict()) for row in rows.select(*_write_projection()).collect()]
+
+
+def floor(stack, name: str, rows, csv: bytes, values: list[bytes], run: str, tmp: Path,
+          bound: tuple[object, list[list]] | None = None) -> float:
+    """Seconds of the floor `name`: its target's plain load of the same rows (`bound`: `bound_values`)."""
     from spark.sinks.postgres.log import LOG_COLUMNS, ident
 
     if name == "floor-delta":
@@ -228,6 +246,27 @@ def floor(stack, name: str, rows, csv: bytes, values: list[bytes], run: str, tmp
         if failed:
             raise RuntimeError(f"the plain producer failed to deliver {len(failed)} values: {failed[0]}")
         return seconds
+    if name == "floor-cassandra":
+        from cassandra.concurrent import execute_concurrent_with_args
+
+        from schemas.runtime.session import connect
+        from spark.sinks.cassandra.sink import DEFAULT_LOG_TTL
+
+        layout, bound_rows = bound
+        layout = dataclasses.replace(layout, keyspace=run)
+        cluster, session = connect([stack.cassandra_host], stack.cassandra_port)
+        session.execute(f"CREATE KEYSPACE {run} WITH replication ="
+                        " {'class': 'SimpleStrategy', 'replication_factor': 1}")
+        session.execute(layout.create_statement(DEFAULT_LOG_TTL))
+        insert = session.prepare(layout.insert_statement())
+        started = time.perf_counter()
+        for ok, result in execute_concurrent_with_args(session, insert, bound_rows, concurrency=100):
+            if not ok:
+                raise result
+        seconds = time.perf_counter() - started
+        session.execute(f"DROP KEYSPACE {run}")
+        cluster.shutdown()
+        return seconds
     raise ValueError(name)
 
 
@@ -278,12 +317,13 @@ def main() -> int:
     log_only = rows.select(*(F.col(f"`{name}`") for name in R.LOG_ROW.fieldNames()))
     csv = csv_of(log_only) if {"floor-postgres", "floor-mysql"} & set(chosen) else b""
     values = [v.encode() for v in log_only.toJSON().collect()] if "floor-kafka" in chosen else []
+    bound = bound_values(stack, rows) if "floor-cassandra" in chosen else None
     seconds: dict[str, list[float]] = {sink: [] for sink in chosen}
     with tempfile.TemporaryDirectory() as tmp:
         for round_ in range(args.repeat):
             for sink in chosen if round_ % 2 == 0 else tuple(reversed(chosen)):
                 run = f"bench_{uuid.uuid4().hex[:10]}"
-                took = (floor(stack, sink, log_only, csv, values, run, Path(tmp)) if sink in FLOORS
+                took = (floor(stack, sink, log_only, csv, values, run, Path(tmp), bound) if sink in FLOORS
                         else sink_seconds(spark, stack, sink, rows, warm, empty, run, Path(tmp), receiver))
                 seconds[sink].append(took)
                 print(f"round {round_ + 1} {sink:15s} {args.rows / took:10,.0f} rows/s ({took:.1f} s)", flush=True)

@@ -30,7 +30,8 @@ def test_spark_s_avro_of_a_log_row_is_fastavro_s_for_every_shape_of_value(spark)
     third = F.col("key").contains('"id": 3')
     for name in ("generation", "token", "cdc$ttl"):  # every nullable column null in one row
         frame_ = frame_.withColumn(name, F.when(third, F.lit(None)).otherwise(F.col(f"`{name}`")))
-    made = frame_.select(log_row_avro(SCHEMA_ID, record).alias("avro"), *(F.col(f"`{n}`") for n in LOG_ROW.fieldNames()))
+    made = frame_.select(log_row_avro(SCHEMA_ID, record).alias("avro"),
+                         *(F.col(f"`{n}`") for n in LOG_ROW.fieldNames()))
     checked = 0
     for row in made.collect():
         values = row.asDict(recursive=True)

@@ -403,8 +403,8 @@ def _json_chunk(batch: pa.RecordBatch) -> pa.RecordBatch:
 
 
 def _avro_chunk(batch: pa.RecordBatch) -> pa.RecordBatch:
-    return pa.RecordBatch.from_arrays([batch.column("partition_key"), batch.column("value"), batch.column("change_id"),
-                                       batch.column(R.LATE)], schema=RECORDS)
+    return pa.RecordBatch.from_arrays([batch.column("partition_key"), batch.column("value"),
+                                       batch.column("change_id"), batch.column(R.LATE)], schema=RECORDS)
 
 
 @dataclass(frozen=True)
