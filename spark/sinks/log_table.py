@@ -215,7 +215,7 @@ def entries(mapping: Any) -> Iterable[tuple[Any, Any]]:
     """Entries of a map column: a dict (Spark Row) or a list of pairs (Arrow to_pylist)."""
     if mapping is None:
         return ()
-    return mapping.items() if isinstance(mapping, Mapping) else mapping
+    return mapping if isinstance(mapping, list) else mapping.items()  # not typing's Mapping: slow, per row
 
 
 def other_columns(row: Mapping[str, Any], known: frozenset[str]) -> dict[str, str | None]:

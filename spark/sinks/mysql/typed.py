@@ -33,7 +33,7 @@ from .types import CHUNK, mysql_column, quote
 from ..typed_log import OTHER_COLUMNS
 from ..contract import of_tables
 from ..parts import write_each_part
-from ..typed_sql import TypedPart, sql_log_layout, typed_layouts, typed_row
+from ..typed_sql import TypedPart, sql_log_layout, typed_layouts, typed_part_rows, typed_row
 
 
 def _stream_id(text: str) -> bytes:
@@ -142,7 +142,7 @@ class MySqlTypedSink(MySqlSink):
             conn.close()
         if layouts:
             parts = TypedParts(self.dsn, self.app_id, batch.id, layouts)
-            write_each_part(of_tables(batch.rows, layouts), parts)
+            write_each_part(typed_part_rows(batch.rows, layouts), parts)
         if untyped:
             super().write_parts(dataclasses.replace(batch, rows=of_tables(batch.rows, untyped)))
 

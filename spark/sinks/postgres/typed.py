@@ -30,7 +30,7 @@ from .types import copy_staged, pg_column
 from ..typed_log import OTHER_COLUMNS
 from ..contract import MicroBatch, of_tables
 from ..parts import write_each_part
-from ..typed_sql import TypedPart, sql_log_layout, typed_layouts, typed_row
+from ..typed_sql import TypedPart, sql_log_layout, typed_layouts, typed_part_rows, typed_row
 
 
 def _other(value: Any) -> Any:
@@ -133,7 +133,7 @@ class PostgresTypedSink(PostgresSink):
             layouts, untyped = typed_layouts(batch.rows, layout_of)
         if layouts:
             parts = TypedParts(self.dsn, self.ledger, batch.id, layouts)
-            write_each_part(of_tables(batch.rows, layouts), parts)
+            write_each_part(typed_part_rows(batch.rows, layouts), parts)
         if untyped:
             super().write_parts(dataclasses.replace(batch, rows=of_tables(batch.rows, untyped)))
 
