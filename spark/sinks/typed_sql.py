@@ -17,18 +17,11 @@ from spark.mirror.tables import Layouts
 from spark.mirror.values import StoreColumn, store_values
 
 from .contract import of_tables
-from .log_table import (BATCH_SEQ_NO, END_OF_BATCH, OPERATION, STREAM_ID, TIME, TTL, LogLayout, LogRowValues,
-                        other_columns, typed_log_layout)
+from .log_table import TIME, TYPED_FIELDS, LogLayout, LogRowValues, other_columns, typed_log_layout
 from .parts import part_digest
 from .typed_log import OTHER_COLUMNS, TypedLogError
 
 log = logging.getLogger(__name__)
-
-# The columns of a log row that its typed log's row is made from (`typed_row`, and the change id its error
-# names): what a task is given. The times and the source it never reads took a third of its time to
-# become Python values.
-TYPED_FIELDS = ("keyspace", "table", STREAM_ID, TIME, BATCH_SEQ_NO, OPERATION, TTL, END_OF_BATCH, "key", "columns",
-                "deleted_columns", "deleted_elements", "change_id")
 
 
 def typed_layouts(rows: DataFrame, layout_of: Callable[[str, str], LogLayout | None]
