@@ -34,6 +34,8 @@ from typing import Any
 
 import pyarrow as pa
 from cassandra.query import UNSET_VALUE
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
 from pyspark.sql.types import (ArrayType, BinaryType, BooleanType, ByteType, DataType, DateType, DoubleType,
                                FloatType, IntegerType, LongType, MapType as SparkMap, ShortType, StringType,
                                StructField, StructType, TimestampType)
@@ -41,7 +43,7 @@ from pyspark.sql.types import (ArrayType, BinaryType, BooleanType, ByteType, Dat
 from schemas.avro.types import varint_text
 from schemas.cql import CqlType, Kind, ListType, MapType, SetType, TupleType, UserType, VectorType, parse_type
 
-from .log_table import METADATA, LogLayout, LogRowEncoder, other_columns
+from .log_table import METADATA, TYPED_FIELDS, LogLayout, LogRowEncoder, other_columns
 
 Convert = Callable[[Any], Any]
 CQL_TYPE = "cql_type"  # each column's metadata: its CQL type, so a log outlives its base table
@@ -127,6 +129,12 @@ def _holds_map(data_type: DataType) -> bool:
     if isinstance(data_type, StructType):
         return any(_holds_map(f.dataType) for f in data_type.fields)
     return False
+
+
+def typed_source(rows: DataFrame) -> DataFrame:
+    """Log rows with only the columns a typed log's row is made from (`TYPED_FIELDS`): what the tasks that
+    make typed rows are given, in Delta, PostgreSQL and MySQL."""
+    return rows.select(*(F.col(f"`{name}`") for name in TYPED_FIELDS))
 
 
 class TypedLog:

@@ -11,16 +11,14 @@ from typing import Any
 
 import pyarrow as pa
 from pyspark.sql import DataFrame
-from pyspark.sql import functions as F
 
 from spark.mirror.tables import Layouts
 from spark.mirror.values import StoreColumn, store_values
 
 from .contract import of_tables
-from .log_table import (BATCH_SEQ_NO, STREAM_ID, TIME, TYPED_FIELDS, LogLayout, LogRowValues, other_columns,
-                        typed_log_layout)
+from .log_table import BATCH_SEQ_NO, STREAM_ID, TIME, LogLayout, LogRowValues, other_columns, typed_log_layout
 from .parts import part_digest
-from .typed_log import OTHER_COLUMNS, TypedLogError
+from .typed_log import OTHER_COLUMNS, TypedLogError, typed_source
 
 log = logging.getLogger(__name__)
 
@@ -43,7 +41,7 @@ def typed_layouts(rows: DataFrame, layout_of: Callable[[str, str], LogLayout | N
 
 def typed_part_rows(rows: DataFrame, layouts: Mapping[tuple[str, str], LogLayout]) -> DataFrame:
     """The batch's rows of the tables `layouts` names, as the tasks that write them take them (`TypedPart`)."""
-    return of_tables(rows, layouts).select(*(F.col(f"`{name}`") for name in TYPED_FIELDS))
+    return typed_source(of_tables(rows, layouts))
 
 
 @dataclass(frozen=True)

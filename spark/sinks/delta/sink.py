@@ -53,8 +53,8 @@ from .mirror import DeltaMirrorStore, known_mirrors
 from ..layouts import MIRROR, Layout
 from ..ledger import is_newest_replay
 from ..mirror_parts import table_changes, table_counts
-from ..log_table import TYPED_FIELDS, LogLayout, typed_log_layout
-from ..typed_log import TypedLog
+from ..log_table import LogLayout, typed_log_layout
+from ..typed_log import TypedLog, typed_source
 
 # File statistics of the log (set when Delta creates it) only for the times readers filter on: by
 # default Delta computes them for the first 32 columns, a third of a write's time (the JSON text
@@ -247,8 +247,8 @@ class DeltaSink(Sink):
                 untyped.append((keyspace, table))
                 continue
             frame = rows.where((F.col("keyspace") == keyspace) & (F.col("table") == table))
-            encoded = [frame.where(rule).select(*(F.col(f"`{n}`") for n in TYPED_FIELDS)).mapInArrow(
-                typed.encode(), typed.schema) for rule in (~late, late)]
+            encoded = [typed_source(frame.where(rule)).mapInArrow(typed.encode(), typed.schema)
+                       for rule in (~late, late)]
             self._append(self._unheld(*encoded, name, TYPED_KEY, _late_span((low, high))), name, batch,
                          mergeSchema="true", **{"delta.columnMapping.mode": "name"})
         return of_tables(rows, untyped) if untyped else None

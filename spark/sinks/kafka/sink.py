@@ -398,13 +398,17 @@ def _json_chunk(batch: pa.RecordBatch) -> pa.RecordBatch:
     wrong = not_json(texts, batch.column("change_id"))
     if wrong is not None:
         raise KafkaSinkError(wrong)
-    return pa.RecordBatch.from_arrays([batch.column("partition_key"), texts.cast(pa.binary()), batch.column("change_id"),
-                                       batch.column(R.LATE)], schema=RECORDS)
+    return _log_records(batch, texts.cast(pa.binary()))
 
 
 def _avro_chunk(batch: pa.RecordBatch) -> pa.RecordBatch:
-    return pa.RecordBatch.from_arrays([batch.column("partition_key"), batch.column("value"),
-                                       batch.column("change_id"), batch.column(R.LATE)], schema=RECORDS)
+    return _log_records(batch, batch.column("value"))
+
+
+def _log_records(batch: pa.RecordBatch, values: pa.Array) -> pa.RecordBatch:
+    """`RECORDS` of a batch of `write_parts`' log rows, valued `values`."""
+    return pa.RecordBatch.from_arrays([batch.column("partition_key"), values, batch.column("change_id"),
+                                       batch.column(R.LATE)], schema=RECORDS)
 
 
 @dataclass(frozen=True)
