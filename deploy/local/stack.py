@@ -255,7 +255,15 @@ def pid_alive(pid_file: Path) -> int | None:
         os.kill(pid, 0)
     except (FileNotFoundError, ValueError, ProcessLookupError, PermissionError):
         return None
-    return pid
+    return None if zombie(pid) else pid
+
+
+def zombie(pid: int) -> bool:
+    """Whether `pid` has ended and only waits for a parent other than this process to reap it."""
+    try:  # /proc/<pid>/stat: "pid (comm) state ..."; comm may hold spaces and parentheses
+        return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0] == "Z"
+    except (OSError, IndexError):
+        return False
 
 
 def spawn(name: str, cmd: list[str], service_dir: Path, env: dict[str, str] | None = None) -> None:
@@ -460,8 +468,9 @@ class Service:
         return pid
 
     def killed(self, pid: int) -> None:
-        if not ended(self.pid_file, 10):
-            raise StackError(f"{self.name} (pid {pid}) still runs 10 s after SIGKILL")
+        # A loaded machine can take seconds to tear down a JVM of many threads and mapped files.
+        if not ended(self.pid_file, 30):
+            raise StackError(f"{self.name} (pid {pid}) still runs 30 s after SIGKILL")
         self.pid_file.unlink(missing_ok=True)
 
     def status(self) -> str:
