@@ -10,7 +10,8 @@ from typing import AbstractSet as Set, Mapping
 
 from schemas import _native
 from schemas.avro.table import SourceInfo
-from schemas.cql import CqlType, ListType, MapType, SetType, TupleType, UserType, VectorType, parse_type
+from schemas.cql import parse_type
+from schemas.cql.tree import type_tree
 from schemas.tables.model import SchemaSnapshot, Table
 
 
@@ -42,23 +43,6 @@ class TableSpec:
     clustering: list[tuple]
     columns: list[ColumnSpec]  # live ones first, in the order of the event's `after` record
     mode: Mode
-
-
-def type_tree(cql: CqlType) -> tuple:
-    """A parsed CQL type as nested tuples (see `CqlType` in the crate's python.rs)."""
-    if isinstance(cql, ListType):
-        return ("list", type_tree(cql.element), cql.multi_cell)
-    if isinstance(cql, SetType):
-        return ("set", type_tree(cql.element), cql.multi_cell)
-    if isinstance(cql, MapType):
-        return ("map", type_tree(cql.key), type_tree(cql.value), cql.multi_cell)
-    if isinstance(cql, TupleType):
-        return ("tuple", [type_tree(e) for e in cql.elements])
-    if isinstance(cql, UserType):
-        return ("udt", list(cql.field_names), [type_tree(t) for t in cql.field_types], cql.multi_cell)
-    if isinstance(cql, VectorType):
-        return ("vector", type_tree(cql.element), cql.dimension)
-    return ("native", cql.kind.name, cql.bits, cql.counter, cql.time_ordered, cql.ascii)
 
 
 def table_spec(table: Table, schema: SchemaSnapshot, schema_ids: tuple[int, int] | None = None,

@@ -1,16 +1,17 @@
 """ringtail's native core (Rust, the cargo workspace in Cargo.toml): the connector's half reads commit-log
 segments into change events (`Segment`, `Decoder`), Spark's half reads events back into CDC log rows
-(`EventDecoder`, `ReplicaCopies`). The reference for every value here is the Python code named beside
-it; `tests/unit/test_native_stub.py` holds this stub to the module."""
+(`EventDecoder`, `ReplicaCopies`) and a snapshot's result rows into them (`SnapshotRows`). The reference for
+every value here is the Python code named beside it; `tests/unit/test_native_stub.py` holds this stub to the
+module."""
 from __future__ import annotations
 
 from typing import Protocol, TypeAlias
 
 # -- the connector's half (connector/native, `connector.native_source`, `connector.native_core`) --------
 
-# ("native", Kind's name, bits, counter, time_ordered, ascii) | ("list" | "set", element, multi_cell)
-# | ("map", key, value, multi_cell) | ("tuple", [types]) | ("udt", [field names], [types], multi_cell)
-# | ("vector", element, dimension)
+# `schemas.cql.tree.type_tree`: ("native", Kind's name, bits, counter, time_ordered, ascii)
+# | ("list" | "set", element, multi_cell) | ("map", key, value, multi_cell) | ("tuple", [types])
+# | ("udt", [field names], [types], multi_cell) | ("vector", element, dimension)
 CqlTypeTree: TypeAlias = tuple
 
 
@@ -239,7 +240,7 @@ class RawCell:
     def value(self) -> bytes: ...
 
 
-# -- Spark's half (spark/native, `spark.delivery.native_events`) -----------------------------------------
+# -- Spark's half (spark/native, `spark.delivery.native_events`, `spark.snapshot.rows`) --------------------------------
 
 # (validity address or 0, offsets address or 0, data address, data size, offset, length) of an Arrow column
 ColumnAddress: TypeAlias = tuple[int, int, int, int, int, int]
@@ -267,6 +268,21 @@ class ReplicaCopies:
     @property
     def skipped(self) -> int:
         """Records skipped as copies so far."""
+
+
+class SnapshotRows:
+    """One table's snapshot statement, compiled once (`spark.snapshot.rows.TableRows`): a page's rows section →
+    the columns of its log rows that differ from row to row."""
+
+    def __init__(self, keyspace: str, table: str, partition_key: list[tuple[str, CqlTypeTree, str]],
+                 clustering: list[tuple[str, CqlTypeTree, str]],
+                 cells: list[tuple[str, CqlTypeTree, str, bool, bool]]) -> None:
+        """Each column as (name, CQL type, Avro schema of its values as JSON); a cell also with whether its newest
+        write time and its TTL follow it in the statement."""
+    def read(self, section: bytes, version_us: int) -> dict[str, object]:
+        """The buffers of `rows`, `token`, `partition_key`, `key`, `columns`, `cdc$ttl`, `write_time_us`,
+        `change_id` and `cdc$time`, as `EventDecoder.decode` gives columns; ValueError naming the row and column
+        of a value that does not fit its type."""
 
 
 def first_not_json(texts: ColumnAddress) -> int | None:

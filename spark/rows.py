@@ -136,6 +136,37 @@ def column_address(array: pa.Array) -> tuple[int, int, int, int, int, int]:
     return validity, 0, values.address, values.size, array.offset, len(array)
 
 
+def _buffer(raw: bytes | None) -> pa.Buffer | None:
+    return None if raw is None else pa.py_buffer(raw)
+
+
+def _children(spec) -> int:
+    return len(spec[1]) // 4 - 1  # an offsets buffer holds one more offset than values
+
+
+def arrow_column(kind: pa.DataType, spec: tuple, length: int) -> pa.Array:
+    """An array of `length` values of `kind` from the buffers the native core gives back for a column:
+    (validity or None, offsets, data, nulls) of text or binary, (validity or None, values, nulls) of fixed
+    width, ((validity, offsets, nulls), keys, values) of a map and ((validity, offsets, nulls), items) of a list."""
+    if pa.types.is_map(kind):
+        (validity, offsets, nulls), keys, items = spec
+        entries = pa.StructArray.from_arrays(
+            [arrow_column(kind.key_type, keys, _children(keys)), arrow_column(kind.item_type, items, _children(items))],
+            fields=[kind.key_field, kind.item_field])
+        return pa.Array.from_buffers(kind, length, [_buffer(validity), pa.py_buffer(offsets)], null_count=nulls,
+                                     children=[entries])
+    if pa.types.is_list(kind):
+        (validity, offsets, nulls), items = spec
+        return pa.Array.from_buffers(kind, length, [_buffer(validity), pa.py_buffer(offsets)], null_count=nulls,
+                                     children=[arrow_column(kind.value_type, items, _children(items))])
+    if len(spec) == 4:
+        validity, offsets, data, nulls = spec
+        return pa.Array.from_buffers(kind, length, [_buffer(validity), pa.py_buffer(offsets), pa.py_buffer(data)],
+                                     null_count=nulls)
+    validity, values, nulls = spec
+    return pa.Array.from_buffers(kind, length, [_buffer(validity), pa.py_buffer(values)], null_count=nulls)
+
+
 def arrow_schema(schema: StructType) -> pa.Schema:
     """The Arrow schema Spark expects from `mapInArrow` for `schema`."""
     from pyspark.sql.pandas.types import to_arrow_schema

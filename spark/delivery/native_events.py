@@ -12,7 +12,7 @@ import pyarrow as pa
 from schemas.avro.errors import UnknownSchemaId
 from schemas.avro.reader import EventReaders, event_readers
 from schemas.runtime.access import RegistrySecurity
-from spark.rows import DECODED, SOURCE, arrow_schema, column_address
+from spark.rows import DECODED, SOURCE, arrow_column, arrow_schema, column_address
 
 try:
     from schemas._native import EventDecoder, ReplicaCopies
@@ -27,56 +27,15 @@ _KAFKA_TYPES = {"topic": pa.string(), "partition": pa.int32(), "offset": pa.int6
                 "timestamp": pa.timestamp("us", tz="UTC"), "key": pa.binary(), "value": pa.binary()}
 
 
-def _buffer(raw: bytes | None) -> pa.Buffer | None:
-    return None if raw is None else pa.py_buffer(raw)
-
-
-def _var(kind: pa.DataType, spec, length: int) -> pa.Array:
-    validity, offsets, data, nulls = spec
-    return pa.Array.from_buffers(kind, length, [_buffer(validity), pa.py_buffer(offsets), pa.py_buffer(data)],
-                                 null_count=nulls)
-
-
-def _fixed(kind: pa.DataType, spec, length: int) -> pa.Array:
-    validity, values, nulls = spec
-    return pa.Array.from_buffers(kind, length, [_buffer(validity), pa.py_buffer(values)], null_count=nulls)
-
-
-def _children(spec) -> int:
-    return len(spec[1]) // 4 - 1  # an offsets buffer holds one more offset than values
-
-
-def _map(kind: pa.MapType, spec, length: int) -> pa.Array:
-    (validity, offsets, nulls), keys, items = spec
-    entries = pa.StructArray.from_arrays(
-        [_var(kind.key_type, keys, _children(keys)), _var(kind.item_type, items, _children(items))],
-        fields=[kind.key_field, kind.item_field])
-    return pa.Array.from_buffers(kind, length, [_buffer(validity), pa.py_buffer(offsets)], null_count=nulls,
-                                 children=[entries])
-
-
-def _list(kind: pa.ListType, spec, length: int) -> pa.Array:
-    (validity, offsets, nulls), items = spec
-    return pa.Array.from_buffers(kind, length, [_buffer(validity), pa.py_buffer(offsets)], null_count=nulls,
-                                 children=[_var(kind.value_type, items, _children(items))])
-
-
 def _column(name: str, kind: pa.DataType, buffers: dict, length: int) -> pa.Array:
     if name in _ALWAYS_NULL:
         return pa.nulls(length, kind)
     if name == "write_time":
-        return _fixed(kind, buffers["write_time_us"], length)
+        return arrow_column(kind, buffers["write_time_us"], length)
     if name == "source":
         return pa.StructArray.from_arrays([_column(f.name, f.type, buffers, length) for f in _SOURCE_ARROW],
                                           fields=list(_SOURCE_ARROW))
-    spec = buffers[name]
-    if pa.types.is_map(kind):
-        return _map(kind, spec, length)
-    if pa.types.is_list(kind):
-        return _list(kind, spec, length)
-    if len(spec) == 4:
-        return _var(kind, spec, length)
-    return _fixed(kind, spec, length)
+    return arrow_column(kind, buffers[name], length)
 
 
 class NativeEvents:

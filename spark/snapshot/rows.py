@@ -8,7 +8,9 @@ that start with an ordinary timestamp; one written `USING TIMESTAMP` later than 
 to a later change Cassandra would not apply; and an element's TTL is not carried. Values arrive as the
 bytes Cassandra stores (`raw`) and go through the CQL type layer and the event contract's value
 readers, so they are written exactly as the log writes them: same JSON, same key, same partition
-key bytes. Two differences, both CQL's: a non-frozen list is its values in order (CQL does not
+key bytes. A page is read whole by the native core (`schemas._native.SnapshotRows`, without a Python object
+per row or value) and row by row here (`log_rows`, the reference it is tested against, which a mirror's cells
+need). Two differences, both CQL's: a non-frozen list is its values in order (CQL does not
 return the elements' timeuuids, which the log uses as keys), and a non-frozen UDT names the fields
 that hold a value.
 
@@ -31,13 +33,21 @@ import pyarrow as pa
 
 from schemas.avro.reader import as_is, value_reader
 from schemas.avro.types import value_type
-from schemas.cql import CqlType, UserType, maybe_quote, parse_type
+from schemas.cql import CqlType, CqlValueError, UserType, maybe_quote, parse_type
 from schemas.cql.composite import compose
-from schemas.tables.model import ColumnKind, Table
+from schemas.cql.tree import type_tree
+from schemas.tables.model import Column, ColumnKind, Table
 from spark import rows as R
 from spark.delivery.events import log_time
 from spark.mirror.layout import LIST, MAP, SET, read_list_key, storage_of
 from spark.streams.generations import Generation
+
+from .raw import RowsSection
+
+try:
+    from schemas._native import SnapshotRows
+except ImportError:  # pages are read in Python, as the reference does
+    SnapshotRows = None
 
 _BIGINT = np.dtype(">i8")
 DECODED_ARROW = R.arrow_schema(R.DECODED)
@@ -46,6 +56,8 @@ _SOURCE = {"node": "snapshot"}
 _LONGS, _INTS = parse_type("frozen<list<bigint>>", {}, ""), parse_type("frozen<list<int>>", {}, "")
 _NUMBERS: dict[tuple[int, int], struct.Struct] = {}  # (count, width) -> the layout of that many with no null
 _NO_TIME = np.iinfo(np.int64).min  # Cassandra's own "no timestamp" (LivenessInfo.NO_TIMESTAMP)
+# What the native core reads of each row of a page; the rest is the same for every row, or the stream ids.
+_NATIVE_COLUMNS = ("cdc$time", "cdc$ttl", "key", "columns", "write_time_us", "partition_key", "change_id")
 
 
 def column_json(cql: CqlType, namespace: str) -> Callable[[bytes], Any]:
@@ -92,22 +104,32 @@ class TableRows:
         self.with_cells = cells
         namespace = f"ringtail.snapshot.{table.keyspace}.{table.name}"
 
-        def json_of(name: str, type_text: str) -> Callable[[bytes], Any]:
-            return column_json(parse_type(type_text, user_types, table.keyspace), f"{namespace}.{name}")
+        def typed(c: Column) -> tuple[str, CqlType]:
+            return c.name, parse_type(c.type, user_types, table.keyspace)
 
-        self.partition_key = [(c.name, json_of(c.name, c.type)) for c in table.partition_key]
-        self.clustering = [(c.name, json_of(c.name, c.type)) for c in table.clustering]
+        def json_of(name: str, cql: CqlType) -> Callable[[bytes], Any]:
+            return column_json(cql, f"{namespace}.{name}")
+
+        def native_spec(name: str, cql: CqlType) -> tuple[str, tuple, str]:
+            return name, type_tree(cql), json.dumps(value_type(cql, f"{namespace}.{name}").schema)
+
+        partition_key, clustering = [typed(c) for c in table.partition_key], [typed(c) for c in table.clustering]
+        stored = [typed(c) for c in table.columns if c.kind in (ColumnKind.STATIC, ColumnKind.REGULAR)]
+        self.partition_key = [(name, json_of(name, cql)) for name, cql in partition_key]
+        self.clustering = [(name, json_of(name, cql)) for name, cql in clustering]
         self.key_names = [f"{_dumps(name)}: " for name, _ in self.partition_key + self.clustering]  # in its JSON
         self.cells = []
         self.static = frozenset(c.name for c in table.static_columns)
-        for c in table.columns:
-            if c.kind in (ColumnKind.STATIC, ColumnKind.REGULAR):
-                cql = parse_type(c.type, user_types, table.keyspace)
-                elements = storage_of(cql) if cells and cql.multi_cell else None
-                single = not cql.multi_cell and not cql.counter
-                self.cells.append(_Cell(c.name, json_of(c.name, c.type), single, elements,
-                                        tuple(getattr(cql, "field_names", ())), written=element_times or single,
-                                        element_times=element_times and elements is not None))
+        for name, cql in stored:
+            elements = storage_of(cql) if cells and cql.multi_cell else None
+            single = not cql.multi_cell and not cql.counter
+            self.cells.append(_Cell(name, json_of(name, cql), single, elements, tuple(getattr(cql, "field_names", ())),
+                                    written=element_times or single,
+                                    element_times=element_times and elements is not None))
+        # The native core reads a page whole; a mirror's cells are read in Python.
+        self._native = None if cells or SnapshotRows is None else SnapshotRows(
+            table.keyspace, table.name, [native_spec(*c) for c in partition_key], [native_spec(*c) for c in clustering],
+            [(*native_spec(name, cql), cell.written, cell.ttl) for (name, cql), cell in zip(stored, self.cells)])
         key = ", ".join(maybe_quote(c.name) for c in table.partition_key)
         selected = [f"token({key})", *(maybe_quote(n) for n, _ in self.partition_key),
                     *(maybe_quote(n) for n, _ in self.clustering)]
@@ -124,6 +146,20 @@ class TableRows:
         # The probe finds where a step of N partitions ends: the first row of each partition.
         self.probe = (f"SELECT token({key}) FROM {maybe_quote(table.keyspace)}.{maybe_quote(table.name)}"
                       f" WHERE {self.where} PER PARTITION LIMIT 1 LIMIT ?")
+
+    def page_rows(self, page: RowsSection, generation: Generation, version_us: int) -> pa.RecordBatch:
+        """`DECODED` rows of a page of `select`'s result: read whole by the native core when it is there and
+        the rows need no cells, else row by row (`log_rows`, the reference)."""
+        if self._native is None:
+            return self.log_rows(page.rows, generation, version_us)
+        try:
+            buffers = self._native.read(page.body, version_us)
+        except ValueError as exc:  # a value that does not fit its type, as the CQL type layer says it
+            raise CqlValueError(f"{self.table.keyspace}.{self.table.name}: {exc}") from None
+        n = buffers["rows"]
+        tokens = np.frombuffer(buffers["token"][1], dtype=np.int64)
+        return self._batch(n, tokens, generation, {
+            name: R.arrow_column(DECODED_ARROW.field(name).type, buffers[name], n) for name in _NATIVE_COLUMNS})
 
     def log_rows(self, rows: list[tuple], generation: Generation, version_us: int) -> pa.RecordBatch:
         """`DECODED` rows of raw result rows (in `select`'s column order), with stream ids of `generation`; made
@@ -148,15 +184,29 @@ class TableRows:
         if self.with_cells:
             now = time.time_ns() // 1_000_000_000
             cells = [self._cells(list(c), read, now, version_us) for c, read in zip(clusterings, read_cells)]
+        return self._batch(n, tokens, generation, {
+            "cdc$time": list(map(log_time, written_us, digests)), "cdc$ttl": pa.array(ttls, mask=ttls < 0),
+            "key": keys, "columns": self._column_map(texts, held), "write_time_us": written_us,
+            "partition_key": partition_keys, "change_id": [d.hex() for d in digests], "cells": cells})
+
+    def _batch(self, n: int, tokens: np.ndarray, generation: Generation, varying: Mapping[str, Any]
+               ) -> pa.RecordBatch:
+        """A `DECODED` batch of `n` read rows: the columns `varying` from row to row, the stream ids of their
+        `tokens` in `generation`, and what every read row holds alike."""
+        t = self.table
+        alike = {"keyspace": t.keyspace, "table": t.name, "cdc$batch_seq_no": 0, "cdc$operation": R.ROW_READ,
+                 "cdc$end_of_batch": True, "generation": generation.timestamp, "kafka_time": time.time_ns() // 1000,
+                 "source": _SOURCE}
+        write_time_us = varying["write_time_us"]
+        empty_offsets = pa.array(np.zeros(n + 1, dtype=np.int32))  # pa.repeat of an empty list is slow
         return _columns_batch(n, {
-            "keyspace": [t.keyspace] * n, "table": [t.name] * n, "cdc$stream_id": R.stream_id_column(
-                generation.streams_for_tokens(tokens)), "cdc$time": list(map(log_time, written_us, digests)),
-            "cdc$batch_seq_no": [0] * n, "cdc$operation": [R.ROW_READ] * n, "cdc$ttl": pa.array(ttls, mask=ttls < 0),
-            "cdc$end_of_batch": [True] * n, "key": keys, "columns": self._column_map(texts, held),
-            "deleted_columns": [[]] * n, "deleted_elements": [[]] * n, "write_time": written_us,
-            "write_time_us": written_us, "partition_key": partition_keys, "token": tokens,
-            "generation": [generation.timestamp] * n, "change_id": [d.hex() for d in digests],
-            "kafka_time": [time.time_ns() // 1000] * n, "source": [_SOURCE] * n, "cells": cells})
+            **{name: pa.repeat(pa.scalar(value, DECODED_ARROW.field(name).type), n) for name, value in alike.items()},
+            "deleted_columns": pa.ListArray.from_arrays(empty_offsets, pa.array([], pa.string())),
+            "deleted_elements": pa.MapArray.from_arrays(empty_offsets, pa.array([], pa.string()),
+                                                        pa.array([], pa.string())),
+            **varying, "cdc$stream_id": R.stream_id_column(generation.streams_for_tokens(tokens)), "token": tokens,
+            "write_time": write_time_us.cast(pa.timestamp("us", tz="UTC")) if isinstance(write_time_us, pa.Array)
+            else write_time_us})
 
     def _keys(self, selected: list[tuple]) -> tuple[list[str], list[tuple], list[bytes]]:
         """Each row's key JSON text (as `_dumps` of the key's dict writes it), clustering values and serialized
@@ -308,14 +358,15 @@ def _elements(cell: _Cell, value: Any) -> list[tuple[Any, Any]]:
     return [(name, value.get(name)) for name in cell.fields]
 
 
-def paged(session: Any, statement: Any, values: tuple, fetch_size: int) -> Iterator[list[tuple]]:
-    """The pages of a statement's result, one list of rows at a time; the next page is asked for
-    before the current one is handed on, so Cassandra reads it while the caller converts this one."""
+def paged(session: Any, statement: Any, values: tuple, fetch_size: int) -> Iterator[RowsSection]:
+    """The pages of a statement's result on a raw-rows session (`raw.raw_rows`), each its rows section; the next
+    page is asked for before the current one is handed on, so Cassandra reads it while the caller converts this
+    one."""
     statement.fetch_size = fetch_size
     pending = session.execute_async(statement, values)
     while pending is not None:
         result = pending.result()
-        page = list(result.current_rows)
+        page = result.current_rows
         paging_state = result.paging_state
         pending = None if paging_state is None else session.execute_async(statement, values,
                                                                           paging_state=paging_state)

@@ -18,13 +18,14 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, fields
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 from cassandra.concurrent import execute_concurrent_with_args
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 from pyspark.sql.types import StructType
 
 from schemas.runtime.access import CassandraSecurity
-from schemas.runtime.session import connect
+from schemas.runtime.session import STATEMENTS_ONLY, connect
 from schemas.tables.loader import read_table
 from schemas.tables.model import Table, UserType
 from spark import rows as R
@@ -113,7 +114,7 @@ def _session(plan: SnapshotPlan, raw: bool = True) -> Any:
     key = (plan.hosts, plan.port, plan.security, raw)
     with _SESSIONS_LOCK:
         if key not in _SESSIONS:
-            _, session = connect(plan.hosts, plan.port, plan.security)
+            _, session = connect(plan.hosts, plan.port, plan.security, **STATEMENTS_ONLY)
             _SESSIONS[key] = raw_rows(session) if raw else session
         return _SESSIONS[key]
 
@@ -208,35 +209,36 @@ def probe(session: Any, statement: Any, steps: list[tuple[int, int, int]]) -> li
 
 def read_step(plan: SnapshotPlan, table_rows: TableRows, generation: Generation, after: int, end: int
               ) -> Iterator[pa.RecordBatch]:
-    """The rows of tokens (after, end] as `DECODED` batches. A failed page is asked again from the
-    last token whose rows were all yielded; the rows of a token never straddle two attempts."""
+    """The rows of tokens (after, end] as `DECODED` batches, a page at a time. A failed page is asked again from
+    the last token whose rows were all yielded; the rows of a token never straddle two attempts: a page's rows
+    of its last token wait for the next page."""
     session = _session(plan)
     statement = _prepared(plan, table_rows.select)
-    done_until, attempt, held = after, 0, []
+    done_until, attempt, held = after, 0, None
     started, read = time.monotonic(), 0
     while True:
         try:
             for page in paged(session, statement, (done_until, end), plan.fetch_size):
-                rows = held + page
-                last = rows[-1][0]
-                cut = len(rows)
-                while cut and rows[cut - 1][0] == last:
-                    cut -= 1
-                complete, held = rows[:cut], rows[cut:]
-                if complete:
-                    yield table_rows.log_rows(complete, generation, plan.version_us)
-                    done_until = int.from_bytes(complete[-1][0], "big", signed=True)
-                    read += len(complete)
+                rows = table_rows.page_rows(page, generation, plan.version_us)
+                if held is not None:
+                    rows = pa.concat_batches([held, rows])
+                tokens = rows.column("token").to_numpy()
+                cut = int(np.searchsorted(tokens, tokens[-1]))  # a range's rows come in token order
+                complete, held = rows.slice(0, cut), rows.slice(cut)
+                if cut:
+                    yield complete
+                    done_until = int(tokens[cut - 1])
+                    read += cut
                     if plan.rate_limit:
                         ahead = read / plan.rate_limit - (time.monotonic() - started)
                         if ahead > 0:
                             time.sleep(ahead)
-            if held:
-                yield table_rows.log_rows(held, generation, plan.version_us)
+            if held is not None:
+                yield held
             return
         except Exception as exc:  # a timeout, a node down: the range is asked again from where it is
             attempt += 1
-            held = []
+            held = None
             if attempt >= plan.attempts:
                 raise SnapshotError(f"{plan.keyspace}.{plan.table}: reading tokens ({done_until}, {end}] failed"
                                     f" {attempt} times: {type(exc).__name__}: {exc}") from exc

@@ -79,11 +79,20 @@ impl Default for Pairs {
 impl Pairs {
     pub fn push(&mut self, entries: Option<&[(String, String)]>) {
         for (k, v) in entries.unwrap_or(&[]) {
-            self.keys.text(Some(k));
-            self.values.text(Some(v));
+            self.entry(k, v);
         }
+        self.end_row(entries.is_some());
+    }
+
+    /// An entry of the row being built; `end_row` ends it.
+    pub fn entry(&mut self, key: &str, value: &str) {
+        self.keys.text(Some(key));
+        self.values.text(Some(value));
+    }
+
+    pub fn end_row(&mut self, valid: bool) {
         self.offsets.push(self.keys.valid.len as i32);
-        self.valid.push(entries.is_some());
+        self.valid.push(valid);
     }
 }
 

@@ -1,13 +1,14 @@
-//! Spark's native half: reading change events back, for the job and the runners: Confluent-framed Avro values of a Kafka batch →
-//! CDC log rows as Arrow columns, in one pass without Python objects per row. The reference is
-//! `spark.delivery.events` with `schemas.avro.reader`; the tests hold this one to it byte for byte.
+//! Spark's native half, for the job and the runners: Confluent-framed Avro values of a Kafka batch →
+//! CDC log rows as Arrow columns, in one pass without Python objects per row, and a snapshot's pages of
+//! result rows the same way. The reference is `spark.delivery.events` with `schemas.avro.reader`, and
+//! `spark.snapshot.rows`; the tests hold this one to them byte for byte.
 //!
 //! One module per step: `schema` (a writer schema), `datum` (Avro binary), `json` (Python's JSON
 //! text), `values` (a datum as JSON), `layout` (a schema version compiled for reading events),
 //! `rows` (an event's log rows), `columns` (the Arrow buffers), `copies` (replica copies met in a task),
-//! `batch` (a Kafka batch); `error` why a record cannot become rows; `json_text` (whether a text is
-//! JSON as Python reads it, for the Kafka sink); `python` is the binding.
-
+//! `batch` (a Kafka batch), `snapshot` (a page of a snapshot's result rows); `error` why a record cannot
+//! become rows; `json_text` (whether a text is JSON as Python reads it, for the Kafka sink); `python` is
+//! the binding.
 pub mod batch;
 pub mod columns;
 pub mod copies;
@@ -18,6 +19,7 @@ pub mod json_text;
 pub mod layout;
 pub mod rows;
 pub mod schema;
+pub mod snapshot;
 pub mod values;
 
 pub mod python;

@@ -12,6 +12,8 @@ use crate::batch::{Decoded, Decoder, FixedIn, Flags, Records, VarIn};
 use crate::columns::{Bits, Fixed, Items, Pairs, Var};
 use crate::copies::Copies;
 use crate::error::EventError;
+use crate::snapshot::{CellColumn, KeyColumn, ReadRows, TableRows, ValueJson};
+use ringtail_contract::cql::CqlType;
 
 /// The one place an `EventError` becomes a Python exception. A record's own error never gets here (it
 /// is its dead letter): only buffers that do not hold what they claim, the caller's mistake.
@@ -201,6 +203,71 @@ fn buffers(py: Python<'_>, d: Decoded) -> PyResult<Bound<'_, PyDict>> {
     Ok(out)
 }
 
+/// A key column: (name, CQL type tree, Avro schema of its values).
+type KeySpec = (String, CqlType, String);
+/// A cell column: (name, CQL type tree, Avro schema of its values, write time selected, TTL selected).
+type CellSpec = (String, CqlType, String, bool, bool);
+
+fn value_json(cql: CqlType, schema: &str) -> PyResult<ValueJson> {
+    ValueJson::new(cql, schema).map_err(PyValueError::new_err)
+}
+
+fn key_columns(specs: Vec<KeySpec>) -> PyResult<Vec<KeyColumn>> {
+    specs.into_iter().map(|(name, cql, schema)| Ok(KeyColumn { json: value_json(cql, &schema)?, name })).collect()
+}
+
+/// A table's snapshot statement compiled once (`snapshot::TableRows`): pages of its result rows → log rows.
+#[pyclass(module = "schemas._native")]
+struct SnapshotRows {
+    inner: TableRows,
+}
+
+#[pymethods]
+impl SnapshotRows {
+    #[new]
+    fn new(
+        keyspace: &str,
+        table: &str,
+        partition_key: Vec<KeySpec>,
+        clustering: Vec<KeySpec>,
+        cells: Vec<CellSpec>,
+    ) -> PyResult<Self> {
+        let cells = cells
+            .into_iter()
+            .map(|(name, cql, schema, written, ttl)| {
+                Ok(CellColumn { json: value_json(cql, &schema)?, name, written, ttl })
+            })
+            .collect::<PyResult<_>>()?;
+        Ok(SnapshotRows {
+            inner: TableRows::new(keyspace, table, key_columns(partition_key)?, key_columns(clustering)?, cells),
+        })
+    }
+
+    /// The buffers of the columns a page's rows section gives (`rows`, `token`, `partition_key`, `key`,
+    /// `columns`, `cdc$ttl`, `write_time_us`, `change_id`, `cdc$time`); ValueError naming the row and column
+    /// of a value that does not fit its type.
+    fn read<'py>(&self, py: Python<'py>, section: &[u8], version_us: i64) -> PyResult<Bound<'py, PyDict>> {
+        let rows =
+            py.detach(|| self.inner.read(section, version_us)).map_err(|e| PyValueError::new_err(e.to_string()))?;
+        read_buffers(py, rows)
+    }
+}
+
+fn read_buffers(py: Python<'_>, r: ReadRows) -> PyResult<Bound<'_, PyDict>> {
+    let out = PyDict::new(py);
+    out.set_item("rows", r.rows)?;
+    for (name, column) in
+        [("partition_key", &r.partition_key), ("key", &r.key), ("change_id", &r.change_id), ("cdc$time", &r.time)]
+    {
+        out.set_item(name, var_out(py, column))?;
+    }
+    for (name, column) in [("token", &r.token), ("cdc$ttl", &r.ttl), ("write_time_us", &r.write_time_us)] {
+        out.set_item(name, fixed_out(py, column))?;
+    }
+    out.set_item("columns", pairs_out(py, &r.columns))?;
+    Ok(out)
+}
+
 /// The row of the first text in `texts` (a text column) that is not JSON as `json.loads` reads it (a null
 /// is not JSON either); None when every one is.
 #[pyfunction]
@@ -218,5 +285,6 @@ fn first_not_json(texts: ColumnAddress) -> PyResult<Option<usize>> {
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<EventDecoder>()?;
     m.add_class::<ReplicaCopies>()?;
+    m.add_class::<SnapshotRows>()?;
     m.add_function(wrap_pyfunction!(first_not_json, m)?)
 }

@@ -8,10 +8,11 @@ import uuid
 import numpy as np
 import pytest
 
-from schemas.cql import parse_type
+from schemas.cql import CqlValueError, Duration, parse_type
 from schemas.cql.composite import compose
-from schemas.tables.model import Column, ColumnKind, Table
+from schemas.tables.model import Column, ColumnKind, Table, UserType
 from spark import rows as R
+from spark.snapshot.raw import RowsSection
 from spark.snapshot.rows import TableRows
 from spark.streams.generations import Generation
 from spark.streams.tokens import tokens_of_keys
@@ -194,3 +195,99 @@ def test_a_write_time_of_the_wrong_width_is_an_error_naming_it():
     raw = (big(int(tokens_of_keys([key])[0])), key, enc("text", "x"), b"\x00" * 7, None)
     with pytest.raises(ValueError, match=r"not 8 bytes: b'\\x00"):
         TableRows(t, {}).log_rows([raw], GENERATION, VERSION_US)
+
+
+def section(rows: list[tuple]) -> RowsSection:
+    """Rows of serialized values as the rows section of a RESULT message."""
+    values = b"".join(b"\xff\xff\xff\xff" if v is None else len(v).to_bytes(4, "big") + v for row in rows for v in row)
+    return RowsSection(len(rows[0]) if rows else 0, len(rows).to_bytes(4, "big") + values)
+
+
+EVERY_KIND = [
+    Column("id", "int", P, 0), Column("day", "text", P, 1), Column("line", "bigint", K, 0),
+    Column("owner", "text", S), Column("a", "ascii", R_), Column("b", "blob", R_), Column("yes", "boolean", R_),
+    Column("d", "date", R_), Column("dec", "decimal", R_), Column("x", "double", R_), Column("span", "duration", R_),
+    Column("f", "float", R_), Column("ip", "inet", R_), Column("small", "smallint", R_), Column("t", "time", R_),
+    Column("at", "timestamp", R_), Column("tu", "timeuuid", R_), Column("tiny", "tinyint", R_),
+    Column("u", "uuid", R_), Column("big", "varint", R_), Column("tags", "set<text>", R_),
+    Column("nums", "list<int>", R_), Column("qty", "map<text, int>", R_), Column("by_day", "map<date, text>", R_),
+    Column("pair", "frozen<tuple<int, blob>>", R_), Column("home", "address", R_),
+    Column("homes", "frozen<list<frozen<address>>>", R_), Column("v", "vector<float, 3>", R_)]
+ADDRESS = UserType("shop", "address", ("street", "zip"), ("text", "int"))
+
+
+def every_kind_values(i: int) -> list[bytes | None]:
+    """The cells of `EVERY_KIND` for row `i`: every value, with nulls and empty values among them."""
+    at = dt.datetime(2026, 11, 1, 9, 30, tzinfo=dt.timezone.utc) + dt.timedelta(seconds=i)
+    values = [("text", f"owner ✓ {i}"), ("ascii", "plain\ttab"), ("blob", bytes([i % 256, 0, 255])),
+              ("boolean", i % 2 == 0), ("date", dt.date(2026, 1, 1) + dt.timedelta(days=i)),
+              ("decimal", f"{i}.{i:03d}E-2"), ("double", [1.5e-7, float("nan"), -0.0, 1e16, float("inf")][i % 5]),
+              ("duration", None), ("float", 0.1 * i), ("inet", "10.0.0.1" if i % 2 else "::1"),
+              ("smallint", -i), ("time", 3_600_000_000_000 + i), ("timestamp", at),
+              ("timeuuid", uuid.UUID("d2177dd0-eaa2-11de-a572-001b779c76e3")), ("tinyint", i % 100 - 50),
+              ("uuid", uuid.UUID(int=i)), ("varint", -(10 ** 30) - i), ("set<text>", ["a", f"é{i}", '"q"']),
+              ("list<int>", [i, -i, 0]), ("map<text, int>", {"x": i, "y\n": -1}),
+              ("map<date, text>", {dt.date(2020, 1, 2): "n"}), ("frozen<tuple<int, blob>>", (i, None)),
+              ("address", None), ("frozen<list<frozen<address>>>", None), ("vector<float, 3>", [1.0, -2.5, i])]
+    raws = [enc(t, v) if v is not None else None for t, v in values]
+    raws[7] = enc("duration", Duration(1, 2, 3_000_000_000 + i))
+    address = parse_type("address", {"address": ADDRESS}, "shop")
+    raws[22] = address.encode({"street": "Main", "zip": None} if i % 2 else {"street": None, "zip": i})
+    raws[23] = parse_type("frozen<list<frozen<address>>>", {"address": ADDRESS}, "shop").encode(
+        [{"street": "x", "zip": 1}, {"street": None, "zip": None}])
+    if i % 3 == 0:  # empty values: None for a number, '' for text
+        raws[4], raws[14], raws[0] = b"", b"", b""
+    if i % 4 == 1:
+        raws[1:6] = [None] * 5
+    return raws
+
+
+@pytest.mark.parametrize("element_times", [True, False], ids=["cassandra-5", "cassandra-4"])
+def test_the_native_core_reads_a_page_of_every_kind_of_value_as_the_reference_does(element_times):
+    rows = TableRows(table(*EVERY_KIND), {"address": ADDRESS}, element_times=element_times)
+    assert rows._native is not None, "the native core is built"
+    cells = rows.cells
+    raws = []
+    for i in range(40):
+        key = [enc("int", i // 4), enc("text", f"d{i // 8}")]
+        token = big(int(tokens_of_keys([compose(key)])[0]))
+        values = every_kind_values(i)
+        row = [token, *key, None if i % 10 == 9 else enc("bigint", i)]  # every tenth a static row
+        for cell, raw in zip(cells, values):
+            if i % 10 == 9 and cell.name != "owner":
+                raw = None
+            row.append(raw)
+            if cell.written:
+                row.append(None if raw is None else big(1_700_000_000_000_000 + i * 7 % 13))
+            if cell.ttl:
+                row.append(None if raw is None or i % 3 else (600 + i).to_bytes(4, "big"))
+        raws.append(tuple(row))
+    page = section(raws)
+    assert page.rows == raws
+    native = rows.page_rows(page, GENERATION, VERSION_US).to_pydict()
+    reference = rows.log_rows(page.rows, GENERATION, VERSION_US).to_pydict()
+    assert native.pop("kafka_time") and reference.pop("kafka_time")  # the time each is made
+    for name in reference:
+        assert native[name] == reference[name], name
+
+
+def test_a_value_that_does_not_fit_its_type_is_an_error_naming_its_row_and_column():
+    t = table(Column("id", "int", P, 0), Column("n", "int", R_))
+    rows = TableRows(t, {})
+    key = enc("int", 1)
+    token = big(int(tokens_of_keys([key])[0]))
+    page = section([(token, key, enc("int", 5), big(1), None), (token, key, b"\x00\x01\x02", big(1), None)])
+    with pytest.raises(CqlValueError, match=r"shop.orders: row 1 of the page, column n: 3 bytes"):
+        rows.page_rows(page, GENERATION, VERSION_US)
+    with pytest.raises(ValueError, match="3 bytes"):  # the reference, without the position
+        rows.log_rows(page.rows, GENERATION, VERSION_US)
+
+
+def test_a_rows_section_that_ends_inside_a_row_is_an_error_naming_the_row():
+    rows = TableRows(table(Column("id", "int", P, 0), Column("n", "int", R_)), {})
+    key = enc("int", 1)
+    whole = section([(big(int(tokens_of_keys([key])[0])), key, enc("int", 5), big(1), None)])
+    with pytest.raises(CqlValueError, match="row 0 of the page, column n: the section ends inside the row"):
+        rows.page_rows(RowsSection(whole.columns, whole.body[:-6]), GENERATION, VERSION_US)
+    with pytest.raises(ValueError, match="overruns the rows section"):
+        RowsSection(whole.columns, whole.body[:-6]).rows
