@@ -50,6 +50,7 @@ KEYSPACE, TABLE, GENERATIONS = "ringtail_bench", "snapshot", "ringtail_bench_gen
 
 
 def fill(session, rows: int) -> None:
+    from cassandra.cluster import EXEC_PROFILE_DEFAULT
     from cassandra.concurrent import execute_concurrent_with_args
 
     session.execute(f"CREATE KEYSPACE IF NOT EXISTS {KEYSPACE} WITH replication = "
@@ -59,10 +60,15 @@ def fill(session, rows: int) -> None:
                     " owner text static, PRIMARY KEY (shop, id))")
     insert = session.prepare(f"INSERT INTO {KEYSPACE}.{TABLE} (shop, id, qty, note, tags, owner)"
                              " VALUES (?, ?, ?, ?, ?, ?)")
-    values = [(i // 10, i % 10, i, f"note {i}", {"a", f"t{i % 5}"}, f"owner {i // 10}") for i in range(rows)]
-    for ok, result in execute_concurrent_with_args(session, insert, values, concurrency=100):
-        if not ok:
-            raise result
+    # A node flushing memtables under a million writes stalls them for seconds.
+    patient = session.execution_profile_clone_update(EXEC_PROFILE_DEFAULT, request_timeout=60)
+    for start in range(0, rows, 100_000):  # in parts, so the argument lists stay small
+        values = [(i // 10, i % 10, i, f"note {i}", {"a", f"t{i % 5}"}, f"owner {i // 10}")
+                  for i in range(start, min(rows, start + 100_000))]
+        for ok, result in execute_concurrent_with_args(session, insert, values, concurrency=64,
+                                                       execution_profile=patient):
+            if not ok:
+                raise result
 
 
 def plan(stack, checkpoint: str, tasks: int = 2):

@@ -29,7 +29,8 @@ FULL_COLLECTION_EVERY = 10_000  # passes of the middle generation
 # (about 0.6 s a worker otherwise). They are then frozen (`gc.freeze`), out of the collector's reach: a
 # PySpark worker calls `gc.collect()` after every task, which walked them all again (30 ms a task, a tenth
 # of the job's Python time). A module that fails to import here is imported, and fails, in the task.
-PRELOADED = ("pyspark.worker", "pyarrow", "pandas", "spark.delivery.events", "spark.sinks.registry")
+PRELOADED = ("pyspark.worker", "pyarrow", "pandas", "spark.delivery.events", "spark.sinks.registry",
+             "spark.snapshot.source")
 
 
 def _stamp(path: str) -> tuple[int, int] | None:

@@ -12,9 +12,20 @@ Producing to Kafka:
 """
 from .encoder import ChangeEncoder
 from .errors import AvroError, MalformedPayload, NameClash, RegistryError, SchemaRejected, UnknownSchemaId
-from .registry import SchemaRegistry
 from .serializer import ChangeSerializer, Event, topic_name
 from .table import SourceInfo, TableEncoder
+
+
+
+def __getattr__(name: str):
+    # Imported when first asked for: its client (httpx, authlib) takes a tenth of a second to import, which
+    # a process reading values or events (a Spark task, the snapshot's planner) does not need.
+    if name == "SchemaRegistry":
+        from .registry import SchemaRegistry
+
+        return SchemaRegistry
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "AvroError", "ChangeEncoder", "ChangeSerializer", "Event", "MalformedPayload", "NameClash", "RegistryError",

@@ -9,9 +9,9 @@ import datetime as dt
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import fastavro
-from confluent_kafka.schema_registry import SchemaRegistryClient
 
 from schemas.runtime.access import RegistrySecurity
 
@@ -19,7 +19,9 @@ from schemas.cql import type_name
 
 from .errors import UnknownSchemaId
 from .names import ENTRY, TUPLE, cql_name
-from .registry import SchemaRegistry
+
+if TYPE_CHECKING:  # the registry's client (httpx, authlib) takes a tenth of a second to import
+    from .registry import SchemaRegistry
 
 KEY_KINDS = ("partition_key", "clustering")
 
@@ -277,6 +279,10 @@ def event_readers(registry_url: str, security: RegistrySecurity = RegistrySecuri
     workers)."""
     readers = _readers.get((registry_url, security))
     if readers is None:
+        from confluent_kafka.schema_registry import SchemaRegistryClient
+
+        from .registry import SchemaRegistry
+
         client = SchemaRegistryClient(security.client(registry_url))
         readers = _readers[(registry_url, security)] = EventReaders(SchemaRegistry(client))
     return readers

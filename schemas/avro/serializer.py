@@ -3,14 +3,16 @@ from __future__ import annotations
 
 import re
 import uuid
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from schemas.change import Change
 from schemas.tables.model import Table
 
 from .encoder import ChangeEncoder
-from .registry import SchemaRegistry
 from .table import TableEncoder
+
+if TYPE_CHECKING:
+    from .registry import SchemaRegistry
 
 
 class Event(NamedTuple):

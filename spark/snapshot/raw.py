@@ -9,7 +9,6 @@ section as sent (`RowsSection`), which the native core reads whole, and Python r
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
@@ -17,15 +16,24 @@ from cassandra.protocol import ResultMessage, _ProtocolHandler
 from cassandra.query import tuple_factory
 
 _INT = struct.Struct(">i")
+_NO_ROWS = _INT.pack(0)
 
 
-@dataclass(frozen=True, eq=False)
 class RowsSection:
     """A page's rows section: `count:int` then, row after row, each of `columns` values as `length:int`
     and that many bytes (a negative length: null)."""
 
-    columns: int
-    body: bytes
+    def __init__(self, columns: int, body: bytes) -> None:
+        self.columns, self.body = columns, body
+
+    def take(self) -> RowsSection:
+        """This section's rows in a new section, this one left without any. The driver's response future holds
+        its result in a reference cycle (with its timer) that only the cycle collector frees, which runs seldom
+        while pages are read without Python objects per row: each page it held would stay in memory till then."""
+        taken = RowsSection(self.columns, self.body)
+        self.body = _NO_ROWS
+        self.__dict__.pop("rows", None)
+        return taken
 
     def __len__(self) -> int:
         return _INT.unpack_from(self.body)[0]

@@ -371,4 +371,4 @@ def paged(session: Any, statement: Any, values: tuple, fetch_size: int) -> Itera
         pending = None if paging_state is None else session.execute_async(statement, values,
                                                                           paging_state=paging_state)
         if page:
-            yield page
+            yield page.take()

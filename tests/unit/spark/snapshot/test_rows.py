@@ -291,3 +291,12 @@ def test_a_rows_section_that_ends_inside_a_row_is_an_error_naming_the_row():
         rows.page_rows(RowsSection(whole.columns, whole.body[:-6]), GENERATION, VERSION_US)
     with pytest.raises(ValueError, match="overruns the rows section"):
         RowsSection(whole.columns, whole.body[:-6]).rows
+
+
+def test_a_section_taken_over_leaves_the_driver_s_result_without_its_rows():
+    rows = [(big(1), enc("int", 2), None), (big(3), b"", enc("text", "x"))]
+    held_by_the_driver = section(rows)
+    assert len(held_by_the_driver) == 2 and held_by_the_driver[1] == rows[1]
+    taken = held_by_the_driver.take()
+    assert (len(held_by_the_driver), list(held_by_the_driver)) == (0, [])
+    assert (len(taken), taken.rows) == (2, rows)
