@@ -267,3 +267,83 @@ impl TableRows {
         Ok(out)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn int_column(name: &str) -> KeyColumn {
+        KeyColumn { name: name.into(), json: ValueJson::new(CqlType::Int, r#"["null", "int"]"#).unwrap() }
+    }
+
+    fn text_cell(name: &str) -> CellColumn {
+        CellColumn {
+            name: name.into(),
+            json: ValueJson::new(CqlType::Text, r#""string""#).unwrap(),
+            written: true,
+            ttl: true,
+        }
+    }
+
+    /// `CREATE TABLE ks.t (k int, c int, v text, PRIMARY KEY (k, c))`.
+    fn table() -> TableRows {
+        TableRows::new("ks", "t", vec![int_column("k")], vec![int_column("c")], vec![text_cell("v")])
+    }
+
+    fn section(rows: &[Vec<Option<&[u8]>>]) -> Vec<u8> {
+        let mut out = (rows.len() as i32).to_be_bytes().to_vec();
+        for value in rows.iter().flatten() {
+            match value {
+                None => out.extend_from_slice(&(-1i32).to_be_bytes()),
+                Some(v) => {
+                    out.extend_from_slice(&(v.len() as i32).to_be_bytes());
+                    out.extend_from_slice(v);
+                }
+            }
+        }
+        out
+    }
+
+    fn text(var: &Var, i: usize) -> &str {
+        std::str::from_utf8(&var.data[var.offsets[i] as usize..var.offsets[i + 1] as usize]).unwrap()
+    }
+
+    #[test]
+    fn a_row_reads_as_its_key_its_cells_newest_write_time_and_ttl() {
+        let (token, k, c) = (7i64.to_be_bytes(), 1i32.to_be_bytes(), (-2i32).to_be_bytes());
+        let (written, ttl) = (1_700_000_000_000_001i64.to_be_bytes(), 600i32.to_be_bytes());
+        let page = section(&[
+            vec![Some(&token), Some(&k), Some(&c), Some(b"a \"q\""), Some(&written), Some(&ttl)],
+            vec![Some(&token), Some(&k), None, None, None, None], // a static row of no cell
+        ]);
+        let rows = table().read(&page, 42).unwrap();
+        assert_eq!(rows.rows, 2);
+        assert_eq!(rows.token.values, vec![7, 7]);
+        assert_eq!((text(&rows.key, 0), text(&rows.key, 1)), ("{\"k\": 1, \"c\": -2}", "{\"k\": 1}"));
+        assert_eq!((text(&rows.columns.keys, 0), text(&rows.columns.values, 0)), ("v", "\"a \\\"q\\\"\""));
+        assert_eq!(rows.columns.offsets, vec![0, 1, 1]);
+        assert_eq!(rows.write_time_us.values, vec![1_700_000_000_000_001, 42]);
+        assert_eq!((rows.ttl.values.clone(), rows.ttl.valid.unset), (vec![600, 0], 1));
+        assert_eq!(rows.partition_key.data, [k, k].concat());
+        assert_ne!(text(&rows.change_id, 0), text(&rows.change_id, 1));
+    }
+
+    #[test]
+    fn a_section_cut_inside_a_row_or_longer_than_its_rows_is_an_error_naming_where() {
+        let (token, k) = (7i64.to_be_bytes(), 1i32.to_be_bytes());
+        let page = section(&[vec![Some(&token), Some(&k), Some(&k), Some(b"x"), None, None]]);
+        let cut = table().read(&page[..page.len() - 6], 0).err().unwrap();
+        assert_eq!((cut.row, cut.column.as_str()), (0, "v"));
+        let longer = table().read(&[page.as_slice(), b"\x00"].concat(), 0).err().unwrap();
+        assert_eq!(longer.to_string(), "row 1 of the page, column -: 1 bytes after the last row");
+        let wrong = table().read(&section(&[vec![Some(&token), Some(b"\x01"), None, None, None, None]]), 0);
+        assert_eq!(wrong.err().unwrap().column, "k");
+    }
+
+    #[test]
+    fn a_ttl_and_a_write_time_are_signed_big_endian() {
+        assert_eq!(number(Some(&(-5i32).to_be_bytes()), 4), Ok(Some(-5)));
+        assert_eq!(number(Some(&i64::MIN.to_be_bytes()), 8), Ok(Some(i64::MIN)));
+        assert!(number(Some(&[0; 7]), 8).is_err());
+    }
+}
