@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 if TYPE_CHECKING:
     from schemas.runtime.access import CassandraSecurity
@@ -13,17 +13,20 @@ if TYPE_CHECKING:
 STATEMENTS_ONLY = {"schema_metadata_enabled": False, "token_metadata_enabled": False}
 
 
-def connect(hosts: Sequence[str], port: int = 9042, security: CassandraSecurity | None = None, **options: Any):
-    """(cluster, session) for `hosts`, authenticated and over TLS as `security` says; the caller shuts the
-    cluster down."""
+def connect(hosts: Sequence[str], port: int = 9042, security: CassandraSecurity | None = None,
+            row_factory: Callable | None = None, **options: Any):
+    """(cluster, session) for `hosts`, authenticated and over TLS as `security` says, its rows made by
+    `row_factory` (the driver's named tuples when None); the caller shuts the cluster down."""
     from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile
     from cassandra.policies import RoundRobinPolicy
 
+    profile = ExecutionProfile(load_balancing_policy=RoundRobinPolicy(),
+                               **({"row_factory": row_factory} if row_factory is not None else {}))
     cluster = Cluster(
         list(hosts),
         port=port,
         protocol_version=5,
-        execution_profiles={EXEC_PROFILE_DEFAULT: ExecutionProfile(load_balancing_policy=RoundRobinPolicy())},
+        execution_profiles={EXEC_PROFILE_DEFAULT: profile},
         **(security.driver_options() if security is not None else {}),
         **options,
     )

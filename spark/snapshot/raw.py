@@ -79,10 +79,13 @@ class RawRowsProtocolHandler(_ProtocolHandler):
 
 
 def raw_rows(session: Any) -> Any:
-    """`session`, answering queries with a `RowsSection` per page (a result's `current_rows`)."""
-    from cassandra.cluster import EXEC_PROFILE_DEFAULT
-
+    """`session`, answering queries with rows of serialized values: a page's `current_rows` is its
+    `RowsSection` when the session's row factory is `RAW_PAGES` (as the snapshot opens its sessions), else
+    the rows the factory makes of the section's."""
     session.client_protocol_handler = RawRowsProtocolHandler
-    # The section as it is: the default factory would make a named tuple of each row.
-    session.cluster.profile_manager.profiles[EXEC_PROFILE_DEFAULT].row_factory = tuple_factory
     return session
+
+
+# The row factory of a session whose pages stay sections (`raw_rows`): the driver's named tuples would make a
+# Python object of every row.
+RAW_PAGES = tuple_factory

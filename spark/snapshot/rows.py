@@ -359,9 +359,9 @@ def _elements(cell: _Cell, value: Any) -> list[tuple[Any, Any]]:
 
 
 def paged(session: Any, statement: Any, values: tuple, fetch_size: int) -> Iterator[RowsSection]:
-    """The pages of a statement's result on a raw-rows session (`raw.raw_rows`), each its rows section; the next
-    page is asked for before the current one is handed on, so Cassandra reads it while the caller converts this
-    one."""
+    """The pages of a statement's result on a raw-rows session whose row factory is `raw.RAW_PAGES`, each its rows
+    section; the next page is asked for before the current one is handed on, so Cassandra reads it while the
+    caller converts this one."""
     statement.fetch_size = fetch_size
     pending = session.execute_async(statement, values)
     while pending is not None:

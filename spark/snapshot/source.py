@@ -35,7 +35,7 @@ from spark.streams.storage import GenerationStore
 
 from .checkpoint import planned_offset
 from .ranges import advance, from_offset, refine, ring_ranges, to_offset
-from .raw import raw_rows
+from .raw import RAW_PAGES, raw_rows
 from .rows import TableRows, paged
 
 log = logging.getLogger(__name__)
@@ -114,7 +114,8 @@ def _session(plan: SnapshotPlan, raw: bool = True) -> Any:
     key = (plan.hosts, plan.port, plan.security, raw)
     with _SESSIONS_LOCK:
         if key not in _SESSIONS:
-            _, session = connect(plan.hosts, plan.port, plan.security, **STATEMENTS_ONLY)
+            _, session = connect(plan.hosts, plan.port, plan.security, row_factory=RAW_PAGES if raw else None,
+                                 **STATEMENTS_ONLY)
             _SESSIONS[key] = raw_rows(session) if raw else session
         return _SESSIONS[key]
 
