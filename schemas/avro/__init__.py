@@ -16,7 +16,6 @@ from .serializer import ChangeSerializer, Event, topic_name
 from .table import SourceInfo, TableEncoder
 
 
-
 def __getattr__(name: str):
     # Imported when first asked for: its client (httpx, authlib) takes a tenth of a second to import, which
     # a process reading values or events (a Spark task, the snapshot's planner) does not need.

@@ -13,7 +13,7 @@ if TYPE_CHECKING:
 STATEMENTS_ONLY = {"schema_metadata_enabled": False, "token_metadata_enabled": False}
 
 
-def connect(hosts: Sequence[str], port: int = 9042, security: CassandraSecurity | None = None,
+def connect(hosts: Sequence[str], port: int = 9042, security: CassandraSecurity | None = None, *,
             row_factory: Callable | None = None, **options: Any):
     """(cluster, session) for `hosts`, authenticated and over TLS as `security` says, its rows made by
     `row_factory` (the driver's named tuples when None); the caller shuts the cluster down."""

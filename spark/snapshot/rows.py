@@ -186,18 +186,17 @@ class TableRows:
             cells = [self._cells(list(c), read, now, version_us) for c, read in zip(clusterings, read_cells)]
         return self._batch(n, tokens, generation, {
             "cdc$time": list(map(log_time, written_us, digests)), "cdc$ttl": pa.array(ttls, mask=ttls < 0),
-            "key": keys, "columns": self._column_map(texts, held), "write_time_us": written_us,
+            "key": keys, "columns": self._column_map(texts, held), "write_time_us": pa.array(written_us, pa.int64()),
             "partition_key": partition_keys, "change_id": [d.hex() for d in digests], "cells": cells})
 
     def _batch(self, n: int, tokens: np.ndarray, generation: Generation, varying: Mapping[str, Any]
                ) -> pa.RecordBatch:
-        """A `DECODED` batch of `n` read rows: the columns `varying` from row to row, the stream ids of their
-        `tokens` in `generation`, and what every read row holds alike."""
+        """A `DECODED` batch of `n` read rows: the columns `varying` from row to row (`write_time_us` an Arrow
+        array), the stream ids of their `tokens` in `generation`, and what every read row holds alike."""
         t = self.table
         alike = {"keyspace": t.keyspace, "table": t.name, "cdc$batch_seq_no": 0, "cdc$operation": R.ROW_READ,
                  "cdc$end_of_batch": True, "generation": generation.timestamp, "kafka_time": time.time_ns() // 1000,
                  "source": _SOURCE}
-        write_time_us = varying["write_time_us"]
         empty_offsets = pa.array(np.zeros(n + 1, dtype=np.int32))  # pa.repeat of an empty list is slow
         return _columns_batch(n, {
             **{name: pa.repeat(pa.scalar(value, DECODED_ARROW.field(name).type), n) for name, value in alike.items()},
@@ -205,8 +204,7 @@ class TableRows:
             "deleted_elements": pa.MapArray.from_arrays(empty_offsets, pa.array([], pa.string()),
                                                         pa.array([], pa.string())),
             **varying, "cdc$stream_id": R.stream_id_column(generation.streams_for_tokens(tokens)), "token": tokens,
-            "write_time": write_time_us.cast(pa.timestamp("us", tz="UTC")) if isinstance(write_time_us, pa.Array)
-            else write_time_us})
+            "write_time": varying["write_time_us"].cast(DECODED_ARROW.field("write_time").type)})
 
     def _keys(self, selected: list[tuple]) -> tuple[list[str], list[tuple], list[bytes]]:
         """Each row's key JSON text (as `_dumps` of the key's dict writes it), clustering values and serialized

@@ -25,7 +25,7 @@ use crate::datum::{Datum, Input};
 use crate::json::{self, SPACED};
 use crate::rows::log_time;
 use crate::schema::{Node, Schema};
-use crate::values::value;
+use crate::values::{record_value, value};
 
 /// Cassandra's "no timestamp" (`LivenessInfo.NO_TIMESTAMP`): a selected write time of a cell without one.
 const NO_TIME: i64 = i64::MIN;
@@ -62,32 +62,14 @@ impl ValueJson {
         scratch.buf.clear();
         element(scratch, &self.cql, Value::of(raw)).map_err(|e| e.to_string())?;
         let datum = Input::new(&scratch.buf, 0).read(&self.schema, self.schema.root).map_err(|e| e.message)?;
-        match (&datum, self.held_fields_only) {
-            (Datum::Record(fields), true) => self.held_fields(out, fields),
+        let root = self.schema.branch(self.schema.root);
+        match (self.schema.node(root), &datum) {
+            (Node::Record(record), Datum::Record(fields)) if self.held_fields_only => {
+                record_value(out, &self.schema, record, fields, SPACED, true)
+            }
             _ => value(out, &self.schema, self.schema.root, &datum, SPACED),
         }
         Ok(())
-    }
-
-    fn held_fields(&self, out: &mut String, fields: &[Datum<'_>]) {
-        let Node::Record(record) = self.schema.node(self.schema.branch(self.schema.root)) else {
-            unreachable!("a UDT's schema is a record")
-        };
-        out.push('{');
-        let mut first = true;
-        for (field, datum) in record.fields.iter().zip(fields) {
-            if *datum == Datum::Null {
-                continue;
-            }
-            if !first {
-                out.push_str(SPACED.item);
-            }
-            first = false;
-            json::string(out, &field.cql_name);
-            out.push_str(SPACED.key);
-            value(out, &self.schema, field.node, datum, SPACED);
-        }
-        out.push('}');
     }
 }
 
@@ -186,6 +168,7 @@ impl TableRows {
         let (mut key, mut content, mut text) = (String::new(), String::new(), String::new());
         let mut partition_key: Vec<u8> = Vec::new();
         let mut held = String::new(); // `␟name=text` of each cell the row holds, as its digest takes them
+        let single = self.partition_key.len() == 1; // else the key is CompositeType's components
         for row in 0..count {
             let fail = |column: &str, message: String| PageError { row, column: column.into(), message };
             let overrun =
@@ -197,7 +180,6 @@ impl TableRows {
             key.clear();
             key.push('{');
             partition_key.clear();
-            let single = self.partition_key.len() == 1;
             for (i, column) in self.partition_key.iter().chain(&self.clustering).enumerate() {
                 let raw = input.value().ok_or_else(|| overrun(&column.name))?;
                 if i < self.partition_key.len() {

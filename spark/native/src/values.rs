@@ -11,7 +11,7 @@ use std::collections::HashMap;
 
 use crate::datum::Datum;
 use crate::json::{self, Style};
-use crate::schema::{Node, NodeId, Schema};
+use crate::schema::{Node, NodeId, Record, Schema};
 
 pub const ENTRY: &str = "Entry";
 pub const TUPLE: &str = "Tuple";
@@ -86,23 +86,39 @@ pub fn value(out: &mut String, schema: &Schema, id: NodeId, datum: &Datum<'_>, s
             }
             out.push(']');
         }
-        (Node::Record(record), Datum::Record(fields)) => {
-            let tuple = record.name == TUPLE;
-            out.push(if tuple { '[' } else { '{' });
-            for (i, (field, v)) in record.fields.iter().zip(fields).enumerate() {
-                if i > 0 {
-                    out.push_str(style.item);
-                }
-                if !tuple {
-                    json::string(out, &field.cql_name);
-                    out.push_str(style.key);
-                }
-                value(out, schema, field.node, v, style);
-            }
-            out.push(if tuple { ']' } else { '}' });
-        }
+        (Node::Record(record), Datum::Record(fields)) => record_value(out, schema, record, fields, style, false),
         _ => primitive(out, datum),
     }
+}
+
+/// A tuple as an array, a UDT as an object by CQL field name; `held_only`: a UDT without its null fields
+/// (as a snapshot reads a non-frozen one: CQL names only the fields that hold a value).
+pub fn record_value(
+    out: &mut String,
+    schema: &Schema,
+    record: &Record,
+    fields: &[Datum<'_>],
+    style: Style,
+    held_only: bool,
+) {
+    let tuple = record.name == TUPLE;
+    out.push(if tuple { '[' } else { '{' });
+    let mut first = true;
+    for (field, v) in record.fields.iter().zip(fields) {
+        if held_only && !tuple && *v == Datum::Null {
+            continue;
+        }
+        if !first {
+            out.push_str(style.item);
+        }
+        first = false;
+        if !tuple {
+            json::string(out, &field.cql_name);
+            out.push_str(style.key);
+        }
+        value(out, schema, field.node, v, style);
+    }
+    out.push(if tuple { ']' } else { '}' });
 }
 
 /// `[a, b]` in `style`.
