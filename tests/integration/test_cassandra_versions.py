@@ -10,16 +10,20 @@ segments, the generation built from its ring, and the job into Delta. This modul
 the older node and a session on it (and `keyspace` is made there)."""
 from __future__ import annotations
 
+import json
 import random
 import shutil
 import time
+from collections import Counter
 
 import psycopg
 import pytest
+from pyspark.sql import functions as F
 
 from connector.commitlog import CommitLogError, skip_unknown_tables
 from connector.native_changes import native_changes
 from schemas.tables.loader import read_snapshot
+from spark import rows as R
 
 from spark.subscriptions.model import Change
 from tests.integration.conftest import serving
@@ -95,7 +99,9 @@ def test_tables_created_and_altered_after_start_are_captured(node, cql, keyspace
 def test_a_snapshot_then_the_log_keep_a_mirror_equal_to_select_star(node, cql, keyspace, pipeline, spark,
                                                                       tmp_path):
     """The rows written before the subscription come from a snapshot — on 4.x without the write times of a
-    collection's elements, which take the snapshot version's start — and the changes after it from the log."""
+    collection's elements, which take the snapshot version's start — and the changes after it from the log.
+    A second subscription snapshots the same table into a Delta log: its read rows, which the native core
+    makes from the node's own pages, hold each row's values as `SELECT *` does."""
     ks = keyspace
     connector, _ = pipeline(on=node)
     with serving(node, cql, ks, tmp_path, connector, spark) as (control, _, run_runner, _):
@@ -108,6 +114,9 @@ def test_a_snapshot_then_the_log_keep_a_mirror_equal_to_select_star(node, cql, k
         schema = f"{ks}_mirror"
         control.create("pg", Change(table=f"{ks}.tagged", sink="postgres", start="snapshot", sink_config={
             "dsn": node.postgres_dsn, "schema": schema, "layout": "mirror"}))
+        lake = tmp_path / "lake"
+        control.create("lake", Change(table=f"{ks}.tagged", sink="delta", start="snapshot",
+                                      sink_config={"path": str(lake)}))
         for k in range(60, 90):
             cql.execute(insert, (k, k, {f"t{k}"}, None))
         cql.execute(f"UPDATE {ks}.tagged SET tags = tags + {{'x'}}, attrs['b'] = 2 WHERE id = 3")
@@ -122,10 +131,20 @@ def test_a_snapshot_then_the_log_keep_a_mirror_equal_to_select_star(node, cql, k
             wait_for(lambda: postgres_mirror(node.postgres_dsn, layout) == source, 180,
                      "the mirror equal to SELECT *")
             wait_for(lambda: control.show("pg")["snapshot"]["finished"], 60, "the snapshot recorded as finished")
+            wait_for(lambda: control.show("lake")["snapshot"]["finished"], 60, "the log's snapshot finished")
         finally:
             with psycopg.connect(node.postgres_dsn, autocommit=True) as conn:
                 conn.execute(f'DROP SCHEMA IF EXISTS {schema}, "{ks}" CASCADE')
     assert len(source) == 89
+    reads = (spark.read.format("delta").load(str(lake / "cdc_log")).where(F.col("`cdc$operation`") == R.ROW_READ)
+             .select("key", "columns", "write_time_us", "`cdc$stream_id`").toArrow().to_pylist())
+    read = Counter(json.loads(r["key"])["id"] for r in reads)
+    # Rows 8-59 are never changed after they are written (row 7 may be deleted before it is read): each is read
+    # once, at any time, and holds what it was given.
+    assert set(range(8, 60)) <= set(read) and max(read.values()) == 1, "a row written before the snapshot not read once"
+    assert all(r["write_time_us"] > 0 and r["cdc$stream_id"] is not None for r in reads)
+    values = {json.loads(r["key"])["id"]: {c: json.loads(v) for c, v in r["columns"]} for r in reads}
+    assert all(values[k] == {"qty": k, "tags": sorted(["all", f"t{k}"]), "attrs": [["a", k]]} for k in range(8, 60))
 
 
 def _read_to_damage(read, path, schema, limit):
