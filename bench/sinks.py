@@ -26,7 +26,10 @@ encoding and the HTTP round trips, not of any real service, which parses on its 
 The floors, timed in the same turns on the same rows: `floor-delta`, a plain Delta append of the rows'
 DataFrame; `floor-postgres`, a plain `COPY` of the rows (as the PostgreSQL sink stages them: CSV, made
 before the clock starts) into a table without a key; `floor-mysql`, `LOAD DATA LOCAL INFILE` of the same
-CSV into a MariaDB table without a key; `floor-kafka`, a plain producer (acks=all, idempotent, as the
+CSV into a MariaDB table without a key; `floor-delta-merge`, one Delta `MERGE` by key of the rows' values
+(`k`, `v`, `n`, `tags`, made before the clock starts) into a table of 1,000 other rows, with the clauses and
+table properties of the Delta mirror's, which makes two such `MERGE`s a batch (its rows, then their states)
+after merging the changes; `floor-kafka`, a plain producer (acks=all, idempotent, as the
 sink's) sending each row's JSON, made before the clock starts, and flushing; `floor-cassandra`, the Python
 driver's `execute_concurrent` of a prepared INSERT per row (100 in flight) into a log table as the sink
 makes it, with the values the sink binds, made before the clock starts. Needs the local stack
@@ -65,9 +68,9 @@ from spark.sinks.registry import open_sink  # noqa: E402
 from spark.sinks.settings import SinkContext  # noqa: E402
 
 # Each a sink kind, with a variant of its settings after a dash; a floor, its target's plain load.
-SINKS = ("delta", "delta-typed", "delta-mirror", "postgres", "postgres-typed", "postgres-mirror", "mysql", "mysql-typed",
-         "mysql-mirror", "cassandra", "kafka", "kafka-avro", "kafka-image", "http", "http-image")
-FLOORS = ("floor-delta", "floor-postgres", "floor-mysql", "floor-kafka", "floor-cassandra")
+SINKS = ("delta", "delta-typed", "delta-mirror", "postgres", "postgres-typed", "postgres-mirror", "mysql",
+         "mysql-typed", "mysql-mirror", "cassandra", "kafka", "kafka-avro", "kafka-image", "http", "http-image")
+FLOORS = ("floor-delta", "floor-delta-merge", "floor-postgres", "floor-mysql", "floor-kafka", "floor-cassandra")
 _VARIANTS = {"kafka-avro": {"format": "avro"}, "kafka-image": {"format": "avro", "layout": "image"},
              "http-image": {"layout": "image"},
              **{f"{sink}-{layout}": {"layout": layout} for sink in ("delta", "postgres", "mysql")
@@ -178,6 +181,33 @@ def bound_values(stack, rows) -> tuple[object, list[list]]:
     return layout, [encoder.encode(row.asDict()) for row in rows.select(*_write_projection()).collect()]
 
 
+def _delta_merge_seconds(rows, path: str) -> float:
+    """Seconds of one `MERGE` of the rows' values into a Delta table as the mirror's (`floor-delta-merge`)."""
+    from delta.tables import DeltaTable
+
+    from spark.sinks.delta.mirror import COLUMN_MAPPING
+
+    def values(frame):
+        return frame.select(F.get_json_object("key", "$.k").cast("int").alias("k"),
+                            F.get_json_object(F.col("columns")["v"], "$").alias("v"),
+                            F.col("columns")["n"].cast("bigint").alias("n"),
+                            F.from_json(F.col("columns")["tags"], "array<string>").alias("tags"),
+                            F.lit(True).alias("write"))
+
+    source = values(rows).persist()
+    source.count()
+    target = values(rows.limit(1_000)).withColumn("k", F.col("k") + 10_000_000).drop("write")
+    target.write.format("delta").options(**COLUMN_MAPPING).save(path)
+    columns = {c: f"s.{c}" for c in ("k", "v", "n", "tags")}
+    started = time.perf_counter()
+    (DeltaTable.forPath(rows.sparkSession, path).alias("t").merge(source.alias("s"), "t.k = s.k")
+     .whenMatchedDelete("NOT s.write").whenMatchedUpdate(set=columns).whenNotMatchedInsert("s.write", values=columns)
+     .execute())
+    seconds = time.perf_counter() - started
+    source.unpersist()
+    return seconds
+
+
 def floor(stack, name: str, rows, csv: bytes, values: list[bytes], run: str, tmp: Path,
           bound: tuple[object, list[list]] | None = None) -> float:
     """Seconds of the floor `name`: its target's plain load of the same rows (`bound`: `bound_values`)."""
@@ -187,6 +217,8 @@ def floor(stack, name: str, rows, csv: bytes, values: list[bytes], run: str, tmp
         started = time.perf_counter()
         rows.write.format("delta").mode("append").save(str(tmp / run))
         return time.perf_counter() - started
+    if name == "floor-delta-merge":
+        return _delta_merge_seconds(rows, str(tmp / run))
     if name == "floor-postgres":
         import psycopg
 
@@ -326,7 +358,7 @@ def main() -> int:
                 took = (floor(stack, sink, log_only, csv, values, run, Path(tmp), bound) if sink in FLOORS
                         else sink_seconds(spark, stack, sink, rows, warm, empty, run, Path(tmp), receiver))
                 seconds[sink].append(took)
-                print(f"round {round_ + 1} {sink:15s} {args.rows / took:10,.0f} rows/s ({took:.1f} s)", flush=True)
+                print(f"round {round_ + 1} {sink:17s} {args.rows / took:10,.0f} rows/s ({took:.1f} s)", flush=True)
     receiver.close()
     requests, size = receiver.received
     if requests:
@@ -334,7 +366,7 @@ def main() -> int:
     print(f"\nrows/s, median of {args.repeat} (min–max):")
     for sink in chosen:
         rates = sorted(args.rows / t for t in seconds[sink])
-        print(f"  {sink:15s} {statistics.median(rates):10,.0f} ({rates[0]:,.0f}–{rates[-1]:,.0f})")
+        print(f"  {sink:17s} {statistics.median(rates):10,.0f} ({rates[0]:,.0f}–{rates[-1]:,.0f})")
     spark.stop()
     return 0
 

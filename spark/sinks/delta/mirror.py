@@ -41,7 +41,8 @@ STATE = StructType([StructField("partition", BinaryType(), False), StructField("
                     StructField("state", StringType()), StructField("expires", LongType())])
 _KEYS = StructType(STATE.fields[:2])
 _WRITE = "ringtail$write"
-_COLUMN_MAPPING = {"delta.columnMapping.mode": "name", "delta.minReaderVersion": "2", "delta.minWriterVersion": "5"}
+# Both tables map columns by name: a column can have any name, and a dropped one leaves the data files as they are.
+COLUMN_MAPPING = {"delta.columnMapping.mode": "name", "delta.minReaderVersion": "2", "delta.minWriterVersion": "5"}
 
 
 def _quoted(name: str) -> str:
@@ -65,7 +66,7 @@ class DeltaMirrorStore:
 
         for path, schema in ((self.state_path, STATE), (self.mirror_path, self.schema))[:2 if mirror else 1]:
             builder = DeltaTable.createIfNotExists(self.spark).location(path).addColumns(schema)
-            for key, value in _COLUMN_MAPPING.items():
+            for key, value in COLUMN_MAPPING.items():
                 builder = builder.property(key, value)
             builder.execute()
         if not mirror:
