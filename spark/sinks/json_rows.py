@@ -8,13 +8,15 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
+import itertools
 import json
 from typing import Any
 
 import pyarrow as pa
 from pyspark.sql import Column, Row
 from pyspark.sql import functions as F
-from pyspark.sql.types import ArrayType, BinaryType, DataType, MapType, StructType, TimestampType
+from pyspark.sql.types import (ArrayType, BinaryType, BooleanType, ByteType, DataType, IntegerType, LongType, MapType,
+                               ShortType, StringType, StructField, StructType, TimestampType)
 
 from spark.rows import column_address
 from spark.streams.generations import Generations
@@ -26,6 +28,8 @@ try:
 except ImportError:  # checked in Python, as the job decodes (`spark.delivery.pipeline.decoder`)
     _first_not_json = None
 
+# Spark types whose JSON Spark's writer makes as `_json_value` does (not floats: it writes 1.0E10 and "NaN").
+_AS_IS = (StringType, ByteType, ShortType, IntegerType, LongType, BooleanType)
 # Log-row columns whose values are JSON text.
 _JSON_TEXT = {"key"}
 _JSON_TEXT_MAPS = {"columns", "deleted_elements"}
@@ -74,10 +78,19 @@ def json_object(texts: Column) -> Column:
 def _iso_time(time: Column) -> Column:
     """A timestamp as Python's `isoformat` of it in UTC writes it (no fraction when it has no microsecond)."""
     utc = F.to_utc_timestamp(time, F.current_timezone())  # rendered in the session's zone, as UTC
-    fraction = F.date_format(utc, "SSSSSS")
-    return F.concat(F.lit('"'), F.date_format(utc, "yyyy-MM-dd'T'HH:mm:ss"),
-                    F.when(fraction == "000000", F.lit("")).otherwise(F.concat(F.lit("."), fraction)),
-                    F.lit('+00:00"'))
+    whole = F.unix_micros(time) % 1_000_000 == 0
+    return F.concat(F.lit('"'), F.when(whole, F.date_format(utc, "yyyy-MM-dd'T'HH:mm:ss"))
+                    .otherwise(F.date_format(utc, "yyyy-MM-dd'T'HH:mm:ss.SSSSSS")), F.lit('+00:00"'))
+
+
+def _written_as_is(kind: DataType) -> bool:
+    """Whether Spark's JSON writer writes values of `kind` as `_json_value` does: text, integers, booleans,
+    and arrays and structs of them."""
+    if isinstance(kind, ArrayType):
+        return _written_as_is(kind.elementType)
+    if isinstance(kind, StructType):
+        return all(_written_as_is(f.dataType) for f in kind.fields)
+    return isinstance(kind, _AS_IS)
 
 
 def _json_of(value: Column, kind: DataType, name: str | None = None) -> Column:
@@ -101,10 +114,24 @@ def _json_of(value: Column, kind: DataType, name: str | None = None) -> Column:
 
 
 def _json_members(struct: Column | None, kind: StructType, omit: str | None = None) -> Column:
-    members = [F.concat(F.lit(json.dumps(f.name) + ":"),
-                        _json_of(F.col(f"`{f.name}`") if struct is None else struct.getField(f.name), f.dataType,
-                                 f.name if struct is None else None))
-               for f in kind.fields if f.name != omit]
+    """The JSON object of the fields of `kind` (of `struct`, or a frame's columns when None) but `omit`, in
+    their order. A run of fields Spark's JSON writer writes as they are is one `to_json` of them: a call per
+    value (`quoted_text`) was most of the text's cost."""
+    def value(f: StructField) -> Column:
+        return F.col(f"`{f.name}`") if struct is None else struct.getField(f.name)
+
+    def as_is(f: StructField) -> bool:
+        return (struct is not None or f.name not in _JSON_TEXT | _JSON_TEXT_MAPS) and _written_as_is(f.dataType)
+
+    members = []
+    for plain, run in itertools.groupby((f for f in kind.fields if f.name != omit), key=as_is):
+        if plain:
+            written = F.to_json(F.struct(*(value(f).alias(f.name) for f in run)), {"ignoreNullFields": "false"})
+            members.append(written.substr(F.lit(2), F.length(written) - 2))  # its members, without the braces
+        else:
+            members += [F.concat(F.lit(json.dumps(f.name) + ":"), _json_of(value(f), f.dataType,
+                                                                            f.name if struct is None else None))
+                        for f in run]
     return F.concat(F.lit("{"), F.concat_ws(",", *members), F.lit("}"))
 
 
