@@ -1,6 +1,6 @@
 """Every sink writing the same log rows, side by side in one run, each beside its floor.
 
-    python bench/sinks.py [--rows N] [--repeat R] [--sinks delta,delta-mirror,…] [--workers W]
+    python bench/sinks.py [--rows N] [--repeat R] [--sinks delta,delta-mirror,…] [--held H] [--workers W]
 
 Input: N log rows (default 50,000) in the job's `LOG_ROW` layout — a table (`ringtail_bench.orders`,
 created in Cassandra) of an int key, a text, a bigint and a set<text> column, one insert each, with
@@ -17,9 +17,11 @@ each is shown as the median rows/s of its rounds with their range (min–max).
 `mysql-typed` likewise); `kafka` writes JSON values, `kafka-avro` Avro through the registry. The
 `-mirror` sinks merge the same changes (each row carries its change's cells, as the job decodes them for
 a mirror) into the table's mirror (`layout=mirror`): each an insert of a new row, whose state is looked
-up, merged and written; `kafka-image` merges them likewise into its state (in Delta, under the
-temporary directory) and produces each change's image (`layout=image`), `http-image` posts them as JSON.
-HTTP posts to a local receiver
+up, merged and written (with `--held H`, each mirror first holds H rows, keys 0 to H - 1 written an hour
+before, given in untimed batches of 200,000 that each hold every so-many-th key: the measured changes then
+update rows spread over all of the mirror's files, as a live mirror's changes do); `kafka-image` merges
+them likewise into its state (in Delta, under the temporary directory) and produces each change's image
+(`layout=image`), `http-image` posts them as JSON. HTTP posts to a local receiver
 in this process that accepts every request and reads its body without parsing it (the floor of the JSON
 encoding and the HTTP round trips, not of any real service, which parses on its own cores).
 
@@ -78,6 +80,7 @@ _VARIANTS = {"kafka-avro": {"format": "avro"}, "kafka-image": {"format": "avro",
 # The rows' source table; the Cassandra sink reads its schema to lay out the log table beside it.
 BENCH_KEYSPACE = "ringtail_bench"
 STREAMS = 16  # the stream ids of one node of 16 vnodes (the stack's), one stream per vnode
+HELD_BATCH = 200_000  # the rows a mirror is given at a time before it is timed (`--held`)
 
 
 def create_source_table(stack) -> None:
@@ -91,13 +94,14 @@ def create_source_table(stack) -> None:
     cluster.shutdown()
 
 
-def log_rows(spark, count: int, offset: int = 0):
+def log_rows(spark, count: int, offset: int = 0, stride: int = 1, age_us: int = 0):
+    """`count` inserts of keys `offset`, `offset + stride`, …, written `age_us` before now."""
     now = dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
-    micros = int(now.timestamp() * 1_000_000)
+    micros = int(now.timestamp() * 1_000_000) - age_us
     streams = [uuid.uuid5(uuid.NAMESPACE_OID, f"stream {s}").bytes for s in range(STREAMS)]
 
     def row(i: int) -> tuple:
-        k, written = offset + i, micros + i
+        k, written = offset + i * stride, micros + i
         cells = {"k": [], "s": False, "l": [written, 0, None], "d": None, "c": {
             "v": [written, 0, None, 0, f"value {k}"], "n": [written, 0, None, 0, k * 7],
             "tags": [written - 1, [["a", written, 0, None, 0, None], ["b", written, 0, None, 0, None]]]}}
@@ -302,8 +306,20 @@ def floor(stack, name: str, rows, csv: bytes, values: list[bytes], run: str, tmp
     raise ValueError(name)
 
 
-def sink_seconds(spark, stack, sink: str, rows, warm, empty, run: str, tmp: Path, receiver) -> float:
-    """Seconds of one sink's write of the rows (after its prepare and a warm-up write)."""
+def held_batches(spark, held: int, columns: list, write, empty) -> int:
+    """Write `held` rows, keys 0 to `held` - 1, an hour old, in batches of `HELD_BATCH` (each holding every
+    so-many-th key, so the measured rows' keys fall in every batch's files); how many batches."""
+    batches = -(-held // HELD_BATCH)
+    for batch in range(batches):
+        rows = log_rows(spark, len(range(batch, held, batches)), batch, batches, age_us=3_600_000_000)
+        write(MicroBatch(batch, rows.select(*columns), empty, lambda: 0, f"held {batch}", int(time.time() * 1000)))
+        rows.unpersist()
+    return batches
+
+
+def sink_seconds(spark, stack, sink: str, rows, warm, empty, run: str, tmp: Path, receiver, held: int = 0) -> float:
+    """Seconds of one sink's write of the rows (after its prepare, a mirror's `held` rows and a warm-up
+    write)."""
     kind = sink.split("-")[0]
     config = {**targets(stack, kind, run, tmp, receiver.url), **_VARIANTS.get(sink, {})}
     if config.get("layout") == "image":
@@ -316,9 +332,11 @@ def sink_seconds(spark, stack, sink: str, rows, warm, empty, run: str, tmp: Path
     # mirror, the cells too.
     given = [R.CELLS] if writer.merges_cells else []
     columns = [F.col(f"`{name}`") for name in R.LOG_ROW.fieldNames() + given] + [F.lit(False).alias(R.LATE)]
-    writer.write(MicroBatch(0, warm.select(*columns), empty, lambda: 0, "warm-up", int(time.time() * 1000)))
+    batches = held_batches(spark, held, columns, writer.write, empty) if writer.merges_cells else 0
+    writer.write(MicroBatch(batches, warm.select(*columns), empty, lambda: 0, "warm-up", int(time.time() * 1000)))
     started = time.perf_counter()
-    writer.write(MicroBatch(1, rows.select(*columns), empty, lambda: 0, "measured", int(time.time() * 1000)))
+    writer.write(MicroBatch(batches + 1, rows.select(*columns), empty, lambda: 0, "measured",
+                            int(time.time() * 1000)))
     seconds = time.perf_counter() - started
     writer.close()
     cleanup(stack, kind, run)
@@ -331,8 +349,13 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--sinks", default=",".join(SINKS + FLOORS),
                         help=f"a comma-separated subset of {', '.join(SINKS + FLOORS)}")
+    parser.add_argument("--held", type=int, default=0,
+                        help="rows each mirror (and image state) holds before it is timed (default 0: it starts"
+                             " empty); the measured rows then update rows spread over all of them")
     add_workers_option(parser)
     args = parser.parse_args()
+    if args.held and args.held < args.rows:
+        parser.error("--held: at least --rows, so that every measured row updates a held one")
     chosen = tuple(s for s in SINKS + FLOORS if s in args.sinks.split(","))
     try:
         stack = stack_for_figures()
@@ -345,7 +368,8 @@ def main() -> int:
     receiver = Receiver(keep=False)
     rows, warm = log_rows(spark, args.rows), log_rows(spark, 1_000, offset=10_000_000)
     empty = spark.createDataFrame([], R.DEAD_LETTER)
-    print(f"{rows.count()} rows, {rows.rdd.getNumPartitions()} partitions, {placement}")
+    held = f"; each mirror holding {args.held:,} rows before it is timed" if args.held else ""
+    print(f"{rows.count()} rows, {rows.rdd.getNumPartitions()} partitions, {placement}{held}")
     log_only = rows.select(*(F.col(f"`{name}`") for name in R.LOG_ROW.fieldNames()))
     csv = csv_of(log_only) if {"floor-postgres", "floor-mysql"} & set(chosen) else b""
     values = [v.encode() for v in log_only.toJSON().collect()] if "floor-kafka" in chosen else []
@@ -356,7 +380,7 @@ def main() -> int:
             for sink in chosen if round_ % 2 == 0 else tuple(reversed(chosen)):
                 run = f"bench_{uuid.uuid4().hex[:10]}"
                 took = (floor(stack, sink, log_only, csv, values, run, Path(tmp), bound) if sink in FLOORS
-                        else sink_seconds(spark, stack, sink, rows, warm, empty, run, Path(tmp), receiver))
+                        else sink_seconds(spark, stack, sink, rows, warm, empty, run, Path(tmp), receiver, args.held))
                 seconds[sink].append(took)
                 print(f"round {round_ + 1} {sink:17s} {args.rows / took:10,.0f} rows/s ({took:.1f} s)", flush=True)
     receiver.close()
