@@ -24,8 +24,12 @@ A column the base table no longer lists (dropped before its rows were written) h
 written in: its values are kept as JSON text in `cdc$other_columns`. A value that does not fit its
 column's type fails the micro-batch with the change it belongs to (`TypedLogError`); nothing is skipped.
 
-Rows are converted on the executors (`mapInArrow`) by the CQL type layer the Cassandra sink uses
-(`cql_values`), then into Arrow values here.
+Two ways make the same rows. `TypedLog.frame` makes them with Spark's own functions: each value's JSON
+text parsed in the JVM (`from_json`, failing fast on a value that does not fit) and brought to its
+Spark type there, with no Python per row. `TypedLog.row` makes them in Python, through the CQL type
+layer the Cassandra sink uses (`cql_values`): it is the reference the tests hold the first to, and it
+names the change when a value does not fit, for it is what a batch falls back to when the JVM refuses
+one of its values (`TYPED_REFUSALS`).
 """
 from __future__ import annotations
 
@@ -34,7 +38,7 @@ from typing import Any
 
 import pyarrow as pa
 from cassandra.query import UNSET_VALUE
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import (ArrayType, BinaryType, BooleanType, ByteType, DataType, DateType, DoubleType,
                                FloatType, IntegerType, LongType, MapType as SparkMap, ShortType, StringType,
@@ -43,7 +47,8 @@ from pyspark.sql.types import (ArrayType, BinaryType, BooleanType, ByteType, Dat
 from schemas.avro.types import varint_text
 from schemas.cql import CqlType, Kind, ListType, MapType, SetType, TupleType, UserType, VectorType, parse_type
 
-from .log_table import METADATA, TYPED_FIELDS, LogLayout, LogRowEncoder, other_columns
+from .log_table import (DELETED_ELEMENTS, METADATA, STREAM_ID, TYPED_FIELDS, LogLayout, LogRowEncoder,
+                        other_columns)
 
 Convert = Callable[[Any], Any]
 CQL_TYPE = "cql_type"  # each column's metadata: its CQL type, so a log outlives its base table
@@ -54,6 +59,12 @@ OTHER_COLUMNS = "cdc$other_columns"
 
 class TypedLogError(ValueError):
     """A log row whose values do not fit its table's column types: which row, and why."""
+
+
+# Spark's error classes for a value `TypedLog.frame` will not take: the JSON parser's (failing fast) and
+# `raise_error`'s. A batch they stop is made again by `TypedLog.row`, which names the change.
+TYPED_REFUSALS = ("MALFORMED_RECORD_IN_PARSING", "USER_RAISED_EXCEPTION")
+_FAIL_FAST = {"mode": "FAILFAST"}
 
 
 _INTEGERS = {8: ByteType(), 16: ShortType(), 32: IntegerType(), 64: LongType()}
@@ -131,6 +142,116 @@ def _holds_map(data_type: DataType) -> bool:
     return False
 
 
+ColumnOf = Callable[[Column], Column]
+
+
+def _json_form(cql: CqlType) -> tuple[DataType, ColumnOf | None]:
+    """(The Spark type `from_json` reads the log's JSON form of a `cql` value into, the function from that
+    to the typed log's value; None: it is that already). A tuple's elements and a map's key and value
+    differ in type, so they are read as JSON texts, each read again as its own type (`_element`)."""
+    if isinstance(cql, (ListType, SetType, VectorType)):
+        element_type, element = _json_form(cql.element)
+        return ArrayType(element_type), None if element is None else (lambda c: F.transform(c, element))
+    if isinstance(cql, MapType):
+        key, value = _element(cql.key), _element(cql.value)
+
+        def entries(c: Column) -> Column:
+            return F.transform(c, lambda pair: F.struct(key(F.get(pair, 0)).alias("key"),
+                                                         value(F.get(pair, 1)).alias("value")))
+
+        pairs = ArrayType(ArrayType(StringType()))
+        return (pairs, entries) if _holds_map(typed(cql.key)[0]) else (pairs, lambda c: F.map_from_entries(entries(c)))
+    if isinstance(cql, TupleType):
+        elements = [_element(t) for t in cql.elements]
+        return ArrayType(StringType()), lambda c: F.when(c.isNotNull(), F.struct(
+            *(element(F.get(c, i)).alias(f"_{i + 1}") for i, element in enumerate(elements))))
+    if isinstance(cql, UserType):
+        fields = [(name, *_json_form(t)) for name, t in zip(cql.field_names, cql.field_types)]
+        struct = StructType([StructField(name, data_type) for name, data_type, _ in fields])
+        if all(convert is None for _, _, convert in fields):
+            return struct, None
+        return struct, lambda c: F.when(c.isNotNull(), F.struct(
+            *(_applied(convert, c.getField(name)).alias(name) for name, _, convert in fields)))
+    if cql.kind is Kind.BLOB:
+        return StringType(), _blob
+    if cql.kind is Kind.TIMESTAMP:
+        return LongType(), F.timestamp_millis
+    if cql.kind is Kind.DATE:
+        return IntegerType(), F.date_from_unix_date
+    return typed(cql)[0], None  # the JSON form is the value: text, numbers, booleans, a duration's object
+
+
+def _applied(convert: ColumnOf | None, c: Column) -> Column:
+    return c if convert is None else convert(c)
+
+
+def _blob(text: Column) -> Column:
+    raw = F.unhex(F.substring(text, 3, 1 << 30))
+    return F.when(text.isNull(), raw).when(text.startswith("0x") & raw.isNotNull(), raw).otherwise(
+        F.raise_error(F.lit("a blob's JSON form is 0x and hex digits")))
+
+
+def _element(cql: CqlType) -> ColumnOf:
+    """The function from an element's JSON text, as `from_json` gives it for a string (a string's own text,
+    a value of any other type as JSON), to its typed value."""
+    data_type, convert = _json_form(cql)
+    if data_type == StringType():
+        return lambda text: _applied(convert, text)
+    return lambda text: _parsed(data_type, convert, text)
+
+
+def _parsed(data_type: DataType, convert: ColumnOf | None, text: Column) -> Column:
+    """A JSON text parsed as `data_type` (as an array of one, for `from_json` reads no lone values), then
+    converted."""
+    one = F.from_json(F.concat(F.lit("["), text, F.lit("]")), ArrayType(data_type), _FAIL_FAST)
+    return _applied(convert, F.get(one, 0))
+
+
+def _value(type_text: str, text: Column, user_types: Any, keyspace: str) -> Column:
+    """A log column's value from its JSON text."""
+    return _parsed(*_json_form(parse_type(type_text, user_types, keyspace)), text)
+
+
+def _column(type_text: str, text: Column, user_types: Any, keyspace: str) -> Column:
+    """A data column's value from its JSON text. A map keyed by text-like values may come as an object:
+    the log gives a non-frozen list (a map by timeuuid in its layout) as one."""
+    cql = parse_type(type_text, user_types, keyspace)
+    value = _value(type_text, text, user_types, keyspace)
+    if not isinstance(cql, MapType) or _json_form(cql.key)[0] != StringType():
+        return value
+    key, (value_type, convert) = _json_form(cql.key)[1], _json_form(cql.value)
+    entries = F.from_json(text, SparkMap(StringType(), value_type), _FAIL_FAST)
+    if key is not None:
+        entries = F.transform_keys(entries, lambda k, _: key(k))
+    if convert is not None:
+        entries = F.transform_values(entries, lambda _, v: convert(v))
+    return F.when(text.startswith("{"), entries).otherwise(value)
+
+
+def _deleted_fields(fields: tuple[str, ...], text: Column) -> Column:
+    """A UDT's deleted fields, which the log names, as the indices a typed log holds."""
+    names = F.array(*(F.lit(name) for name in fields))
+    position = lambda name: F.array_position(names, name)  # noqa: E731 (1-based, 0: no such field)
+    return F.transform(F.from_json(text, ArrayType(StringType()), _FAIL_FAST), lambda name: F.when(
+        position(name) > 0, (position(name) - 1).cast("short")).otherwise(F.raise_error(F.lit("no such UDT field"))))
+
+
+def _other_columns(known: frozenset[str]) -> Column:
+    """`other_columns` of a row, as a column: null when it has none."""
+    names = F.array(*(F.lit(n) for n in sorted(known))).cast("array<string>")
+    unknown = lambda name: ~F.array_contains(names, name)  # noqa: E731
+    empty = F.create_map().cast("map<string,string>")
+    values = F.coalesce(F.col("columns"), empty)
+    deleted = F.filter(F.coalesce(F.col("deleted_columns"), F.array().cast("array<string>")),
+                       lambda n: unknown(n) & ~F.array_contains(F.map_keys(values), n))
+    other = F.map_concat(
+        F.map_filter(values, lambda name, _: unknown(name)),
+        F.map_from_arrays(deleted, F.transform(deleted, lambda _: F.lit(None).cast("string"))),
+        F.transform_keys(F.map_filter(F.coalesce(F.col("deleted_elements"), empty), lambda name, _: unknown(name)),
+                         lambda name, _: F.concat(F.lit(DELETED_ELEMENTS), name)))
+    return F.when(F.size(other) > 0, other)
+
+
 def typed_source(rows: DataFrame) -> DataFrame:
     """Log rows with only the columns a typed log's row is made from (`TYPED_FIELDS`): what the tasks that
     make typed rows are given, in Delta, PostgreSQL and MySQL."""
@@ -163,6 +284,36 @@ class TypedLog:
         """The typed log an existing table has, from its columns' CQL types (their metadata)."""
         columns = {f.name: f.metadata[CQL_TYPE] for f in schema.fields if CQL_TYPE in f.metadata}
         return cls(LogLayout.of_log_table(keyspace, base, columns, user_types))
+
+    def frame(self, rows: DataFrame) -> DataFrame:
+        """LOG_ROW rows of this layout's table as rows of `schema`, made in the JVM."""
+        layout = self.layout
+        udts = {u.name: u for u in layout.user_types}
+        metadata = dict(METADATA)
+        key_types = [(name, *_json_form(parse_type(t, udts, layout.keyspace))) for name, t in layout.key_columns]
+        key = F.from_json("key", StructType([StructField(n, t) for n, t, _ in key_types]), _FAIL_FAST)
+        out: dict[str, Column] = {}
+        for name, type_text in metadata.items():
+            out[name] = F.col(f"`{name}`").cast(typed(parse_type(type_text))[0])
+        stream = out[STREAM_ID]
+        out[STREAM_ID] = F.when(stream.isNotNull(), stream).otherwise(
+            F.raise_error(F.lit("a log row without a stream id")))
+        for name, _, convert in key_types:
+            out[name] = _applied(convert, key.getField(name))
+        for column in layout.data_columns:
+            text = F.try_element_at("columns", F.lit(column.name))
+            out[column.name] = _column(column.type, text, udts, layout.keyspace)
+            out[column.deleted] = F.when(F.array_contains("deleted_columns", column.name), F.lit(True))
+            if column.elements_type is not None:
+                removed = F.try_element_at("deleted_elements", F.lit(column.name))
+                out[column.deleted_elements] = (
+                    _value(column.elements_type, removed, udts, layout.keyspace) if column.udt_fields is None
+                    else _deleted_fields(column.udt_fields, removed))
+        out[OTHER_COLUMNS] = _other_columns(self._known)
+        # Cast to the schema's types, which differ at most in nullability (a transform's elements are never
+        # null): both ways give the log one schema.
+        return rows.select(*(out[f.name].cast(f.dataType).alias(f.name, metadata=f.metadata)
+                             for f in self.schema.fields))
 
     def row(self, log_row: dict, encoder: LogRowEncoder) -> dict[str, Any]:
         try:

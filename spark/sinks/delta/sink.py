@@ -34,7 +34,9 @@ from typing import get_args
 
 import pyarrow as pa
 from delta.tables import DeltaTable
+from py4j.protocol import Py4JJavaError
 from pyspark.errors import AnalysisException
+from pyspark.errors.exceptions.captured import CapturedException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import to_arrow_schema
@@ -54,7 +56,7 @@ from ..layouts import MIRROR, Layout
 from ..ledger import is_newest_replay
 from ..mirror_parts import table_changes, table_counts
 from ..log_table import LogLayout, typed_log_layout
-from ..typed_log import TypedLog, typed_source
+from ..typed_log import TYPED_REFUSALS, TypedLog, typed_source
 
 # File statistics of the log (set when Delta creates it) only for the times readers filter on: by
 # default Delta computes them for the first 32 columns, a third of a write's time (the JSON text
@@ -247,11 +249,23 @@ class DeltaSink(Sink):
                 untyped.append((keyspace, table))
                 continue
             frame = rows.where((F.col("keyspace") == keyspace) & (F.col("table") == table))
-            encoded = [typed_source(frame.where(rule)).mapInArrow(typed.encode(), typed.schema)
-                       for rule in (~late, late)]
-            self._append(self._unheld(*encoded, name, TYPED_KEY, _late_span((low, high))), name, batch,
-                         mergeSchema="true", **{"delta.columnMapping.mode": "name"})
+            parts = [frame.where(rule) for rule in (~late, late)]
+            span = _late_span((low, high))
+            try:
+                self._append_typed([typed.frame(part) for part in parts], name, span, batch)
+            except (CapturedException, Py4JJavaError) as exc:
+                if not any(refusal in str(exc) for refusal in TYPED_REFUSALS):
+                    raise
+                log.warning("%s.%s: a value of batch %d does not fit the typed log as Spark reads it; making the"
+                            " batch's rows in Python", keyspace, table, batch.id)
+                self._append_typed([typed_source(part).mapInArrow(typed.encode(), typed.schema) for part in parts],
+                                   name, span, batch)
         return of_tables(rows, untyped) if untyped else None
+
+    def _append_typed(self, parts: list[DataFrame], name: str, span: Span, batch: MicroBatch) -> None:
+        """A batch's fresh and late rows of one table (`parts`, as its typed log's rows) to the typed log."""
+        self._append(self._unheld(*parts, name, TYPED_KEY, span), name, batch, mergeSchema="true",
+                     **{"delta.columnMapping.mode": "name"})
 
     def _typed_log(self, keyspace: str, table: str, name: str) -> TypedLog | None:
         """The base table's columns and those its typed log already has (a column dropped since keeps

@@ -1,0 +1,136 @@
+"""A typed log's rows as Spark makes them in the JVM (`TypedLog.frame`) against the Python reference
+(`TypedLog.row`): the same Arrow values for every CQL type and shape of row; and what the Delta sink does
+with a value Spark will not read: the reference makes that batch's rows, and writes them or names the
+change that does not fit."""
+from __future__ import annotations
+
+import datetime as dt
+import json
+import math
+import uuid
+
+import pyarrow as pa
+import pytest
+
+from schemas.runtime.access import CassandraCluster
+from schemas.tables.loader import read_table
+from spark.rows import LOG_ROW, arrow_schema
+from spark.sinks.delta.sink import DeltaSink
+from spark.sinks.log_table import TYPED_FIELDS, LogLayout, LogRowEncoder
+from spark.sinks.typed_log import TYPED_REFUSALS, TypedLog
+from tests.integration.micro_batches import log_row, micro_batch
+
+pytestmark = pytest.mark.integration
+
+FIRST, SECOND = "157e5210-7cbb-11ee-9858-c9aa1eb53e69", "257e5210-7cbb-11ee-9858-c9aa1eb53e69"
+EVERY_TYPE = {
+    "note": "text static", "day": "date", "since": "time", "big": "varint", "price": "decimal", "raw": "blob",
+    "took": "duration", "ip": "inet", "small": "smallint", "tiny": "tinyint", "f": "float", "d": "double",
+    "ok": "boolean", "u": "uuid", "tu": "timeuuid", "items": "list<int>", "tags": "set<text>", "home": "addr",
+    "fhome": "frozen<addr>", "pair": "frozen<tuple<int, text, blob>>", '"Odd Name-1"': "map<text, bigint>",
+    "nested": "frozen<map<frozen<map<int, int>>, text>>", "ts": "map<timeuuid, text>", "blobs": "set<blob>",
+    "vec": "vector<float, 3>", "durs": "frozen<list<duration>>", "dates": "map<date, frozen<set<timestamp>>>",
+    "words": "map<text, frozen<list<text>>>",
+}
+# Each column's value as the log's JSON text (`spark.rows`).
+EVERY_VALUE = {
+    "note": json.dumps("n"), "day": "-1", "since": "49530000000000", "big": json.dumps("1180591620717411303424"),
+    "price": json.dumps("-12.345"), "raw": json.dumps("0x00ff"), "took": json.dumps({"months": 14, "days": 3,
+                                                                                     "nanoseconds": 5}),
+    "ip": json.dumps("::1"), "small": "-2", "tiny": "-1", "f": "NaN", "d": "-Infinity", "ok": "true",
+    "u": json.dumps(str(uuid.UUID(int=7))), "tu": json.dumps(FIRST), "items": json.dumps({FIRST: 5, SECOND: 6}),
+    "tags": json.dumps(["a", "b"]), "home": json.dumps({"zip code": 1}),
+    "fhome": json.dumps({"street": "Main \"St\" é", "zip code": 2}), "pair": json.dumps([1, "t", "0x01"]),
+    "Odd Name-1": json.dumps([["k", 2 ** 40]]), "nested": json.dumps([[[[1, 2]], "x"]]),
+    "ts": json.dumps([[FIRST, "one"]]), "blobs": json.dumps(["0x00", "0xff"]), "vec": "[1.5, -0.0, 3.25]",
+    "durs": json.dumps([{"months": 1, "days": 2, "nanoseconds": 3}]),
+    "dates": json.dumps([[-1, [0, 1_699_284_279_123]]]), "words": json.dumps([["k", ["a", "b"]]]),
+}
+
+
+@pytest.fixture
+def table(cql, keyspace) -> str:
+    cql.execute(f'CREATE TYPE {keyspace}.addr (street text, "zip code" int)')
+    columns = ", ".join(f"{name} {type_text}" for name, type_text in EVERY_TYPE.items())
+    cql.execute(f"CREATE TABLE {keyspace}.every (id int, at timestamp, {columns}, PRIMARY KEY (id, at))")
+    return "every"
+
+
+def rows_of(keyspace: str, table: str) -> list[dict]:
+    """Log rows of every shape: every value; none; a partition deletion; removed elements of each
+    collection and UDT; values, deletions and removed elements of columns the table does not have."""
+    shapes = [
+        dict(columns=EVERY_VALUE),
+        dict(columns={}),
+        dict(columns={"small": None, "note": json.dumps("")}, deleted=["tags", "home"]),
+        dict(elements={"home": json.dumps(["street"]), "tags": json.dumps(["c"]), "items": json.dumps([SECOND]),
+                       "ts": json.dumps([FIRST]), "dates": json.dumps([-1]), "blobs": json.dumps(["0x00"])}),
+        dict(columns={"tiny": "1", "gone": json.dumps("v")}, deleted=["was"], elements={"old": json.dumps(["x"])}),
+    ]
+    out = []
+    for n, shape in enumerate(shapes):
+        row = dict(zip(LOG_ROW.fieldNames(), log_row(n, **shape)))
+        key = {"id": n} if n == 2 else {"id": n, "at": 1_699_284_279_123 + n}
+        out.append({**row, "keyspace": keyspace, "table": table, "key": json.dumps(key)})
+    return out
+
+
+def comparable(value):
+    """A value with NaN as text (NaN equals nothing, itself included) and maps' entries as lists."""
+    if isinstance(value, float) and math.isnan(value):
+        return "NaN"
+    if isinstance(value, dict):
+        return {k: comparable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [comparable(v) for v in value]
+    return value
+
+
+def test_the_jvm_makes_the_typed_rows_the_python_reference_makes(spark, cql, keyspace, table) -> None:
+    base, user_types = read_table(cql, keyspace, table)
+    typed = TypedLog(LogLayout.of_table(base, user_types, counters=True))
+    rows = rows_of(keyspace, table)
+    frame = spark.createDataFrame([tuple(row[n] for n in LOG_ROW.fieldNames()) for row in rows], LOG_ROW)
+    made = typed.frame(frame.select(*(f"`{n}`" for n in TYPED_FIELDS)))
+    assert [(f.name, f.dataType, f.metadata) for f in made.schema.fields] == [
+        (f.name, f.dataType, f.metadata) for f in typed.schema.fields]
+    encoder = LogRowEncoder(typed.layout)
+    reference = pa.RecordBatch.from_pylist([typed.row(row, encoder) for row in rows],
+                                           schema=arrow_schema(typed.schema)).to_pylist()
+    got = made.toArrow().to_pylist()
+    assert len(got) == len(reference) == 5
+    for n, (jvm, python) in enumerate(zip(got, reference)):
+        for name in python:
+            assert comparable(jvm[name]) == comparable(python[name]), f"row {n}, {name}"
+    assert got[0]["raw"] == b"\x00\xff" and got[0]["at"] == dt.datetime(2023, 11, 6, 15, 24, 39, 123_000,
+                                                                          tzinfo=dt.timezone.utc)
+    assert got[4]["cdc$other_columns"] == [("gone", '"v"'), ("was", None), ("cdc$deleted_elements_old", '["x"]')]
+
+
+def test_a_value_spark_will_not_read_is_made_by_the_reference(spark, cql, keyspace, table, stack, tmp_path) -> None:
+    rows = rows_of(keyspace, table)
+    # A time as ISO text and an int as a string: the reference reads both (a user's own JSON may hold them).
+    lenient = {**rows[1], "key": json.dumps({"id": 1, "at": "2023-11-06T15:24:39.124Z"}),
+               "columns": {"small": json.dumps("12")}}
+    frame = spark.createDataFrame([tuple(lenient[n] for n in LOG_ROW.fieldNames())], LOG_ROW)
+    base, user_types = read_table(cql, keyspace, table)
+    typed = TypedLog(LogLayout.of_table(base, user_types, counters=True))
+    with pytest.raises(Exception) as refused:
+        typed.frame(frame).collect()
+    assert any(refusal in str(refused.value) for refusal in TYPED_REFUSALS)
+
+    sink = DeltaSink(spark, tmp_path / "lake", "typed-test", layout="typed",
+                     cluster=CassandraCluster((stack.cassandra_host,), stack.cassandra_port))
+    as_tuple = lambda row: tuple(row[n] for n in LOG_ROW.fieldNames())  # noqa: E731
+    sink.write(micro_batch(spark, 0, [as_tuple(rows[0]), as_tuple(lenient)]))
+    written = spark.read.format("delta").load(str(tmp_path / "lake" / "typed" / keyspace / table))
+    by_id = {row["id"]: row for row in written.toArrow().to_pylist()}
+    assert sorted(by_id) == [0, 1]
+    assert by_id[1]["small"] == 12 and by_id[1]["at"] == dt.datetime(2023, 11, 6, 15, 24, 39, 124_000,
+                                                                      tzinfo=dt.timezone.utc)
+    assert by_id[0]["big"] == "1180591620717411303424" and by_id[0]["tags"] == ["a", "b"]
+
+    broken = {**rows[2], "columns": {"small": json.dumps("many")}, "change_id": "c0ffee"}
+    with pytest.raises(Exception, match=r"change c0ffee .*does not fit the typed log"):
+        sink.write(micro_batch(spark, 1, [as_tuple(broken)]))
+    assert written.count() == 2  # nothing of the refused batch
