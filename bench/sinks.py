@@ -1,10 +1,13 @@
 """Every sink writing the same log rows, side by side in one run, each beside its floor.
 
-    python bench/sinks.py [--rows N] [--repeat R] [--sinks delta,delta-mirror,…] [--held H] [--workers W]
+    python bench/sinks.py [--rows N] [--repeat R] [--sinks delta,delta-mirror,…] [--held H] [--tables T]
+                          [--workers W]
 
 Input: N log rows (default 50,000) in the job's `LOG_ROW` layout — a table (`ringtail_bench.orders`,
 created in Cassandra) of an int key, a text, a bigint and a set<text> column, one insert each, with
-every metadata column set and one of 16 stream ids (as a node of 16 vnodes gives, one stream each) —
+every metadata column set and one of 16 stream ids (as a node of 16 vnodes gives, one stream each);
+with `--tables T`, spread evenly over T such tables (`orders_0` … `orders_<T-1>`), as a batch of a
+keyspace's many tables is —
 built once as a persisted Spark DataFrame (local[2], or W
 workers of the local stack's Spark cluster: `bench/cluster.py`), so
 each sink is timed on its own write only: `sink.write` of a micro-batch of those rows and no dead
@@ -83,19 +86,27 @@ STREAMS = 16  # the stream ids of one node of 16 vnodes (the stack's), one strea
 HELD_BATCH = 200_000  # the rows a mirror is given at a time before it is timed (`--held`)
 
 
-def create_source_table(stack) -> None:
+def table_names(tables: int) -> list[str]:
+    """The source tables the rows are spread over."""
+    return ["orders"] if tables == 1 else [f"orders_{t}" for t in range(tables)]
+
+
+def create_source_tables(stack, tables: int = 1) -> None:
     from schemas.runtime.session import connect
 
     cluster, session = connect([stack.cassandra_host], stack.cassandra_port)
     session.execute(f"CREATE KEYSPACE IF NOT EXISTS {BENCH_KEYSPACE} WITH replication = "
                     "{'class': 'SimpleStrategy', 'replication_factor': 1}")
-    session.execute(f"CREATE TABLE IF NOT EXISTS {BENCH_KEYSPACE}.orders (k int PRIMARY KEY, v text, n bigint,"
-                    " tags set<text>)")
+    for name in table_names(tables):
+        session.execute(f"CREATE TABLE IF NOT EXISTS {BENCH_KEYSPACE}.{name} (k int PRIMARY KEY, v text, n bigint,"
+                        " tags set<text>)")
     cluster.shutdown()
 
 
-def log_rows(spark, count: int, offset: int = 0, stride: int = 1, age_us: int = 0):
-    """`count` inserts of keys `offset`, `offset + stride`, …, written `age_us` before now."""
+def log_rows(spark, count: int, offset: int = 0, stride: int = 1, age_us: int = 0, tables: int = 1):
+    """`count` inserts of keys `offset`, `offset + stride`, …, written `age_us` before now, key k in table
+    k mod `tables`."""
+    names = table_names(tables)
     now = dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
     micros = int(now.timestamp() * 1_000_000) - age_us
     streams = [uuid.uuid5(uuid.NAMESPACE_OID, f"stream {s}").bytes for s in range(STREAMS)]
@@ -105,7 +116,7 @@ def log_rows(spark, count: int, offset: int = 0, stride: int = 1, age_us: int = 
         cells = {"k": [], "s": False, "l": [written, 0, None], "d": None, "c": {
             "v": [written, 0, None, 0, f"value {k}"], "n": [written, 0, None, 0, k * 7],
             "tags": [written - 1, [["a", written, 0, None, 0, None], ["b", written, 0, None, 0, None]]]}}
-        return (BENCH_KEYSPACE, "orders", streams[k % STREAMS], str(uuid.uuid1()), 0, R.ROW_INSERT, None, True,
+        return (BENCH_KEYSPACE, names[k % tables], streams[k % STREAMS], str(uuid.uuid1()), 0, R.ROW_INSERT, None, True,
                 json.dumps({"k": k}), {"v": json.dumps(f"value {k}"), "n": str(k * 7), "tags": '["a","b"]'},
                 [], {}, now, written, k.to_bytes(4, "big"), k * 7919, now, f"{k:032x}", now,
                 ("node1", 1, i * 40, 0, 0, "bench", 0, k, 1), json.dumps(cells))
@@ -306,18 +317,19 @@ def floor(stack, name: str, rows, csv: bytes, values: list[bytes], run: str, tmp
     raise ValueError(name)
 
 
-def held_batches(spark, held: int, columns: list, write, empty) -> int:
+def held_batches(spark, held: int, columns: list, write, empty, tables: int) -> int:
     """Write `held` rows, keys 0 to `held` - 1, an hour old, in batches of `HELD_BATCH` (each holding every
     so-many-th key, so the measured rows' keys fall in every batch's files); how many batches."""
     batches = -(-held // HELD_BATCH)
     for batch in range(batches):
-        rows = log_rows(spark, len(range(batch, held, batches)), batch, batches, age_us=3_600_000_000)
+        rows = log_rows(spark, len(range(batch, held, batches)), batch, batches, age_us=3_600_000_000, tables=tables)
         write(MicroBatch(batch, rows.select(*columns), empty, lambda: 0, f"held {batch}", int(time.time() * 1000)))
         rows.unpersist()
     return batches
 
 
-def sink_seconds(spark, stack, sink: str, rows, warm, empty, run: str, tmp: Path, receiver, held: int = 0) -> float:
+def sink_seconds(spark, stack, sink: str, rows, warm, empty, run: str, tmp: Path, receiver, held: int = 0,
+                 tables: int = 1) -> float:
     """Seconds of one sink's write of the rows (after its prepare, a mirror's `held` rows and a warm-up
     write)."""
     kind = sink.split("-")[0]
@@ -332,7 +344,7 @@ def sink_seconds(spark, stack, sink: str, rows, warm, empty, run: str, tmp: Path
     # mirror, the cells too.
     given = [R.CELLS] if writer.merges_cells else []
     columns = [F.col(f"`{name}`") for name in R.LOG_ROW.fieldNames() + given] + [F.lit(False).alias(R.LATE)]
-    batches = held_batches(spark, held, columns, writer.write, empty) if writer.merges_cells else 0
+    batches = held_batches(spark, held, columns, writer.write, empty, tables) if writer.merges_cells else 0
     writer.write(MicroBatch(batches, warm.select(*columns), empty, lambda: 0, "warm-up", int(time.time() * 1000)))
     started = time.perf_counter()
     writer.write(MicroBatch(batches + 1, rows.select(*columns), empty, lambda: 0, "measured",
@@ -352,8 +364,12 @@ def main() -> int:
     parser.add_argument("--held", type=int, default=0,
                         help="rows each mirror (and image state) holds before it is timed (default 0: it starts"
                              " empty); the measured rows then update rows spread over all of them")
+    parser.add_argument("--tables", type=int, default=1,
+                        help="source tables the rows are spread over (default 1)")
     add_workers_option(parser)
     args = parser.parse_args()
+    if args.tables < 1:
+        parser.error("--tables: at least 1")
     if args.held and args.held < args.rows:
         parser.error("--held: at least --rows, so that every measured row updates a held one")
     chosen = tuple(s for s in SINKS + FLOORS if s in args.sinks.split(","))
@@ -364,12 +380,14 @@ def main() -> int:
         return 2
     master, conf, placement = spark_placement(args.workers, {"spark.ui.enabled": "false"})
     spark = spark_session(JobSettings(spark_master=master, spark_jars=stack.spark_jars, spark_conf=conf))
-    create_source_table(stack)
+    create_source_tables(stack, args.tables)
     receiver = Receiver(keep=False)
-    rows, warm = log_rows(spark, args.rows), log_rows(spark, 1_000, offset=10_000_000)
+    rows = log_rows(spark, args.rows, tables=args.tables)
+    warm = log_rows(spark, 1_000, offset=10_000_000, tables=args.tables)
     empty = spark.createDataFrame([], R.DEAD_LETTER)
     held = f"; each mirror holding {args.held:,} rows before it is timed" if args.held else ""
-    print(f"{rows.count()} rows, {rows.rdd.getNumPartitions()} partitions, {placement}{held}")
+    tables = f" of {args.tables} tables" if args.tables > 1 else ""
+    print(f"{rows.count()} rows{tables}, {rows.rdd.getNumPartitions()} partitions, {placement}{held}")
     log_only = rows.select(*(F.col(f"`{name}`") for name in R.LOG_ROW.fieldNames()))
     csv = csv_of(log_only) if {"floor-postgres", "floor-mysql"} & set(chosen) else b""
     values = [v.encode() for v in log_only.toJSON().collect()] if "floor-kafka" in chosen else []
@@ -380,7 +398,8 @@ def main() -> int:
             for sink in chosen if round_ % 2 == 0 else tuple(reversed(chosen)):
                 run = f"bench_{uuid.uuid4().hex[:10]}"
                 took = (floor(stack, sink, log_only, csv, values, run, Path(tmp), bound) if sink in FLOORS
-                        else sink_seconds(spark, stack, sink, rows, warm, empty, run, Path(tmp), receiver, args.held))
+                        else sink_seconds(spark, stack, sink, rows, warm, empty, run, Path(tmp), receiver, args.held,
+                                          args.tables))
                 seconds[sink].append(took)
                 print(f"round {round_ + 1} {sink:17s} {args.rows / took:10,.0f} rows/s ({took:.1f} s)", flush=True)
     receiver.close()

@@ -134,3 +134,34 @@ def test_a_value_spark_will_not_read_is_made_by_the_reference(spark, cql, keyspa
     with pytest.raises(Exception, match=r"change c0ffee .*does not fit the typed log"):
         sink.write(micro_batch(spark, 1, [as_tuple(broken)]))
     assert written.count() == 2  # nothing of the refused batch
+
+
+def test_a_batch_of_tables_written_side_by_side_holds_each_row_once_after_one_table_failed(
+        spark, cql, keyspace, stack, tmp_path) -> None:
+    tables = ["a", "b", "c"]
+    for name in tables:
+        cql.execute(f"CREATE TABLE {keyspace}.{name} (id int, at timestamp, note text, PRIMARY KEY (id, at))")
+    rows = []
+    for n in range(30):
+        row = dict(zip(LOG_ROW.fieldNames(), log_row(n, columns={"note": json.dumps(f"note {n}")})))
+        row.update(keyspace=keyspace, table=tables[n % 3], key=json.dumps({"id": n, "at": 1_699_284_279_123}))
+        rows.append(tuple(row[name] for name in LOG_ROW.fieldNames()))
+    lake = tmp_path / "lake"
+    sink = DeltaSink(spark, lake, "side-by-side", layout="typed", concurrent_tables=3,
+                     cluster=CassandraCluster((stack.cassandra_host,), stack.cassandra_port))
+    # A file where b's typed log goes: its write fails, a and c are written beside it.
+    blocked = lake / "typed" / keyspace / "b"
+    blocked.parent.mkdir(parents=True)
+    blocked.write_text("not a directory")
+    with pytest.raises(Exception):
+        sink.write(micro_batch(spark, 0, rows))
+    read = lambda name: spark.read.format("delta").load(str(lake / "typed" / keyspace / name))  # noqa: E731
+    assert sorted(r["id"] for r in read("a").collect()) == list(range(0, 30, 3))
+    assert sorted(r["id"] for r in read("c").collect()) == list(range(2, 30, 3))
+
+    blocked.unlink()
+    again = DeltaSink(spark, lake, "side-by-side", layout="typed", concurrent_tables=3,
+                      cluster=CassandraCluster((stack.cassandra_host,), stack.cassandra_port))
+    again.write(micro_batch(spark, 0, rows))  # the batch's replay: a and c hold it already
+    for offset, name in enumerate(tables):
+        assert sorted(r["id"] for r in read(name).collect()) == list(range(offset, 30, 3)), name

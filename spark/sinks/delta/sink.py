@@ -27,10 +27,10 @@ import functools
 import json
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import get_args
+from typing import Any, get_args
 
 import pyarrow as pa
 from delta.tables import DeltaTable
@@ -40,6 +40,7 @@ from pyspark.errors.exceptions.captured import CapturedException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import to_arrow_schema
+from pyspark.util import inheritable_thread_target
 from pyspark.sql.types import ArrayType, BinaryType, LongType, StringType, StructField, StructType, TimestampType
 
 from schemas.runtime.access import CassandraCluster
@@ -52,6 +53,7 @@ from spark.streams.generations import Generations
 
 from ..contract import MicroBatch, Resolved, Sink, generation_rows, of_tables, resolved_rows
 from .mirror import DeltaMirrorStore, known_mirrors
+from .settings import CONCURRENT_TABLES
 from ..layouts import MIRROR, Layout
 from ..ledger import is_newest_replay
 from ..mirror_parts import table_changes, table_counts
@@ -125,12 +127,16 @@ class DeltaSink(Sink):
     resolved_every = 30.0
 
     def __init__(self, spark: SparkSession, path: Path | str, app_id: str = "ringtail", layout: str = "log",
-                 cluster: CassandraCluster | None = None) -> None:
-        """`cluster`: where the `typed` and `mirror` layouts read their base tables' schemas."""
+                 cluster: CassandraCluster | None = None, concurrent_tables: int = CONCURRENT_TABLES) -> None:
+        """`cluster`: where the `typed` and `mirror` layouts read their base tables' schemas;
+        `concurrent_tables`: how many tables' logs or mirrors those layouts write at once."""
         if layout not in get_args(Layout):
             raise ValueError(f"layout {layout!r}: one of {', '.join(get_args(Layout))}")
         if layout != "log" and cluster is None:
             raise ValueError(f"the {layout} layout needs the Cassandra cluster, for its tables' schemas")
+        if concurrent_tables < 1:
+            raise ValueError(f"concurrent_tables must be at least 1, got {concurrent_tables}")
+        self.concurrent_tables = concurrent_tables
         self.spark = spark
         self.path = str(path).rstrip("/")
         self.app_id = app_id
@@ -200,11 +206,12 @@ class DeltaSink(Sink):
         merge_batch(prepare_tables(self._mirrors, names, self._store_of), {}, purge=True)
 
     def _merge_batch(self, rows: DataFrame) -> None:
-        """The batch's changes merged into each table's mirror on the executors (`DeltaMirrorStore.merged`), table by
-        table; the driver plans and counts."""
+        """The batch's changes merged into each table's mirror on the executors (`DeltaMirrorStore.merged`),
+        `concurrent_tables` tables at once; the driver plans and counts."""
         counts = table_counts(rows)
         now = int(time.time())
-        for layout, store in prepare_tables(self._mirrors, counts, self._store_of, counts):
+
+        def merge(layout: MirrorLayout, store: DeltaMirrorStore) -> None:
             result = store.merged(table_changes(rows, layout), now).persist()
             try:
                 states, written = result.agg(F.count("state"), F.count("mirror")).first()
@@ -216,6 +223,22 @@ class DeltaSink(Sink):
                 result.unpersist()
             log.info("mirror %s: %d changes merged; %d states and %d rows written", layout.qualified,
                      counts[(layout.keyspace, layout.table)], states, written)
+
+        self._each_table([functools.partial(merge, *table)
+                          for table in prepare_tables(self._mirrors, counts, self._store_of, counts)])
+
+    def _each_table(self, tasks: list[Callable[[], Any]]) -> list[Any]:
+        """What each task (one table's) returns, `concurrent_tables` of them run at once; the first failure is
+        raised once every task has ended. A table's write is a few Spark jobs and a Delta commit, which the
+        driver plans and commits one after the other: tables side by side keep the executors busy while it
+        waits on each."""
+        if len(tasks) <= 1:
+            return [task() for task in tasks]
+        with ThreadPoolExecutor(min(self.concurrent_tables, len(tasks)), thread_name_prefix="ringtail-tables") as pool:
+            # Each thread takes the caller's Spark local properties (job group, description) and tags.
+            inherit = inheritable_thread_target(self.spark)
+            futures = [pool.submit(inherit(task)) for task in tasks]
+        return [future.result() for future in futures]
 
     def _store_of(self, layout: MirrorLayout) -> DeltaMirrorStore:
         store = DeltaMirrorStore(self.spark, self.path, layout)
@@ -239,28 +262,36 @@ class DeltaSink(Sink):
 
     def _write_typed(self, batch: MicroBatch) -> DataFrame | None:
         """Each table's rows to its typed log; the rows of tables without one (for `cdc_log`), or None."""
-        rows, untyped = batch.rows, []
-        late = F.col(R.LATE)
-        for keyspace, table, low, high in rows.groupBy("keyspace", "table").agg(*_span_columns()).collect():
-            name = f"typed/{keyspace}/{table}"
-            typed = self._typed_log(keyspace, table, name)
-            if typed is None:
-                log.warning("%s.%s no longer exists and has no typed log: its rows go to cdc_log", keyspace, table)
-                untyped.append((keyspace, table))
-                continue
-            frame = rows.where((F.col("keyspace") == keyspace) & (F.col("table") == table))
-            parts = [frame.where(rule) for rule in (~late, late)]
-            span = _late_span((low, high))
-            try:
-                self._append_typed([typed.frame(part) for part in parts], name, span, batch)
-            except (CapturedException, Py4JJavaError) as exc:
-                if not any(refusal in str(exc) for refusal in TYPED_REFUSALS):
-                    raise
-                log.warning("%s.%s: a value of batch %d does not fit the typed log as Spark reads it; making the"
-                            " batch's rows in Python", keyspace, table, batch.id)
-                self._append_typed([typed_source(part).mapInArrow(typed.encode(), typed.schema) for part in parts],
-                                   name, span, batch)
+        rows = batch.rows
+        if self._session is None:  # before the tables' threads, which share it
+            _, self._session = connect(*self.cluster)
+        spans = rows.groupBy("keyspace", "table").agg(*_span_columns()).collect()
+        written = self._each_table([functools.partial(self._write_typed_table, batch, keyspace, table,
+                                                      _late_span((low, high)))
+                                    for keyspace, table, low, high in spans])
+        untyped = [(keyspace, table) for (keyspace, table, _, _), has_log in zip(spans, written) if not has_log]
         return of_tables(rows, untyped) if untyped else None
+
+    def _write_typed_table(self, batch: MicroBatch, keyspace: str, table: str, span: Span) -> bool:
+        """One table's rows of the batch to its typed log; False: it has none (its base table is gone)."""
+        name = f"typed/{keyspace}/{table}"
+        typed = self._typed_log(keyspace, table, name)
+        if typed is None:
+            log.warning("%s.%s no longer exists and has no typed log: its rows go to cdc_log", keyspace, table)
+            return False
+        late = F.col(R.LATE)
+        frame = batch.rows.where((F.col("keyspace") == keyspace) & (F.col("table") == table))
+        parts = [frame.where(rule) for rule in (~late, late)]
+        try:
+            self._append_typed([typed.frame(part) for part in parts], name, span, batch)
+        except (CapturedException, Py4JJavaError) as exc:
+            if not any(refusal in str(exc) for refusal in TYPED_REFUSALS):
+                raise
+            log.warning("%s.%s: a value of batch %d does not fit the typed log as Spark reads it; making the"
+                        " batch's rows in Python", keyspace, table, batch.id)
+            self._append_typed([typed_source(part).mapInArrow(typed.encode(), typed.schema) for part in parts],
+                               name, span, batch)
+        return True
 
     def _append_typed(self, parts: list[DataFrame], name: str, span: Span, batch: MicroBatch) -> None:
         """A batch's fresh and late rows of one table (`parts`, as its typed log's rows) to the typed log."""
