@@ -1,13 +1,13 @@
 """Every sink writing the same log rows, side by side in one run, each beside its floor.
 
     python bench/sinks.py [--rows N] [--repeat R] [--sinks delta,delta-mirror,…] [--held H] [--tables T]
-                          [--workers W]
+                          [--concurrent-tables C] [--workers W]
 
 Input: N log rows (default 50,000) in the job's `LOG_ROW` layout — a table (`ringtail_bench.orders`,
 created in Cassandra) of an int key, a text, a bigint and a set<text> column, one insert each, with
 every metadata column set and one of 16 stream ids (as a node of 16 vnodes gives, one stream each);
 with `--tables T`, spread evenly over T such tables (`orders_0` … `orders_<T-1>`), as a batch of a
-keyspace's many tables is —
+keyspace's many tables is (`--concurrent-tables C`: how many of them the Delta sink writes at once) —
 built once as a persisted Spark DataFrame (local[2], or W
 workers of the local stack's Spark cluster: `bench/cluster.py`), so
 each sink is timed on its own write only: `sink.write` of a micro-batch of those rows and no dead
@@ -329,11 +329,13 @@ def held_batches(spark, held: int, columns: list, write, empty, tables: int) -> 
 
 
 def sink_seconds(spark, stack, sink: str, rows, warm, empty, run: str, tmp: Path, receiver, held: int = 0,
-                 tables: int = 1) -> float:
+                 tables: int = 1, concurrent_tables: int | None = None) -> float:
     """Seconds of one sink's write of the rows (after its prepare, a mirror's `held` rows and a warm-up
     write)."""
     kind = sink.split("-")[0]
     config = {**targets(stack, kind, run, tmp, receiver.url), **_VARIANTS.get(sink, {})}
+    if kind == "delta" and concurrent_tables is not None:
+        config["concurrent_tables"] = concurrent_tables
     if config.get("layout") == "image":
         config["state_path"] = str(tmp / run)
     writer = open_sink(spark, kind, config, SinkContext(
@@ -366,6 +368,8 @@ def main() -> int:
                              " empty); the measured rows then update rows spread over all of them")
     parser.add_argument("--tables", type=int, default=1,
                         help="source tables the rows are spread over (default 1)")
+    parser.add_argument("--concurrent-tables", type=int, default=None,
+                        help="the Delta sink's concurrent_tables (default: the sink's own)")
     add_workers_option(parser)
     args = parser.parse_args()
     if args.tables < 1:
@@ -399,7 +403,7 @@ def main() -> int:
                 run = f"bench_{uuid.uuid4().hex[:10]}"
                 took = (floor(stack, sink, log_only, csv, values, run, Path(tmp), bound) if sink in FLOORS
                         else sink_seconds(spark, stack, sink, rows, warm, empty, run, Path(tmp), receiver, args.held,
-                                          args.tables))
+                                          args.tables, args.concurrent_tables))
                 seconds[sink].append(took)
                 print(f"round {round_ + 1} {sink:17s} {args.rows / took:10,.0f} rows/s ({took:.1f} s)", flush=True)
     receiver.close()
