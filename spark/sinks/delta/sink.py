@@ -40,8 +40,8 @@ from pyspark.errors.exceptions.captured import CapturedException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import to_arrow_schema
-from pyspark.util import inheritable_thread_target
 from pyspark.sql.types import ArrayType, BinaryType, LongType, StringType, StructField, StructType, TimestampType
+from pyspark.util import inheritable_thread_target
 
 from schemas.runtime.access import CassandraCluster
 from schemas.runtime.session import connect
@@ -211,7 +211,7 @@ class DeltaSink(Sink):
         counts = table_counts(rows)
         now = int(time.time())
 
-        def merge(layout: MirrorLayout, store: DeltaMirrorStore) -> None:
+        def merge_table(layout: MirrorLayout, store: DeltaMirrorStore) -> None:
             result = store.merged(table_changes(rows, layout), now).persist()
             try:
                 states, written = result.agg(F.count("state"), F.count("mirror")).first()
@@ -224,7 +224,7 @@ class DeltaSink(Sink):
             log.info("mirror %s: %d changes merged; %d states and %d rows written", layout.qualified,
                      counts[(layout.keyspace, layout.table)], states, written)
 
-        self._each_table([functools.partial(merge, *table)
+        self._each_table([functools.partial(merge_table, *table)
                           for table in prepare_tables(self._mirrors, counts, self._store_of, counts)])
 
     def _each_table(self, tasks: list[Callable[[], Any]]) -> list[Any]:
