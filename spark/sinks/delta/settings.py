@@ -10,19 +10,17 @@ from ..settings import LaidOut, SinkContext
 if TYPE_CHECKING:
     from ..contract import Sink
 
-# Tables whose typed logs or mirrors a batch writes at once (`DeltaSink._each_table`).
-CONCURRENT_TABLES = 4
-
 
 class DeltaSettings(LaidOut, kind="delta"):
     path: str
-    concurrent_tables: int = Field(CONCURRENT_TABLES, ge=1)
+    # Tables whose typed logs or mirrors a batch writes at once; unset: the sink's default.
+    concurrent_tables: int | None = Field(None, ge=1)
 
     def open(self, spark: Any, context: SinkContext) -> Sink:
         from .sink import DeltaSink
 
-        return DeltaSink(spark, self.path, context.app_id, layout=self.layout, cluster=context.cluster,
-                         concurrent_tables=self.concurrent_tables)
+        given = {} if self.concurrent_tables is None else {"concurrent_tables": self.concurrent_tables}
+        return DeltaSink(spark, self.path, context.app_id, layout=self.layout, cluster=context.cluster, **given)
 
     def target(self) -> str:
         return f"delta:{self.path}"

@@ -53,7 +53,6 @@ from spark.streams.generations import Generations
 
 from ..contract import MicroBatch, Resolved, Sink, generation_rows, of_tables, resolved_rows
 from .mirror import DeltaMirrorStore, known_mirrors
-from .settings import CONCURRENT_TABLES
 from ..layouts import MIRROR, Layout
 from ..ledger import is_newest_replay
 from ..mirror_parts import table_changes, table_counts
@@ -64,6 +63,8 @@ from ..typed_log import TYPED_REFUSALS, TypedLog, typed_source
 # default Delta computes them for the first 32 columns, a third of a write's time (the JSON text
 # columns' minimums and maximums, which no query can use).
 STATS_COLUMNS, LOG_STATS = "delta.dataSkippingStatsColumns", "write_time,write_time_us,kafka_time"
+# Tables whose typed logs or mirrors a batch writes at once (`DeltaSink._each_table`).
+CONCURRENT_TABLES = 4
 # The key of ringtail's entry in a commit's user metadata: the app id, batch id and source offsets.
 LEDGER = "ringtail"
 

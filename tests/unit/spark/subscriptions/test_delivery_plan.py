@@ -98,7 +98,7 @@ def test_sink_settings_are_typed_and_refused_at_create(setting, message):
 def test_missing_and_unknown_settings_are_named():
     with pytest.raises(InvalidSubscription, match="sink delta needs path"):
         Subscription.create("d", Change(table="shop.orders", sink="delta", sink_config={"layout": "log"}))
-    with pytest.raises(InvalidSubscription, match=re.escape("sink delta has no setting 'layot' (settings: layout, path)")):
+    with pytest.raises(InvalidSubscription, match=re.escape("sink delta has no setting 'layot' (settings: concurrent_tables, layout, path)")):
         Subscription.create("d", Change(table="shop.orders", sink="delta", sink_config={"path": "/l", "layot": "log"}))
     with pytest.raises(InvalidSubscription, match="unknown sink 'parquet'; sinks: cassandra, delta, http, kafka"):
         Subscription.create("d", Change(table="shop.orders", sink="parquet", sink_config={}))
@@ -173,6 +173,15 @@ def test_a_delta_layout_is_checked_at_create():
                                         sink_config={"path": "/l", "layout": "wide"}))
     assert Subscription.create("d", Change(table="shop.orders", sink="delta", sink_config={
         "path": "/l", "layout": "typed"})).sink_config["layout"] == "typed"
+
+
+def test_tables_written_at_once_are_at_least_one():
+    with pytest.raises(InvalidSubscription, match=re.escape("concurrent_tables = '0': Input should be greater than or"
+                                                            " equal to 1")):
+        Subscription.create("d", Change(table="shop.orders", sink="delta",
+                                        sink_config={"path": "/l", "layout": "mirror", "concurrent_tables": 0}))
+    assert Subscription.create("d", Change(table="shop.orders", sink="delta", sink_config={
+        "path": "/l", "layout": "mirror", "concurrent_tables": 8})).sink_config["concurrent_tables"] == 8
 
 
 @pytest.mark.parametrize("sink, config", [("delta", {"path": "/l"}), ("postgres", {"dsn": "postgresql://h/d"}),
