@@ -33,6 +33,7 @@ one of its values (`TYPED_REFUSALS`).
 """
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -207,19 +208,16 @@ def _parsed(data_type: DataType, convert: ColumnOf | None, text: Column) -> Colu
     return _applied(convert, F.get(one, 0))
 
 
-def _value(type_text: str, text: Column, user_types: Any, keyspace: str) -> Column:
-    """A log column's value from its JSON text."""
-    return _parsed(*_json_form(parse_type(type_text, user_types, keyspace)), text)
-
-
-def _column(type_text: str, text: Column, user_types: Any, keyspace: str) -> Column:
+def _column(cql: CqlType, text: Column) -> Column:
     """A data column's value from its JSON text. A map keyed by text-like values may come as an object:
     the log gives a non-frozen list (a map by timeuuid in its layout) as one."""
-    cql = parse_type(type_text, user_types, keyspace)
-    value = _value(type_text, text, user_types, keyspace)
-    if not isinstance(cql, MapType) or _json_form(cql.key)[0] != StringType():
+    value = _parsed(*_json_form(cql), text)
+    if not isinstance(cql, MapType):
         return value
-    key, (value_type, convert) = _json_form(cql.key)[1], _json_form(cql.value)
+    key_type, key = _json_form(cql.key)
+    if key_type != StringType():
+        return value
+    value_type, convert = _json_form(cql.value)
     entries = F.from_json(text, SparkMap(StringType(), value_type), _FAIL_FAST)
     if key is not None:
         entries = F.transform_keys(entries, lambda k, _: key(k))
@@ -231,9 +229,12 @@ def _column(type_text: str, text: Column, user_types: Any, keyspace: str) -> Col
 def _deleted_fields(fields: tuple[str, ...], text: Column) -> Column:
     """A UDT's deleted fields, which the log names, as the indices a typed log holds."""
     names = F.array(*(F.lit(name) for name in fields))
-    position = lambda name: F.array_position(names, name)  # noqa: E731 (1-based, 0: no such field)
-    return F.transform(F.from_json(text, ArrayType(StringType()), _FAIL_FAST), lambda name: F.when(
-        position(name) > 0, (position(name) - 1).cast("short")).otherwise(F.raise_error(F.lit("no such UDT field"))))
+
+    def index(name: Column) -> Column:
+        position = F.array_position(names, name)  # 1-based, 0: no such field
+        return F.when(position > 0, (position - 1).cast("short")).otherwise(F.raise_error(F.lit("no such UDT field")))
+
+    return F.transform(F.from_json(text, ArrayType(StringType()), _FAIL_FAST), index)
 
 
 def _other_columns(known: frozenset[str]) -> Column:
@@ -287,13 +288,18 @@ class TypedLog:
 
     def frame(self, rows: DataFrame) -> DataFrame:
         """LOG_ROW rows of this layout's table as rows of `schema`, made in the JVM."""
+        return rows.select(*self._columns)
+
+    @functools.cached_property
+    def _columns(self) -> list[Column]:
+        """`frame`'s columns: planned once per log, for a batch's fresh rows and its late ones alike."""
         layout = self.layout
         udts = {u.name: u for u in layout.user_types}
-        metadata = dict(METADATA)
-        key_types = [(name, *_json_form(parse_type(t, udts, layout.keyspace))) for name, t in layout.key_columns]
+        cql = lambda type_text: parse_type(type_text, udts, layout.keyspace)  # noqa: E731
+        key_types = [(name, *_json_form(cql(t))) for name, t in layout.key_columns]
         key = F.from_json("key", StructType([StructField(n, t) for n, t, _ in key_types]), _FAIL_FAST)
         out: dict[str, Column] = {}
-        for name, type_text in metadata.items():
+        for name, type_text in METADATA:
             out[name] = F.col(f"`{name}`").cast(typed(parse_type(type_text))[0])
         stream = out[STREAM_ID]
         out[STREAM_ID] = F.when(stream.isNotNull(), stream).otherwise(
@@ -301,19 +307,17 @@ class TypedLog:
         for name, _, convert in key_types:
             out[name] = _applied(convert, key.getField(name))
         for column in layout.data_columns:
-            text = F.try_element_at("columns", F.lit(column.name))
-            out[column.name] = _column(column.type, text, udts, layout.keyspace)
+            out[column.name] = _column(cql(column.type), F.try_element_at("columns", F.lit(column.name)))
             out[column.deleted] = F.when(F.array_contains("deleted_columns", column.name), F.lit(True))
             if column.elements_type is not None:
                 removed = F.try_element_at("deleted_elements", F.lit(column.name))
                 out[column.deleted_elements] = (
-                    _value(column.elements_type, removed, udts, layout.keyspace) if column.udt_fields is None
+                    _parsed(*_json_form(cql(column.elements_type)), removed) if column.udt_fields is None
                     else _deleted_fields(column.udt_fields, removed))
         out[OTHER_COLUMNS] = _other_columns(self._known)
         # Cast to the schema's types, which differ at most in nullability (a transform's elements are never
         # null): both ways give the log one schema.
-        return rows.select(*(out[f.name].cast(f.dataType).alias(f.name, metadata=f.metadata)
-                             for f in self.schema.fields))
+        return [out[f.name].cast(f.dataType).alias(f.name, metadata=f.metadata) for f in self.schema.fields]
 
     def row(self, log_row: dict, encoder: LogRowEncoder) -> dict[str, Any]:
         try:

@@ -264,8 +264,7 @@ class DeltaSink(Sink):
     def _write_typed(self, batch: MicroBatch) -> DataFrame | None:
         """Each table's rows to its typed log; the rows of tables without one (for `cdc_log`), or None."""
         rows = batch.rows
-        if self._session is None:  # before the tables' threads, which share it
-            _, self._session = connect(*self.cluster)
+        self._schema_session()  # opened before the tables' threads, which share it
         spans = rows.groupBy("keyspace", "table").agg(*_span_columns()).collect()
         written = self._each_table([functools.partial(self._write_typed_table, batch, keyspace, table,
                                                       _late_span((low, high)))
@@ -299,12 +298,16 @@ class DeltaSink(Sink):
         self._append(self._unheld(*parts, name, TYPED_KEY, span), name, batch, mergeSchema="true",
                      **{"delta.columnMapping.mode": "name"})
 
+    def _schema_session(self):
+        """The Cassandra session the typed layout reads its base tables' schemas with, opened once."""
+        if self._session is None:
+            _, self._session = connect(*self.cluster)
+        return self._session
+
     def _typed_log(self, keyspace: str, table: str, name: str) -> TypedLog | None:
         """The base table's columns and those its typed log already has (a column dropped since keeps
         taking the values of rows written before the drop); None: neither exists."""
-        if self._session is None:
-            _, self._session = connect(*self.cluster)
-        base, user_types = read_table(self._session, keyspace, table)
+        base, user_types = read_table(self._schema_session(), keyspace, table)
         existing = self._layouts.get(name)
         if existing is None:
             try:
