@@ -285,6 +285,23 @@ class SnapshotRows:
         of a value that does not fit its type."""
 
 
+class MirrorRules:
+    """A mirror's merge rules for one table layout (`spark.mirror.native`)."""
+
+    def __init__(self, partition_key: list[str], clustering: bool,
+                 columns: list[tuple[str, str, bool, bool, str, list[str]]], dropped: list[tuple[str, int]]) -> None:
+        """Each non-key column as (name, storage, static, element keys stored as strings, element order: text,
+        integer, timeuuid or other, a UDT's fields); each dropped column with when (µs)."""
+    def touched(self, cells: str) -> str | None:
+        """The row key of the one row a change's cells touch; None: beyond one row, or read by the reference."""
+    def merge(self, key: str | None, record: str | None, stored: list[tuple[str, str]], changes: list[str], now: int,
+              due: set[str], whole: bool
+              ) -> tuple[list, list[tuple[str, str | None, int | None]], list[tuple[list | None, dict | None]]] | None:
+        """One partition's changes (cells texts, in order) merged into its record and stored row states (texts):
+        (the partition key values, each state to write as (row key, text or None, next expiry), each mirror row
+        as (clustering values or None for the static-only row, values or None)); None: the reference merges it."""
+
+
 def first_not_json(texts: ColumnAddress) -> int | None:
     """The row of the first text of a text column (its address, as `EventDecoder.decode` takes columns) that is
     not JSON as `json.loads` reads it, a null included; None when every one is."""

@@ -10,16 +10,20 @@ changes needed) reads again the states whose cells have expired since they were 
 
 A replayed batch merges the same changes again, which changes nothing: no bookkeeping of batches is
 needed for the mirror's exactness.
+
+The sinks merge the changes as the batch carries them, JSON texts (`merge_raw`): each partition in the
+native core (`native`) where it can, else by the rules here (`state.Rules`), which are the reference the
+native merge is tested against and which every observer (`images`) merges with.
 """
 from __future__ import annotations
 
 import json
 from collections import defaultdict
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple, Protocol
 
-from .layout import MirrorError
+from .layout import MirrorError, MirrorLayout
 from .state import RECORD, Rules, canonical, row_key
 
 
@@ -83,26 +87,83 @@ class MergeCounts:
             setattr(self, name, getattr(self, name) + getattr(other, name))
 
 
+# (serialized partition key, key JSON, cells JSON) of one change, as the batch carries it.
+RawChange = tuple[bytes, str, str]
+
+
+def changes_of(layout: MirrorLayout, raw: Iterable[RawChange]) -> Iterable[Change]:
+    names = [c.name for c in layout.partition_key]
+    for partition, key, cells in raw:
+        values = json.loads(key)
+        yield Change(partition, [values[n] for n in names], json.loads(cells))
+
+
 def merge(rules: Rules, store: MirrorStore, changes: Iterable[Change], now: int, purge: bool = False,
           observer: Observer | None = None) -> MergeCounts:
     """Merge `changes` (one table's) into `store`, a partition's in the order given; `now` (s) decides what
     has expired; with `purge`, the states with something expired are read again too; `observer` watches
-    each change merged."""
+    each change merged. The reference: every partition merged by `rules` in Python."""
+    def merged(p: bytes, given: list[Change], *stored: Any) -> tuple[list[StoredState], list[MirrorRow]]:
+        return _merged(rules, p, given, *stored, now, observer)
+
+    return _merge(rules, store, ((c.partition, _touched(rules, c.cells), c) for c in changes), now, purge, merged)
+
+
+def merge_raw(rules: Rules, store: MirrorStore, raw: Iterable[RawChange], now: int, purge: bool = False
+              ) -> MergeCounts:
+    """`merge` of changes as the batch carries them (JSON texts): each partition merged by the native core
+    (`native.native_rules`), or by the reference where the native core gives way or is not built."""
+    native = rules.native
+    if native is None:
+        return merge(rules, store, changes_of(rules.layout, raw), now, purge)
+
+    names = [c.name for c in rules.layout.partition_key]
+    clustering = [c.name for c in rules.layout.clustering]
+    static_row = dict.fromkeys(clustering)  # the key of a partition's static-only row
+
+    def merged(p: bytes, given: list[RawChange], record_text: str | None, texts: dict[str, str],
+               due: set[str], whole: bool) -> tuple[list[StoredState], list[MirrorRow]]:
+        done = native.merge(given[0][1] if given else None, record_text,
+                            [(row, text) for row, text in texts.items() if row != RECORD], [c for _, _, c in given],
+                            now, due, whole)
+        if done is None:
+            return _merged(rules, p, list(changes_of(rules.layout, given)), record_text, texts, due, whole, now)
+        partition_values, states, rows = done
+        partition_key = dict(zip(names, partition_values))
+        return ([StoredState(p, row, text, expires) for row, text, expires in states],
+                [MirrorRow(p, {**partition_key, **(static_row if key is None else dict(zip(clustering, key)))}, values)
+                 for key, values in rows])
+
+    return _merge(rules, store, ((c[0], native.touched(c[2]), c) for c in raw), now, purge, merged)
+
+
+def _touched(rules: Rules, cells: Mapping[str, Any]) -> str | None:
+    """The row key of the one row a change touches; None when it reaches beyond one row."""
+    if cells.get("r") is not None or cells["s"] or cells["k"] is None or not rules.statics.isdisjoint(cells["c"]):
+        return None  # a range or partition deletion, or the static row (a snapshot's row too)
+    return row_key(cells["k"])
+
+
+Merged = Callable[..., tuple[list[StoredState], list[MirrorRow]]]
+
+
+def _merge(rules: Rules, store: MirrorStore, changes: Iterable[tuple[bytes, str | None, Any]], now: int, purge: bool,
+           merged: Merged) -> MergeCounts:
+    """The merge around each partition's: the changes grouped by partition (each with the row it touches,
+    None: beyond one row), the states they need loaded, each partition merged (`merged`: its changes, its
+    record's text, its states' texts, its row keys due, whether it was read whole), the result saved."""
     layout = rules.layout
-    by_partition: dict[bytes, list[Change]] = defaultdict(list)
-    partition_keys: dict[bytes, list[Any]] = {}
+    by_partition: dict[bytes, list[Any]] = defaultdict(list)
     keys: set[StateKey] = set()
     whole: set[bytes] = set()
     counts = MergeCounts()
-    for change in changes:
+    for partition, touched, change in changes:
         counts.changes += 1
-        cells = change.cells
-        by_partition[change.partition].append(change)
-        partition_keys.setdefault(change.partition, change.key)
-        if cells.get("r") is not None or cells["s"] or cells["k"] is None or not rules.statics.isdisjoint(cells["c"]):
-            whole.add(change.partition)  # a range or partition deletion, or the static row (a snapshot's row too)
+        by_partition[partition].append(change)
+        if touched is None:
+            whole.add(partition)
         else:
-            keys.add((change.partition, row_key(cells["k"])))
+            keys.add((partition, touched))
     due = set(store.due(now)) if purge else set()
     keys |= due
     partitions = set(by_partition) | {p for p, _ in due}
@@ -119,35 +180,49 @@ def merge(rules: Rules, store: MirrorStore, changes: Iterable[Change], now: int,
     stored: dict[bytes, dict[str, str]] = defaultdict(dict)
     for (p, row), text in loaded.items():
         stored[p][row] = text
+    due_rows: dict[bytes, set[str]] = defaultdict(set)
+    for p, row in due:
+        due_rows[p].add(row)
 
     states: list[StoredState] = []
     mirror: list[MirrorRow] = []
     for p in partitions:
         texts = stored.get(p, {})
-        record_text = texts.get(RECORD)
-        record = json.loads(record_text) if record_text is not None else {"p": partition_keys[p]}
-        rows = {row: json.loads(text) for row, text in texts.items() if row != RECORD}
-        for change in by_partition.get(p, ()):
-            try:
-                seen = None if observer is None else observer.before(change, record, rows)
-                rules.apply(change.cells, record, rows)
-                if observer is not None:
-                    observer.after(change, seen, record, rows)
-            except (KeyError, TypeError, ValueError, IndexError) as exc:
-                raise MirrorError(f"{layout.qualified}: a change the mirror cannot merge ({type(exc).__name__}:"
-                                  f" {exc}): {canonical(change.cells)[:1000]}") from exc
-        rules.prune(record, rows)
-        record_changed = _save(states, p, RECORD, record, record_text, (p, RECORD) in due, rules, now)
-        changed = []
-        for row, state in rows.items():
-            if _save(states, p, row, state if state else None, texts.get(row), (p, row) in due, rules, now):
-                changed.append(row)
-        mirror.extend(_mirror_rows(rules, p, record, rows, rows if record_changed else changed, p in whole, now))
+        partition_states, rows = merged(p, by_partition.get(p, []), texts.get(RECORD), texts, due_rows.get(p, set()),
+                                        p in whole)
+        states += partition_states
+        mirror += rows
         counts.partitions += 1
     counts.whole_partitions = len(whole)
     counts.states_written, counts.rows_written = len(states), len(mirror)
     store.save(states, mirror)
     return counts
+
+
+def _merged(rules: Rules, p: bytes, changes: list[Change], record_text: str | None, texts: dict[str, str],
+            due: set[str], whole: bool, now: int, observer: Observer | None = None
+            ) -> tuple[list[StoredState], list[MirrorRow]]:
+    """One partition merged by the reference: its states and the mirror rows they decide."""
+    layout = rules.layout
+    record = json.loads(record_text) if record_text is not None else {"p": changes[0].key}
+    rows = {row: json.loads(text) for row, text in texts.items() if row != RECORD}
+    for change in changes:
+        try:
+            seen = None if observer is None else observer.before(change, record, rows)
+            rules.apply(change.cells, record, rows)
+            if observer is not None:
+                observer.after(change, seen, record, rows)
+        except (KeyError, TypeError, ValueError, IndexError) as exc:
+            raise MirrorError(f"{layout.qualified}: a change the mirror cannot merge ({type(exc).__name__}:"
+                              f" {exc}): {canonical(change.cells)[:1000]}") from exc
+    rules.prune(record, rows)
+    states: list[StoredState] = []
+    record_changed = _save(states, p, RECORD, record, record_text, RECORD in due, rules, now)
+    changed = []
+    for row, state in rows.items():
+        if _save(states, p, row, state if state else None, texts.get(row), row in due, rules, now):
+            changed.append(row)
+    return states, _mirror_rows(rules, p, record, rows, rows if record_changed else changed, whole, now)
 
 
 def _save(states: list[StoredState], partition: bytes, row: str, state: dict | None, before: str | None, due: bool,

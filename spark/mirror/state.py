@@ -36,6 +36,7 @@ from typing import Any
 from schemas.cql import CqlType
 
 from .layout import LIST, MAP, SET, SINGLE, UDT, DataColumn, MirrorLayout, is_read_list_key
+from .native import native_rules
 from .order import descending, sort_key, value_bytes
 
 RECORD = ""  # the row key of a partition's record
@@ -183,6 +184,7 @@ class Rules:
         self.dropped = dict(layout.dropped)
         self._clustering = [descending(sort_key(layout.cql(c.type))) if c.descending else sort_key(layout.cql(c.type))
                             for c in layout.clustering]
+        self.native = native_rules(layout)  # None without the native core
 
     # Merging
 

@@ -2,7 +2,6 @@
 task's rows into each table's changes, and merge them chunk by chunk into a store."""
 from __future__ import annotations
 
-import json
 import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -13,23 +12,14 @@ from schemas.runtime.session import connect
 from schemas.tables.loader import read_table
 from schemas.tables.model import Table, UserType
 
-from .engine import Change, MergeCounts, MirrorStore, merge
+from .engine import MergeCounts, MirrorStore, RawChange, merge_raw
 from .layout import MirrorLayout
 from .state import Rules
 
 log = logging.getLogger(__name__)
 
-# (serialized partition key, key JSON, cells JSON) of one change, as the batch carries it.
-RawChange = tuple[bytes, str, str]
 # Changes merged at a time: the states one read of the store loads.
 MERGE_CHUNK = 20_000
-
-
-def changes_of(layout: MirrorLayout, raw: Iterable[RawChange]) -> Iterable[Change]:
-    names = [c.name for c in layout.partition_key]
-    for partition, key, cells in raw:
-        values = json.loads(key)
-        yield Change(partition, [values[n] for n in names], json.loads(cells))
 
 
 class Layouts:
@@ -84,7 +74,7 @@ def merge_batch(tables: list[tuple[MirrorLayout, MirrorStore]], batch: dict[tupl
         rules = Rules(layout)
         raw = batch.get((layout.keyspace, layout.table), [])
         for start in range(0, max(len(raw), 1) if purge else len(raw), chunk):
-            total.add(merge(rules, store, changes_of(layout, raw[start:start + chunk]), now, purge and start == 0))
+            total.add(merge_raw(rules, store, raw[start:start + chunk], now, purge and start == 0))
     # A purge that finds nothing expired says so only at debug level.
     log.log(logging.INFO if total.changes or total.rows_written else logging.DEBUG,
             "mirror: %d changes merged into %d partitions (%d read whole); %d states and %d rows written",

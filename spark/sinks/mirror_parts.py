@@ -24,9 +24,9 @@ import pyarrow as pa
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from spark.mirror.engine import MirrorStore
+from spark.mirror.engine import MirrorStore, RawChange
 from spark.mirror.layout import MirrorLayout
-from spark.mirror.tables import RawChange, merge_batch
+from spark.mirror.tables import merge_batch
 
 from .contract import of_tables
 from .parts import part_digest, write_each_part

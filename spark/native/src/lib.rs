@@ -7,8 +7,9 @@
 //! text), `values` (a datum as JSON), `layout` (a schema version compiled for reading events),
 //! `rows` (an event's log rows), `columns` (the Arrow buffers), `copies` (replica copies met in a task),
 //! `batch` (a Kafka batch), `snapshot` (a page of a snapshot's result rows); `error` why a record cannot
-//! become rows; `json_text` (whether a text is JSON as Python reads it, for the Kafka sink); `python` is
-//! the binding.
+//! become rows; `json_text` (whether a text is JSON as Python reads it, for the Kafka sink); `mirror` (a
+//! mirrored partition's changes merged into its states, as `spark.mirror` merges them); `python` is the
+//! binding.
 pub mod batch;
 pub mod columns;
 pub mod copies;
@@ -17,6 +18,7 @@ pub mod error;
 pub mod json;
 pub mod json_text;
 pub mod layout;
+pub mod mirror;
 pub mod rows;
 pub mod schema;
 pub mod snapshot;

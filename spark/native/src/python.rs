@@ -2,16 +2,19 @@
 //! Kafka batch by address (the caller keeps the batch alive for the call) and giving back the
 //! `DECODED` columns' buffers, which `spark.delivery.native_events` assembles into Arrow arrays.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict};
+use pyo3::types::{PyBytes, PyDict, PyFloat, PyList, PyString};
 
 use crate::batch::{Decoded, Decoder, FixedIn, Flags, Records, VarIn};
 use crate::columns::{Bits, Fixed, Items, Pairs, Var};
 use crate::copies::Copies;
 use crate::error::EventError;
+use crate::mirror::order::Order;
+use crate::mirror::value::Value;
+use crate::mirror::{Column, Merged, Rules, Storage};
 use crate::snapshot::{CellColumn, KeyColumn, ReadRows, TableRows, ValueJson};
 use ringtail_contract::cql::CqlType;
 
@@ -282,8 +285,106 @@ fn first_not_json(texts: ColumnAddress) -> PyResult<Option<usize>> {
     Ok(None)
 }
 
+/// A mirror's merge rules for one table layout (`spark.mirror.native`): a partition's changes merged
+/// into its states natively, or None where the reference merges it.
+#[pyclass(module = "schemas._native", frozen)]
+struct MirrorRules {
+    inner: Rules,
+}
+
+/// (name, storage, static, element keys stored as strings, element order, UDT fields) of a column.
+type ColumnSpec = (String, String, bool, bool, String, Vec<String>);
+/// (row key, text or None, expiry) of each state to write, and (clustering or None, values or None) of
+/// each mirror row, with the partition key values.
+type MergedOut<'py> =
+    (Bound<'py, PyAny>, Vec<(String, Option<String>, Option<i64>)>, Vec<(Bound<'py, PyAny>, Bound<'py, PyAny>)>);
+
+#[pymethods]
+impl MirrorRules {
+    #[new]
+    fn new(
+        partition_key: Vec<String>,
+        clustering: bool,
+        columns: Vec<ColumnSpec>,
+        dropped: Vec<(String, i64)>,
+    ) -> PyResult<Self> {
+        let mut by_name = BTreeMap::new();
+        for (name, storage, is_static, key_strings, order, fields) in columns {
+            let storage =
+                Storage::named(&storage).ok_or_else(|| PyValueError::new_err(format!("no storage {storage:?}")))?;
+            by_name.insert(name, Column { storage, is_static, key_strings, order: Order::named(&order), fields });
+        }
+        Ok(MirrorRules { inner: Rules::new(partition_key, clustering, by_name, dropped.into_iter().collect()) })
+    }
+
+    /// The row key of the one row a change's cells touch; None: it reaches beyond one row, or the
+    /// reference reads it.
+    fn touched(&self, cells: &str) -> Option<String> {
+        self.inner.touched(cells)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn merge<'py>(
+        &self,
+        py: Python<'py>,
+        key: Option<&str>,
+        record: Option<&str>,
+        stored: Vec<(String, String)>,
+        changes: Vec<String>,
+        now: i64,
+        due: HashSet<String>,
+        whole: bool,
+    ) -> PyResult<Option<MergedOut<'py>>> {
+        let changes: Vec<&str> = changes.iter().map(String::as_str).collect();
+        let Some(Merged { partition_key, states, rows }) =
+            self.inner.merge(key, record, &stored, &changes, now, &due, whole)
+        else {
+            return Ok(None);
+        };
+        let mut shown = Vec::with_capacity(rows.len());
+        for (clustering, values) in rows {
+            let clustering = match clustering {
+                Some(c) => to_python(py, &c)?,
+                None => py.None().into_bound(py),
+            };
+            let values = match values {
+                Some(v) => object_to_python(py, &v)?.into_any(),
+                None => py.None().into_bound(py),
+            };
+            shown.push((clustering, values));
+        }
+        Ok(Some((to_python(py, &partition_key)?, states, shown)))
+    }
+}
+
+fn object_to_python<'py>(py: Python<'py>, members: &BTreeMap<String, Value>) -> PyResult<Bound<'py, PyDict>> {
+    let out = PyDict::new(py);
+    for (key, value) in members {
+        out.set_item(PyString::new(py, key), to_python(py, value)?)?;
+    }
+    Ok(out)
+}
+
+/// A JSON value as `json.loads` gives it.
+fn to_python<'py>(py: Python<'py>, value: &Value) -> PyResult<Bound<'py, PyAny>> {
+    Ok(match value {
+        Value::Null => py.None().into_bound(py),
+        Value::Bool(b) => b.into_pyobject(py)?.to_owned().into_any(),
+        Value::Int(i) => i.into_pyobject(py)?.into_any(),
+        Value::BigInt(digits) => py.get_type::<pyo3::types::PyInt>().call1((digits.as_str(),))?,
+        Value::Float(f) => PyFloat::new(py, *f).into_any(),
+        Value::Str(s) => PyString::new(py, s).into_any(),
+        Value::Array(items) => {
+            let items = items.iter().map(|v| to_python(py, v)).collect::<PyResult<Vec<_>>>()?;
+            PyList::new(py, items)?.into_any()
+        }
+        Value::Object(members) => object_to_python(py, members)?.into_any(),
+    })
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<EventDecoder>()?;
+    m.add_class::<MirrorRules>()?;
     m.add_class::<ReplicaCopies>()?;
     m.add_class::<SnapshotRows>()?;
     m.add_function(wrap_pyfunction!(first_not_json, m)?)

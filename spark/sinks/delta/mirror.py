@@ -26,10 +26,9 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import BinaryType, BooleanType, LongType, StringType, StructField, StructType
 
-from spark.mirror.engine import MirrorRow, StateKey, StoredState, merge
+from spark.mirror.engine import MirrorRow, StateKey, StoredState, merge_raw
 from spark.mirror.layout import MirrorLayout
 from spark.mirror.state import Rules
-from spark.mirror.tables import changes_of
 from spark.mirror.values import StoreColumn, row_values
 from spark.rows import arrow_schema
 
@@ -227,7 +226,7 @@ class MergeTask:
         if not changes:
             return
         raw = sorted(zip(changes["partition"], changes["key"], changes["cells"]))
-        merge(Rules(self.layout), store, changes_of(self.layout, raw), self.now)
+        merge_raw(Rules(self.layout), store, raw, self.now)
         rows = MirrorRows.of(self.layout)
         output = [{"state": s._asdict(), "mirror": None} for s in store.states]
         output += [{"state": None, "mirror": rows.values(r)} for r in store.rows]

@@ -1,10 +1,12 @@
 """A mirror store in a dict, for the merge's unit tests (the sinks' stores run against the real databases
-in the integration tests): states by (partition, row), and the mirror's rows by primary key."""
+in the integration tests): states by (partition, row), and the mirror's rows by primary key. Every merge
+the tests make runs twice, through the reference and through the native core, which must agree."""
 from __future__ import annotations
 
+import copy
 import json
 
-from spark.mirror.engine import MirrorRow, StoredState, merge
+from spark.mirror.engine import MirrorRow, StoredState, merge, merge_raw
 from spark.mirror.layout import MirrorLayout
 from spark.mirror.state import Rules
 
@@ -45,8 +47,46 @@ def ordered(rows) -> list[dict]:
     return sorted(rows, key=lambda row: json.dumps(row, sort_keys=True))
 
 
+class Counted:
+    """The native rules, counting the partitions they merged and those they left to the reference."""
+
+    def __init__(self, native) -> None:
+        self.native, self.merged, self.gave_way = native, 0, 0
+
+    def touched(self, cells: str):
+        return self.native.touched(cells)
+
+    def merge(self, *args):
+        done = self.native.merge(*args)
+        if done is None:
+            self.gave_way += 1
+        else:
+            self.merged += 1
+        return done
+
+
+def raw_changes(layout: MirrorLayout, changes) -> list[tuple[bytes, str, str]]:
+    """Changes as a batch carries them: the key and the cells as JSON text."""
+    names = [c.name for c in layout.partition_key]
+    return [(c.partition, json.dumps(dict(zip(names, c.key))), json.dumps(c.cells)) for c in changes]
+
+
 def mirrored(layout: MirrorLayout, changes, now: int, store: MemoryStore | None = None,
-             purge: bool = False) -> MemoryStore:
+             purge: bool = False, counted: Counted | None = None) -> MemoryStore:
+    """The reference's merge of `changes` into `store`; the native merge of the same changes into a copy of it
+    must leave the same states and rows (`counted`: the native rules, to count what they merged)."""
     store = store or MemoryStore()
-    merge(Rules(layout), store, changes, now, purge)
+    native_store = copy.deepcopy(store)
+    changes = list(changes)
+    reference = Rules(layout)
+    native = reference.native
+    reference.native = None
+    merge(reference, store, changes, now, purge)
+    rules = Rules(layout)
+    rules.native = counted or Counted(native)
+    merge_raw(rules, native_store, raw_changes(layout, changes), now, purge)
+    assert native_store.states == store.states, "the native merge left other states than the reference"
+    # As JSON text: NaN equals NaN there, and a value's keys are in one order.
+    assert json.dumps(native_store.rows, sort_keys=True) == json.dumps(store.rows, sort_keys=True), \
+        "the native merge left other rows than the reference"
     return store

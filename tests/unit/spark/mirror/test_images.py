@@ -11,6 +11,7 @@ from spark.mirror.engine import merge
 from spark.mirror.images import Images
 from spark.mirror.state import Rules
 from spark.sinks.images import image_schemas
+from tests.unit.spark.mirror.changes import NOW, PK, T, cell, insert, update
 from tests.unit.spark.mirror.memory import MemoryStore, ordered
 from tests.unit.spark.mirror.segment import BEFORE_EXPIRY, FIRST_ROW
 
@@ -124,8 +125,6 @@ def test_a_value_not_of_its_type_is_refused_by_the_schema(layout, bad):
 
 
 def test_rows_whose_cells_expired_are_imaged_as_they_were_and_as_they_are():
-    from tests.unit.spark.mirror.test_mirror_rules import NOW, PK, T, cell, insert, update
-
     store = MemoryStore()
     merge(Rules(T), store, [insert(1, 1, "a", ttl=10, v=cell(1, 1, ttl=10)),  # the whole row expires
                             insert(1, 2, "a", v=cell(1, 2)), update(2, "a", w=cell(2, "w", ttl=10))], NOW)
