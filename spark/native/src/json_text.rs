@@ -18,7 +18,7 @@
 
 /// Whether `text` (UTF-8) is one JSON document as `json.loads` reads it.
 pub fn is_json(text: &[u8]) -> bool {
-    let mut reader = Reader { text, at: 0 };
+    let mut reader = Cursor { text, at: 0 };
     reader.ws();
     if !reader.document() {
         return false;
@@ -27,35 +27,37 @@ pub fn is_json(text: &[u8]) -> bool {
     reader.at == text.len()
 }
 
-struct Reader<'a> {
-    text: &'a [u8],
-    at: usize,
+/// A position in a JSON text, with the steps both readers take (this module's, which checks a text, and
+/// `mirror::value`'s, which builds its value).
+pub(crate) struct Cursor<'a> {
+    pub text: &'a [u8],
+    pub at: usize,
 }
 
-impl Reader<'_> {
-    fn peek(&self) -> Option<u8> {
+impl Cursor<'_> {
+    pub fn peek(&self) -> Option<u8> {
         self.text.get(self.at).copied()
     }
 
-    fn eat(&mut self, byte: u8) -> bool {
+    pub fn eat(&mut self, byte: u8) -> bool {
         let found = self.peek() == Some(byte);
         self.at += found as usize;
         found
     }
 
-    fn ws(&mut self) {
+    pub fn ws(&mut self) {
         while matches!(self.peek(), Some(b' ' | b'\t' | b'\n' | b'\r')) {
             self.at += 1;
         }
     }
 
-    fn word(&mut self, word: &[u8]) -> bool {
+    pub fn word(&mut self, word: &[u8]) -> bool {
         let found = self.text[self.at..].starts_with(word);
         self.at += if found { word.len() } else { 0 };
         found
     }
 
-    fn digits(&mut self) {
+    pub fn digits(&mut self) {
         while matches!(self.peek(), Some(b'0'..=b'9')) {
             self.at += 1;
         }

@@ -14,8 +14,10 @@
 //! caller leaves that change to the reference.
 
 use std::collections::BTreeMap;
+use std::ops::{Deref, DerefMut};
 
 use crate::json;
+use crate::json_text::Cursor;
 
 #[derive(Clone, Debug, PartialEq)]
 pub enum Value {
@@ -103,40 +105,61 @@ impl Value {
 
 /// The value of a JSON text; None when `json.loads` would read it otherwise or not at all.
 pub fn parse(text: &str) -> Option<Value> {
-    let mut reader = Reader { text: text.as_bytes(), at: 0 };
+    let mut reader = Reader(Cursor { text: text.as_bytes(), at: 0 });
     reader.ws();
     let value = reader.value()?;
     reader.ws();
     (reader.at == reader.text.len()).then_some(value)
 }
 
-struct Reader<'a> {
-    text: &'a [u8],
-    at: usize,
+struct Reader<'a>(Cursor<'a>);
+
+impl<'a> Deref for Reader<'a> {
+    type Target = Cursor<'a>;
+
+    fn deref(&self) -> &Cursor<'a> {
+        &self.0
+    }
+}
+
+impl DerefMut for Reader<'_> {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.0
+    }
 }
 
 impl Reader<'_> {
-    fn peek(&self) -> Option<u8> {
-        self.text.get(self.at).copied()
-    }
-
-    fn ws(&mut self) {
-        while matches!(self.peek(), Some(b' ' | b'\t' | b'\n' | b'\r')) {
-            self.at += 1;
-        }
-    }
-
     fn literal(&mut self, word: &str, value: Value) -> Option<Value> {
-        self.text[self.at..].starts_with(word.as_bytes()).then(|| {
-            self.at += word.len();
-            value
-        })
+        self.word(word.as_bytes()).then_some(value)
     }
 
     fn value(&mut self) -> Option<Value> {
         match self.peek()? {
-            b'{' => self.object(),
-            b'[' => self.array(),
+            b'{' => {
+                let mut members = BTreeMap::new();
+                self.items(b'}', |reader| {
+                    if reader.peek()? != b'"' {
+                        return None;
+                    }
+                    let key = reader.string()?;
+                    reader.ws();
+                    if !reader.eat(b':') {
+                        return None;
+                    }
+                    reader.ws();
+                    members.insert(key, reader.value()?);
+                    Some(())
+                })?;
+                Some(Value::Object(members))
+            }
+            b'[' => {
+                let mut items = Vec::new();
+                self.items(b']', |reader| {
+                    items.push(reader.value()?);
+                    Some(())
+                })?;
+                Some(Value::Array(items))
+            }
             b'"' => self.string().map(Value::Str),
             b't' => self.literal("true", Value::Bool(true)),
             b'f' => self.literal("false", Value::Bool(false)),
@@ -150,59 +173,22 @@ impl Reader<'_> {
         }
     }
 
-    fn object(&mut self) -> Option<Value> {
+    /// An object's members or an array's items (`item` reads one), from the opening bracket to `close`.
+    fn items(&mut self, close: u8, mut item: impl FnMut(&mut Self) -> Option<()>) -> Option<()> {
         self.at += 1;
-        let mut members = BTreeMap::new();
         self.ws();
-        if self.peek()? == b'}' {
-            self.at += 1;
-            return Some(Value::Object(members));
+        if self.eat(close) {
+            return Some(());
         }
         loop {
             self.ws();
-            if self.peek()? != b'"' {
+            item(self)?;
+            self.ws();
+            if self.eat(close) {
+                return Some(());
+            }
+            if !self.eat(b',') {
                 return None;
-            }
-            let key = self.string()?;
-            self.ws();
-            if self.peek()? != b':' {
-                return None;
-            }
-            self.at += 1;
-            self.ws();
-            let value = self.value()?;
-            members.insert(key, value);
-            self.ws();
-            match self.peek()? {
-                b',' => self.at += 1,
-                b'}' => {
-                    self.at += 1;
-                    return Some(Value::Object(members));
-                }
-                _ => return None,
-            }
-        }
-    }
-
-    fn array(&mut self) -> Option<Value> {
-        self.at += 1;
-        let mut items = Vec::new();
-        self.ws();
-        if self.peek()? == b']' {
-            self.at += 1;
-            return Some(Value::Array(items));
-        }
-        loop {
-            self.ws();
-            items.push(self.value()?);
-            self.ws();
-            match self.peek()? {
-                b',' => self.at += 1,
-                b']' => {
-                    self.at += 1;
-                    return Some(Value::Array(items));
-                }
-                _ => return None,
             }
         }
     }
@@ -250,10 +236,9 @@ impl Reader<'_> {
         if !(0xD800..0xDC00).contains(&first) {
             return char::from_u32(first);
         }
-        if !self.text[self.at..].starts_with(b"\\u") {
+        if !self.word(b"\\u") {
             return None;
         }
-        self.at += 2;
         let second = self.hex4()?;
         if !(0xDC00..0xE000).contains(&second) {
             return None;
@@ -262,16 +247,17 @@ impl Reader<'_> {
     }
 
     fn hex4(&mut self) -> Option<u32> {
-        let digits = std::str::from_utf8(self.text.get(self.at..self.at + 4)?).ok()?;
+        let digits = self.text.get(self.at..self.at + 4)?;
+        if !digits.iter().all(u8::is_ascii_hexdigit) {
+            return None;
+        }
         self.at += 4;
-        u32::from_str_radix(digits, 16).ok().filter(|_| digits.bytes().all(|b| b.is_ascii_hexdigit()))
+        u32::from_str_radix(std::str::from_utf8(digits).ok()?, 16).ok()
     }
 
     fn number(&mut self) -> Option<Value> {
         let start = self.at;
-        if self.peek() == Some(b'-') {
-            self.at += 1;
-        }
+        self.eat(b'-');
         match self.peek()? {
             b'0' => self.at += 1,
             b'1'..=b'9' => self.digits(),
@@ -304,12 +290,6 @@ impl Reader<'_> {
             Ok(i) => Value::Int(i),
             Err(_) => Value::BigInt(text.to_string()),
         })
-    }
-
-    fn digits(&mut self) {
-        while self.peek().is_some_and(|b| b.is_ascii_digit()) {
-            self.at += 1;
-        }
     }
 }
 
