@@ -10,7 +10,7 @@ from typing import Any
 
 from schemas.cql import CqlType, Kind
 
-from .layout import LIST, MAP, SET, MirrorLayout
+from .layout import LIST, MAP, SET, UDT, MirrorLayout
 
 try:
     from schemas._native import MirrorRules
@@ -28,7 +28,7 @@ def native_rules(layout: MirrorLayout) -> Any | None:
     if MirrorRules is None:
         return None
     columns = [(c.name, c.storage, c.static, *_elements(c.storage, layout.cql(c.type)),
-                [] if c.storage != "udt" else list(layout.cql(c.type).field_names)) for c in layout.columns]
+                list(layout.cql(c.type).field_names) if c.storage == UDT else []) for c in layout.columns]
     return MirrorRules([c.name for c in layout.partition_key], bool(layout.clustering), columns, list(layout.dropped))
 
 
