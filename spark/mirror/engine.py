@@ -103,8 +103,9 @@ def merge(rules: Rules, store: MirrorStore, changes: Iterable[Change], now: int,
     """Merge `changes` (one table's) into `store`, a partition's in the order given; `now` (s) decides what
     has expired; with `purge`, the states with something expired are read again too; `observer` watches
     each change merged. The reference: every partition merged by `rules` in Python."""
-    def merged(p: bytes, given: list[Change], *stored: Any) -> tuple[list[StoredState], list[MirrorRow]]:
-        return _merged(rules, p, given, *stored, now, observer)
+    def merged(p: bytes, given: list[Change], record_text: str | None, texts: dict[str, str], due: set[str],
+               whole: bool) -> tuple[list[StoredState], list[MirrorRow]]:
+        return _merged(rules, p, given, record_text, texts, due, whole, now=now, observer=observer)
 
     return _merge(rules, store, ((c.partition, _touched(rules, c.cells), c) for c in changes), now, purge, merged)
 
@@ -127,7 +128,7 @@ def merge_raw(rules: Rules, store: MirrorStore, raw: Iterable[RawChange], now: i
                             [(row, text) for row, text in texts.items() if row != RECORD], [c for _, _, c in given],
                             now, due, whole)
         if done is None:
-            return _merged(rules, p, list(changes_of(rules.layout, given)), record_text, texts, due, whole, now)
+            return _merged(rules, p, list(changes_of(rules.layout, given)), record_text, texts, due, whole, now=now)
         partition_values, states, rows = done
         partition_key = dict(zip(names, partition_values))
         return ([StoredState(p, row, text, expires) for row, text, expires in states],
@@ -200,7 +201,7 @@ def _merge(rules: Rules, store: MirrorStore, changes: Iterable[tuple[bytes, str 
 
 
 def _merged(rules: Rules, p: bytes, changes: list[Change], record_text: str | None, texts: dict[str, str],
-            due: set[str], whole: bool, now: int, observer: Observer | None = None
+            due: set[str], whole: bool, *, now: int, observer: Observer | None = None
             ) -> tuple[list[StoredState], list[MirrorRow]]:
     """One partition merged by the reference: its states and the mirror rows they decide."""
     layout = rules.layout

@@ -28,6 +28,7 @@ live row shows one row of its static values, clustering columns null.
 """
 from __future__ import annotations
 
+import functools
 import json
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
@@ -184,7 +185,11 @@ class Rules:
         self.dropped = dict(layout.dropped)
         self._clustering = [descending(sort_key(layout.cql(c.type))) if c.descending else sort_key(layout.cql(c.type))
                             for c in layout.clustering]
-        self.native = native_rules(layout)  # None without the native core
+
+    @functools.cached_property
+    def native(self) -> Any | None:
+        """These rules in the native core (`native`), made when a merge first asks; None without it."""
+        return native_rules(self.layout)
 
     # Merging
 
