@@ -3,14 +3,18 @@ process other than the stack (a zombie), has ended; a running one has not."""
 import os
 import signal
 import subprocess
+import sys
 import time
 
 from deploy.local.stack import ended, pid_alive, zombie
 
 
 def test_a_killed_service_its_parent_has_not_reaped_counts_as_ended(tmp_path):
-    # The shell starts the service, then becomes a process that never reaps it.
-    parent = subprocess.Popen(["sh", "-c", "sleep 60 & echo $!; exec sleep 60"], stdout=subprocess.PIPE, text=True)
+    # A parent that starts the service and never reaps it; a shell may reap it before its own `exec`.
+    never_reaps = (
+        "import subprocess, time; child = subprocess.Popen(['sleep', '60']); print(child.pid, flush=True); time.sleep(60)"
+    )
+    parent = subprocess.Popen([sys.executable, "-c", never_reaps], stdout=subprocess.PIPE, text=True)
     service = int(parent.stdout.readline())
     pid_file = tmp_path / "service.pid"
     pid_file.write_text(f"{service}\n")
