@@ -1,9 +1,11 @@
 """The MySQL sink's log against the real MariaDB and a local Spark: every value exact whether its part goes
 in with objects assembled on the executors (plain rows) or made strict in Python (NaN, the infinities,
 text that is not JSON), replica copies and replays absorbed, and a server that takes no local file for
-LOAD DATA still given every row."""
+LOAD DATA still given every row; rows loaded by their values (the typed log, a mirror) keep or replace the
+row of their key, and a value that does not fit fails naming its row."""
 from __future__ import annotations
 
+import datetime as dt
 import json
 import logging
 import threading
@@ -14,8 +16,10 @@ import pytest
 
 from deploy.local.endpoints import Stack
 from spark.rows import LOG_ROW, PARTITION_DELETE, ROW_UPDATE
+from spark.sinks.mysql import load as mysql_load
 from spark.sinks.mysql import log as mysql_log
 from spark.sinks.mysql.connection import connect_dsn
+from spark.sinks.mysql.load import Target, load_rows
 from spark.sinks.mysql.log import MySqlSink, load_part, staged_part, staged_values
 from spark.sinks.staged import csv_chunk
 from tests.integration.delivered import drop_mysql_database, mysql_database
@@ -126,19 +130,47 @@ def test_a_server_that_takes_no_local_file_gets_the_rows_by_inserts(spark, sink:
     conn = connect_dsn(sink.dsn)  # local files off
     server = f"{conn.host}:{conn.port}"
     try:
-        with caplog.at_level(logging.WARNING, logger=mysql_log.__name__), conn.cursor() as cursor:
+        with caplog.at_level(logging.WARNING, logger=mysql_load.__name__), conn.cursor() as cursor:
             assert load_part(conn, cursor, part, csv) == 3
-            assert server in mysql_log._refused
+            assert server in mysql_load._refused
             assert load_part(conn, cursor, part, csv) == 0  # again: straight to inserts, every row there
         conn.commit()
     finally:
-        mysql_log._refused.discard(server)
+        mysql_load._refused.discard(server)
         conn.close()
     assert [r.message for r in caplog.records].count(next(r.message for r in caplog.records)) == 1
     assert "takes no local file" in caplog.records[0].message
     got = logged(sink)
     assert got[1, 0]["columns"] == {name: json.loads(text) for name, text in PLAIN.items()}
     assert got[2, 0]["columns"] == {"score": "NaN"} and sorted(got) == [(1, 0), (2, 0), (3, 0)]
+
+
+def test_loaded_rows_keep_or_replace_their_keys_rows_and_a_value_that_does_not_fit_names_its_row(sink: MySqlSink):
+    conn = connect_dsn(sink.dsn, local_infile=True)
+    table = "loaded"
+    try:
+        with conn.cursor() as cursor:
+            cursor.execute(f"CREATE TABLE {table} (k VARBINARY(16) PRIMARY KEY, small TINYINT, word LONGTEXT,"
+                           " at DATETIME(3), data LONGBLOB) DEFAULT CHARSET = utf8mb4 COLLATE = utf8mb4_bin")
+            columns, binary = ("k", "small", "word", "at", "data"), frozenset(("k", "data"))
+            kept, replaced = Target(table, columns, binary), Target(table, columns, binary, replace=True)
+            at = dt.datetime(2024, 2, 29, 23, 59, 59, 999000)
+            rows = [(bytes([i]), i - 50, f"w{i}\t\\N\n😀", at, bytes(range(i))) for i in range(100)]
+            assert load_rows(conn, cursor, kept, rows, str, ValueError) == 100
+            # 100 rows already there stay as they are (more than the warnings MariaDB shows), one is new.
+            again = [(k, 0, "other", None, None) for k, *_ in rows] + [(b"\xff", None, "", None, b"")]
+            assert load_rows(conn, cursor, kept, again, str, ValueError) == 1
+            assert load_rows(conn, cursor, replaced, [(b"\x05", -128, None, None, b"\x00")], str, ValueError) == 2
+            cursor.execute(f"SELECT k, small, word, at, data FROM {table} ORDER BY k")
+            assert cursor.fetchall() == (*rows[:5], (b"\x05", -128, None, None, b"\x00"), *rows[6:],
+                                         (b"\xff", None, "", None, b""))
+            with pytest.raises(ValueError, match=r"^row #101 does not fit loaded: Out of range value for column"
+                                                 r" 'small' at row 102$"):
+                load_rows(conn, cursor, kept, again + [(b"\xfe", 300, None, None, None)], lambda i: f"row #{i}",
+                          ValueError)
+    finally:
+        conn.rollback()
+        conn.close()
 
 
 def test_a_part_chosen_as_a_deadlocks_victim_is_written_again_whole(sink: MySqlSink, caplog) -> None:

@@ -28,7 +28,6 @@ import json
 import logging
 import math
 import random
-import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -45,6 +44,7 @@ from ..contract import MicroBatch, Resolved, Sink, chunks, generation_rows, reso
 from ..parts import held_to_write, part_digest, write_each_part
 from ..staged import column, csv_chunk, micros, object_of_texts, plain_rows
 from .connection import connect_dsn
+from .load import load_file
 
 log = logging.getLogger(__name__)
 _CHUNK = 500
@@ -190,13 +190,6 @@ _FILL = f"INSERT INTO {_STAGING} VALUES ({', '.join(['%s'] * len(_STAGED))})"
 _FROM_STAGING = (f"INSERT INTO cdc_log ({', '.join(f'`{c.name}`' for c in _STAGED)})"
                  f" SELECT {', '.join(c.load.replace('{s}', f'c{i}') for i, c in enumerate(_STAGED))} FROM {_STAGING}"
                  " ON DUPLICATE KEY UPDATE `keyspace` = `keyspace`")
-# What a server that takes no local file answers LOAD DATA LOCAL with: "command not allowed" (MySQL 5.7, older
-# MariaDB), MySQL 8's "local data disabled", MariaDB's "local infile capability disabled", and the client's
-# own refusal.
-_LOCAL_REFUSED = (1148, 3948, 4166, 2068)
-_refused: set[str] = set()  # servers (host:port) that took no local file, in this process
-
-
 def staged_values(rows: DataFrame) -> DataFrame:
     """The log rows' staged texts (`_STAGED`, a JSON column's plain text after its own), then whether the row
     is plain (`plain_rows`)."""
@@ -235,25 +228,8 @@ def staged_part(batches: Iterable[pa.RecordBatch]) -> pa.Table | None:
 def load_part(conn: Any, cursor: Any, part: pa.Table, csv: bytes) -> int:
     """Load a part (`staged_part`, and its CSV) into the temporary table and insert it into the log, in the
     open transaction; how many rows were new."""
-    import pymysql
-
     cursor.execute(_STAGING_TABLE)
-    server = f"{conn.host}:{conn.port}"
-    loaded = False
-    if server not in _refused:
-        with tempfile.NamedTemporaryFile(suffix=".csv") as file:
-            file.write(csv)
-            file.flush()
-            try:
-                cursor.execute(_LOAD, (file.name,))
-                loaded = True
-            except pymysql.MySQLError as exc:
-                if exc.args[0] not in _LOCAL_REFUSED:
-                    raise
-                _refused.add(server)
-                log.warning("%s takes no local file for LOAD DATA (%s): rows go in by multi-row inserts, slower;"
-                            " local_infile=ON on the server lets them load", server, exc.args[1])
-    if not loaded:
+    if load_file(conn, cursor, _LOAD, csv) is None:
         insert_rows(cursor, _FILL, zip(*(column.to_pylist() for column in part.columns)))
     written = cursor.execute(_FROM_STAGING)
     cursor.execute(f"DROP TEMPORARY TABLE {_STAGING}")

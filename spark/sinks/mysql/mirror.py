@@ -5,9 +5,9 @@
 A row is found by an invisible column, `ringtail$key` (a digest of its partition and clustering), so
 `SELECT *` shows the base table's columns only and keys of any length are indexed. A micro-batch is
 merged on the executors (`mirror_parts`): the driver creates or alters the tables first (MySQL commits
-DDL by itself); each task merges its buckets' changes and writes their states and rows in one
-transaction with its part in the ledger (a part committed once is skipped); the dead letters after
-them. Writers of one mirror take turns per bucket: a task locks its (table, bucket) rows of
+DDL by itself); each task merges its buckets' changes and loads their states and rows (`load`: each
+replacing the one of its key) in one transaction with its part in the ledger (a part committed once is
+skipped); the dead letters after them. Writers of one mirror take turns per bucket: a task locks its (table, bucket) rows of
 `mirror_buckets` first.
 
 Columns in MySQL's types (`types`); a value MySQL cannot hold fails the micro-batch with a
@@ -23,16 +23,17 @@ from typing import Any
 
 from schemas.runtime.access import CassandraCluster
 from spark.mirror.engine import MirrorRow, StateKey, StoredState
-from spark.mirror.layout import MirrorLayout
-from spark.mirror.state import canonical
+from spark.mirror.layout import MirrorError, MirrorLayout
+from spark.mirror.state import RECORD, canonical
 from spark.mirror.tables import MERGE_CHUNK, Layouts, merge_batch, prepare_tables
 from spark.mirror.values import row_values
 
 from ..contract import MicroBatch, chunks
 from ..mirror_parts import BUCKETS, MirrorPart, MirrorParts, merge_on_executors
 from .connection import connect_dsn
+from .load import Target, load_rows
 from .log import _SCHEMA, MySqlSink, write_part
-from .types import CHUNK, mysql_column, quote
+from .types import CHUNK, binary, mysql_column, quote
 
 
 _KEY = "ringtail$key"
@@ -53,6 +54,10 @@ class MySqlMirrorStore:
         database = quote(layout.keyspace)
         self.table = f"{database}.{quote(layout.table)}"
         self.state = f"{database}.{quote(layout.table + '$state')}"
+        self.state_target = Target(self.state, ("k", "p", "partition", "row", "state", "expires"),
+                                   frozenset(("k", "p", "partition")), replace=True)
+        self.row_target = Target(self.table, (*(c.name for c in self.columns), _KEY),
+                                 binary(self.columns) | {_KEY}, replace=True)
 
     def prepare(self) -> None:
         """Create the tables, or bring the mirror's columns to the base table's (DDL: outside the batch's
@@ -93,7 +98,7 @@ class MySqlMirrorStore:
         return self._states("k", [digest(p, r) for p, r in keys])
 
     def load_partitions(self, partitions: Collection[bytes]) -> dict[StateKey, str]:
-        return self._states("p", [digest(p, "") for p in partitions])
+        return self._states("p", [digest(p, RECORD) for p in partitions])
 
     def due(self, now: int) -> list[StateKey]:
         with self.conn.cursor() as cursor:
@@ -101,26 +106,26 @@ class MySqlMirrorStore:
             return [(bytes(p), r) for p, r in cursor.fetchall()]
 
     def save(self, states: list[StoredState], rows: list[MirrorRow]) -> None:
+        layout = self.layout
         with self.conn.cursor() as cursor:
             gone = [digest(s.partition, s.row) for s in states if s.state is None]
-            for chunk in chunks(gone, CHUNK):
-                cursor.execute(f"DELETE FROM {self.state} WHERE k IN ({', '.join(['%s'] * len(chunk))})", chunk)
-            kept = [(digest(s.partition, s.row), digest(s.partition, ""), s.partition, s.row, s.state, s.expires)
-                    for s in states if s.state is not None]
-            for chunk in chunks(kept, CHUNK):
-                cursor.executemany(f"INSERT INTO {self.state} (k, p, `partition`, `row`, state, expires) VALUES"
-                                   " (%s, %s, %s, %s, %s, %s) ON DUPLICATE KEY UPDATE state = VALUES(state),"
-                                   " expires = VALUES(expires)", chunk)
-            keys = [self._key(r) for r in rows]
-            for chunk in chunks(keys, CHUNK):
-                cursor.execute(f"DELETE FROM {self.table} WHERE {quote(_KEY)} IN ({', '.join(['%s'] * len(chunk))})",
-                               chunk)
-            names = ", ".join(quote(c.name) for c in self.columns) + ", " + quote(_KEY)
-            written = [row_values(self.layout, self.columns, r, "MySQL") + [k]
-                       for r, k in zip(rows, keys) if r.values is not None]
-            for chunk in chunks(written, CHUNK):
-                cursor.executemany(f"INSERT INTO {self.table} ({names}) VALUES"
-                                   f" ({', '.join(['%s'] * (len(self.columns) + 1))})", chunk)
+            self._delete(cursor, self.state, "k", gone)
+            records = {p: digest(p, RECORD) for p in {s.partition for s in states}}  # a partition's own key
+            kept = [(records[s.partition] if s.row == RECORD else digest(s.partition, s.row), records[s.partition],
+                     s.partition, s.row, s.state, s.expires) for s in states if s.state is not None]
+            load_rows(self.conn, cursor, self.state_target, kept,
+                      lambda i: f"{layout.qualified} state of row {kept[i][3]}", MirrorError)
+            # A row written replaces the one of its key; a row no longer in `SELECT *` is removed.
+            self._delete(cursor, self.table, _KEY, [self._key(r) for r in rows if r.values is None])
+            shown = [r for r in rows if r.values is not None]
+            load_rows(self.conn, cursor, self.row_target,
+                      [row_values(layout, self.columns, r, "MySQL") + [self._key(r)] for r in shown],
+                      lambda i: f"{layout.qualified} row {shown[i].key}", MirrorError)
+
+    @staticmethod
+    def _delete(cursor: Any, table: str, key: str, keys: list[bytes]) -> None:
+        for chunk in chunks(keys, CHUNK):
+            cursor.execute(f"DELETE FROM {table} WHERE {quote(key)} IN ({', '.join(['%s'] * len(chunk))})", chunk)
 
     def _key(self, row: MirrorRow) -> bytes:
         return digest(row.partition, canonical([row.key[c.name] for c in self.layout.clustering]))
@@ -145,7 +150,7 @@ class MySqlMirrorParts(MirrorParts):
 
     def write(self, part: MirrorPart) -> int:
         return write_part(self.dsn, self.app_id, self.batch_id, part.name, functools.partial(self._merge, part),
-                          read_committed=True)
+                          local_infile=True, read_committed=True)
 
     def _merge(self, part: MirrorPart, conn: Any, cursor: Any) -> int:
         return part.merge(self.layouts, functools.partial(lock_buckets, cursor),
@@ -186,7 +191,7 @@ class MySqlMirrorSink(MySqlSink):
 
     def purge(self) -> None:
         """Remove what has expired from every mirror of this sink (on the driver: a few states)."""
-        conn = connect_dsn(self.dsn)
+        conn = connect_dsn(self.dsn, local_infile=True)
         try:
             with conn.cursor() as cursor:
                 cursor.execute("SELECT keyspace, `table` FROM mirrors")

@@ -25,12 +25,13 @@ from schemas.runtime.access import CassandraCluster
 from spark.mirror.tables import Layouts
 from spark.mirror.values import StoreColumn
 
-from ..contract import MicroBatch, chunks
+from ..contract import MicroBatch
 from ..log_table import BATCH_SEQ_NO, LOG_SUFFIX, STREAM_ID, TIME, LogLayout, LogRowValues
 from .connection import connect_dsn
 from .log import MySqlSink, write_part
-from .types import CHUNK, mysql_column, quote
-from ..typed_log import OTHER_COLUMNS
+from .load import Target, load_rows
+from .types import binary, mysql_column, quote
+from ..typed_log import OTHER_COLUMNS, TypedLogError
 from ..contract import of_tables
 from ..parts import write_each_part
 from ..typed_sql import TypedPart, sql_log_layout, typed_layouts, typed_part_rows, typed_row
@@ -52,6 +53,7 @@ class MySqlTypedLog:
         self.columns.append(StoreColumn(OTHER_COLUMNS, "JSON", lambda value: json.dumps(value, ensure_ascii=False)))
         self.table = f"{quote(layout.keyspace)}.{quote(layout.table)}"
         self.values = LogRowValues(layout)
+        self.target = Target(self.table, tuple(c.name for c in self.columns), binary(self.columns))
 
     def prepare(self) -> None:
         """Create the log, or add the columns it lacks; each column's CQL type in its comment."""
@@ -77,16 +79,12 @@ class MySqlTypedLog:
         return "" if text is None else " COMMENT '" + text.replace("\\", "\\\\").replace("'", "''") + "'"
 
     def write(self, cursor: Any, rows: Sequence[dict]) -> int:
-        """Insert `rows` (LOG_ROW's, of this base table) in the open transaction; how many were new."""
-        names = [c.name for c in self.columns]
-        # A row already there (a replica's copy, a replay) is left as it is.
-        statement = (f"INSERT INTO {self.table} ({', '.join(map(quote, names))}) VALUES"
-                     f" ({', '.join(['%s'] * len(names))})"
-                     f" ON DUPLICATE KEY UPDATE {quote(STREAM_ID)} = {quote(STREAM_ID)}")
-        count = 0
-        for chunk in chunks((self._row(r) for r in rows), CHUNK):
-            count += cursor.executemany(statement, chunk)
-        return count
+        """Insert `rows` (LOG_ROW's, of this base table) in the open transaction; how many were new (a row
+        already there, a replica's copy or a replay, is left as it is)."""
+        layout = self.layout
+        return load_rows(self.conn, cursor, self.target, [self._row(r) for r in rows],
+                         lambda i: f"{layout.keyspace}.{layout.base}: change {rows[i].get('change_id')}"
+                                   f" (cdc$time {rows[i].get(TIME)})", TypedLogError)
 
     def _row(self, row: dict) -> list[Any]:
         return typed_row(self.values, self.columns, row, "MySQL")
@@ -114,7 +112,8 @@ class TypedParts:
         if part is None:
             return None
         return write_part(self.dsn, self.app_id, self.batch_id, part.name, lambda conn, cursor: sum(
-            MySqlTypedLog(conn, self.layouts[table]).write(cursor, table_rows) for table, table_rows in part.tables()))
+            MySqlTypedLog(conn, self.layouts[table]).write(cursor, table_rows) for table, table_rows in part.tables()),
+                          local_infile=True)
 
 
 class MySqlTypedSink(MySqlSink):

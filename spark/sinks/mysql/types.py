@@ -14,7 +14,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from schemas.cql import CqlType, Kind
@@ -51,6 +51,14 @@ _NATIVE: dict[Kind | tuple[Kind, int], tuple[str, Callable[[Any], Any]]] = {
 
 def _native(cql: CqlType) -> tuple[str, Callable[[Any], Any]] | None:
     return None if cql.counter else _NATIVE.get(cql.kind) or _NATIVE.get((cql.kind, cql.bits))
+
+
+def binary(columns: Iterable[StoreColumn]) -> frozenset[str]:
+    """The names of those of `columns` that hold bytes."""
+    return frozenset(c.name for c in columns if c.type in _BINARY)
+
+
+_BINARY = ("LONGBLOB", "VARBINARY(16)", "BINARY(16)")
 
 
 def mysql_column(name: str, cql: CqlType) -> StoreColumn:
