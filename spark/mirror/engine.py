@@ -169,15 +169,18 @@ def _merge(rules: Rules, store: MirrorStore, changes: Iterable[tuple[bytes, str 
     keys |= due
     partitions = set(by_partition) | {p for p, _ in due}
     keys |= {(p, RECORD) for p in partitions}
-    loaded = store.load(keys)
+    # A partition of a table without clustering columns holds two states at most, its record and its row:
+    # it is read whole by its partition alone, half the keys.
+    read_whole = set() if layout.clustering else partitions
+    loaded = store.load(keys) if layout.clustering else store.load_partitions(partitions)
     whole |= {p for p, row in due if row == RECORD}
     if layout.has_static:
         for p in partitions - whole:
             text = loaded.get((p, RECORD))
             if text is not None and rules.read_static(json.loads(text), now)[1]:
                 whole.add(p)  # a row appearing or going may show or hide the static-only row
-    if whole:
-        loaded.update(store.load_partitions(whole))
+    if whole - read_whole:
+        loaded.update(store.load_partitions(whole - read_whole))
     stored: dict[bytes, dict[str, str]] = defaultdict(dict)
     for (p, row), text in loaded.items():
         stored[p][row] = text
