@@ -42,8 +42,12 @@ class JsonImages:
 
 
 def _json(value: object) -> bytes:
-    # The mirror's values hold NaN and the infinities as strings: a float JSON cannot hold is a defect.
-    return json.dumps(value, separators=(",", ":"), allow_nan=False).encode()
+    return _ENCODE(value).encode()
+
+
+# The mirror's values hold NaN and the infinities as strings: a float JSON cannot hold is a defect. One encoder
+# for every image: `json.dumps` with options makes one a call.
+_ENCODE = json.JSONEncoder(separators=(",", ":"), allow_nan=False).encode
 
 
 class PurgeMark:

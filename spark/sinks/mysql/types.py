@@ -66,5 +66,8 @@ def mysql_column(name: str, cql: CqlType) -> StoreColumn:
     if native is not None:
         return StoreColumn(name, *native)
     to_json = json_value(cql)
-    return StoreColumn(name, "JSON", lambda value: json.dumps(to_json(value), ensure_ascii=False,
-                                                              separators=(",", ":"), allow_nan=False))
+    return StoreColumn(name, "JSON", lambda value: _JSON(to_json(value)))
+
+
+# One encoder for every value: `json.dumps` with options makes one a call.
+_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
