@@ -122,7 +122,10 @@ def _text(value: Any) -> str:
         return "1" if value else "0"
     if kind is int:
         return str(value)
-    return _TEXTS[kind](value)
+    text = _TEXTS.get(kind)
+    if text is None:  # a store column's conversion made a value no column type holds
+        raise TypeError(f"no LOAD DATA text for a value of type {kind.__name__}")
+    return text(value)
 
 
 _TEXTS: dict[type, Callable[[Any], str]] = {

@@ -190,6 +190,8 @@ _FILL = f"INSERT INTO {_STAGING} VALUES ({', '.join(['%s'] * len(_STAGED))})"
 _FROM_STAGING = (f"INSERT INTO cdc_log ({', '.join(f'`{c.name}`' for c in _STAGED)})"
                  f" SELECT {', '.join(c.load.replace('{s}', f'c{i}') for i, c in enumerate(_STAGED))} FROM {_STAGING}"
                  " ON DUPLICATE KEY UPDATE `keyspace` = `keyspace`")
+
+
 def staged_values(rows: DataFrame) -> DataFrame:
     """The log rows' staged texts (`_STAGED`, a JSON column's plain text after its own), then whether the row
     is plain (`plain_rows`)."""

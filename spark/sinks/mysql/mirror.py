@@ -7,8 +7,8 @@ A row is found by an invisible column, `ringtail$key` (a digest of its partition
 merged on the executors (`mirror_parts`): the driver creates or alters the tables first (MySQL commits
 DDL by itself); each task merges its buckets' changes and loads their states and rows (`load`: each
 replacing the one of its key) in one transaction with its part in the ledger (a part committed once is
-skipped); the dead letters after them. Writers of one mirror take turns per bucket: a task locks its (table, bucket) rows of
-`mirror_buckets` first.
+skipped); the dead letters after them. Writers of one mirror take turns per bucket: a task locks its
+(table, bucket) rows of `mirror_buckets` first.
 
 Columns in MySQL's types (`types`); a value MySQL cannot hold fails the micro-batch with a
 `MirrorError` naming the row.
