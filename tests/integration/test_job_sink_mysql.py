@@ -168,6 +168,10 @@ def test_loaded_rows_keep_or_replace_their_keys_rows_and_a_value_that_does_not_f
                                                  r" 'small' at row 102$"):
                 load_rows(conn, cursor, kept, again + [(b"\xfe", 300, None, None, None)], lambda i: f"row #{i}",
                           ValueError)
+            with pytest.raises(ValueError, match=r"^row #1 does not fit loaded: Out of range value for column"
+                                                 r" 'small' at row 2$"):
+                load_rows(conn, cursor, replaced, [(b"\xfd", 1, None, None, None), (b"\xfc", -129, None, None, None)],
+                          lambda i: f"row #{i}", ValueError)
     finally:
         conn.rollback()
         conn.close()

@@ -7,8 +7,9 @@ itself, `\\N` a null; binaries as hex, loaded through UNHEX. A row whose key is 
 replaces it (`Target.replace`: a mirror's rows and states) or leaves it as it is (a log's copy of a change
 from another replica).
 
-LOAD DATA LOCAL turns a value that does not fit its column into a warning and goes on (the server cannot stop
-the client's file midway): any warning but a skipped duplicate fails the load, naming the row.
+A value that does not fit its column fails the load, naming the row: in strict mode the server refuses it
+with `REPLACE`, but with `IGNORE` (and, as MySQL's manual says, with any `LOCAL` load, whose file the server
+cannot stop midway) it only warns and goes on, so any warning but a skipped duplicate's fails the load too.
 """
 from __future__ import annotations
 
@@ -89,9 +90,14 @@ def load_rows(conn: Any, cursor: Any, target: Target, rows: Sequence[Sequence[An
     `error`, the row named by `name_row(its position)`."""
     if not rows:
         return 0
+    import pymysql
+
     if not target.replace:  # so that the warnings shown reach past every duplicate's, to a value that did not fit
         cursor.execute(f"SET SESSION max_error_count = {_WARNINGS_SHOWN}")
-    count = load_file(conn, cursor, target.load_statement(), load_text(rows))
+    try:
+        count = load_file(conn, cursor, target.load_statement(), load_text(rows))
+    except pymysql.err.DataError as exc:  # refused outright rather than warned of
+        raise _unfit(error, target, exc.args[1], name_row) from exc
     if count is None:
         return sum(cursor.executemany(target.insert_statement(), chunk) for chunk in chunks(rows, CHUNK))
     # A row kept as it was is a duplicate's warning; any other warning is a value that did not fit.
@@ -100,11 +106,15 @@ def load_rows(conn: Any, cursor: Any, target: Target, rows: Sequence[Sequence[An
         cursor.execute("SHOW WARNINGS")  # the first `max_error_count` of them
         for _level, code, message in cursor.fetchall():
             if code != _DUPLICATE:
-                at = _AT_ROW.search(message)
-                raise error(f"{name_row(int(at.group(1)) - 1) if at else 'a row'} does not fit {target.table}:"
-                            f" {message}")
+                raise _unfit(error, target, message, name_row)
         raise error(f"{unfit} value(s) of {len(rows)} rows do not fit {target.table}")
     return count
+
+
+def _unfit(error: type[ValueError], target: Target, message: str, name_row: Callable[[int], str]) -> ValueError:
+    """The error of a value that did not fit, from the server's message ("… at row N", N from 1)."""
+    at = _AT_ROW.search(message)
+    return error(f"{name_row(int(at.group(1)) - 1) if at else 'a row'} does not fit {target.table}: {message}")
 
 
 def load_text(rows: Sequence[Sequence[Any]]) -> bytes:

@@ -6,8 +6,9 @@ LONGTEXT (ascii, text, varchar; varint and decimal as their exact text: DECIMAL 
 fixed scale), TINYINT, SMALLINT, INT, BIGINT, DOUBLE (float too: it reads back exactly, FLOAT's text has
 too few digits), BOOLEAN, LONGBLOB, DATETIME(3) (timestamp, UTC), DATE, BIGINT (time: ns since
 midnight), CHAR(36) (uuid, timeuuid), VARCHAR(45) (inet); every other type as JSON in
-`spark.mirror.values`' forms. MySQL holds no NaN or infinity in DOUBLE, nor dates before year 1000: such
-a value does not fit. A DOUBLE of -0.0 reads back as 0 (MariaDB stores no negative zero).
+`spark.mirror.values`' forms. MySQL holds no NaN or infinity in DOUBLE, nor a date outside the years 1 to
+9999: such a value does not fit. (MySQL documents DATE from year 1000; MariaDB 10.11 stores earlier years
+too and reads them back.) A DOUBLE of -0.0 reads back as 0 (MariaDB stores no negative zero).
 """
 from __future__ import annotations
 
