@@ -85,4 +85,9 @@ def store_values(columns: Sequence[StoreColumn], values: Mapping[str, Any], stor
 
 def row_values(layout: MirrorLayout, columns: Sequence[StoreColumn], row: MirrorRow, store: str) -> list[Any]:
     """A mirror row's values, one per column, for `store`."""
-    return store_values(columns, {**row.key, **(row.values or {})}, store, f"{layout.qualified} row {row.key}")
+    return store_values(columns, {**row.key, **(row.values or {})}, store, row_name(layout, row))
+
+
+def row_name(layout: MirrorLayout, row: MirrorRow) -> str:
+    """How a `MirrorError` names a mirror row: its table and primary key."""
+    return f"{layout.qualified} row {row.key}"

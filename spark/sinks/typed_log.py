@@ -34,7 +34,7 @@ one of its values (`TYPED_REFUSALS`).
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import pyarrow as pa
@@ -60,6 +60,11 @@ OTHER_COLUMNS = "cdc$other_columns"
 
 class TypedLogError(ValueError):
     """A log row whose values do not fit its table's column types: which row, and why."""
+
+
+def change_name(layout: LogLayout, log_row: Mapping[str, Any]) -> str:
+    """How a `TypedLogError` names a log row: its table, change id and `cdc$time`."""
+    return f"{layout.keyspace}.{layout.base}: change {log_row.get('change_id')} (cdc$time {log_row.get('cdc$time')})"
 
 
 # Spark's error classes for a value `TypedLog.frame` will not take: the JSON parser's (failing fast) and
@@ -325,8 +330,7 @@ class TypedLog:
             out = {f.name: None if v is UNSET_VALUE else convert(v)
                    for f, convert, v in zip(self.schema.fields, self._converts, values)}
         except Exception as exc:
-            raise TypedLogError(f"{self.layout.keyspace}.{self.layout.base}: change {log_row.get('change_id')}"
-                                f" (cdc$time {log_row.get('cdc$time')}) does not fit the typed log:"
+            raise TypedLogError(f"{change_name(self.layout, log_row)} does not fit the typed log:"
                                 f" {type(exc).__name__}: {exc}") from exc
         out[OTHER_COLUMNS] = list(other_columns(log_row, self._known).items()) or None
         return out

@@ -18,7 +18,7 @@ from spark.mirror.values import StoreColumn, store_values
 from .contract import of_tables
 from .log_table import BATCH_SEQ_NO, STREAM_ID, TIME, LogLayout, LogRowValues, other_columns, typed_log_layout
 from .parts import part_digest
-from .typed_log import OTHER_COLUMNS, TypedLogError, typed_source
+from .typed_log import OTHER_COLUMNS, TypedLogError, change_name, typed_source
 
 log = logging.getLogger(__name__)
 
@@ -84,5 +84,4 @@ def typed_row(values: LogRowValues, columns: Sequence[StoreColumn], row: Mapping
     layout = values.layout
     by_name = values.values(row)
     by_name[OTHER_COLUMNS] = other_columns(row, layout.data_names) or None
-    return store_values(columns, by_name, store, f"{layout.keyspace}.{layout.base}: change {row.get('change_id')}"
-                        f" (cdc$time {row.get(TIME)})", TypedLogError)
+    return store_values(columns, by_name, store, change_name(layout, row), TypedLogError)

@@ -26,7 +26,7 @@ from spark.mirror.engine import MirrorRow, StateKey, StoredState
 from spark.mirror.layout import MirrorError, MirrorLayout
 from spark.mirror.state import RECORD, canonical
 from spark.mirror.tables import MERGE_CHUNK, Layouts, merge_batch, prepare_tables
-from spark.mirror.values import row_values
+from spark.mirror.values import row_name, row_values
 
 from ..contract import MicroBatch, chunks
 from ..mirror_parts import BUCKETS, MirrorPart, MirrorParts, merge_on_executors
@@ -120,7 +120,7 @@ class MySqlMirrorStore:
             shown = [r for r in rows if r.values is not None]
             load_rows(self.conn, cursor, self.row_target,
                       [row_values(layout, self.columns, r, "MySQL") + [self._key(r)] for r in shown],
-                      lambda i: f"{layout.qualified} row {shown[i].key}", MirrorError)
+                      lambda i: row_name(layout, shown[i]), MirrorError)
 
     @staticmethod
     def _delete(cursor: Any, table: str, key: str, keys: list[bytes]) -> None:

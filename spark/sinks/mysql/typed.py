@@ -31,7 +31,7 @@ from .connection import connect_dsn
 from .log import MySqlSink, write_part
 from .load import Target, load_rows
 from .types import binary, mysql_column, quote
-from ..typed_log import OTHER_COLUMNS, TypedLogError
+from ..typed_log import OTHER_COLUMNS, TypedLogError, change_name
 from ..contract import of_tables
 from ..parts import write_each_part
 from ..typed_sql import TypedPart, sql_log_layout, typed_layouts, typed_part_rows, typed_row
@@ -81,10 +81,8 @@ class MySqlTypedLog:
     def write(self, cursor: Any, rows: Sequence[dict]) -> int:
         """Insert `rows` (LOG_ROW's, of this base table) in the open transaction; how many were new (a row
         already there, a replica's copy or a replay, is left as it is)."""
-        layout = self.layout
         return load_rows(self.conn, cursor, self.target, [self._row(r) for r in rows],
-                         lambda i: f"{layout.keyspace}.{layout.base}: change {rows[i].get('change_id')}"
-                                   f" (cdc$time {rows[i].get(TIME)})", TypedLogError)
+                         lambda i: change_name(self.layout, rows[i]), TypedLogError)
 
     def _row(self, row: dict) -> list[Any]:
         return typed_row(self.values, self.columns, row, "MySQL")
