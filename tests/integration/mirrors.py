@@ -280,6 +280,23 @@ def mysql_rows(conn: Any, layout: MirrorLayout) -> list[dict]:
     return mysql_values(conn, f"`{layout.keyspace}`.`{layout.table}`", _types(layout))
 
 
+def mysql_mirror(dsn: str, layout: MirrorLayout) -> list[dict]:
+    """The MySQL mirror's rows at `dsn`, none before its database and table exist."""
+    import pymysql
+
+    from spark.sinks.mysql.connection import connect_dsn
+
+    conn = connect_dsn(dsn)
+    try:
+        return mysql_rows(conn, layout)
+    except (pymysql.err.OperationalError, pymysql.err.ProgrammingError) as exc:
+        if exc.args[0] in (1049, 1146):  # unknown database, unknown table
+            return []
+        raise
+    finally:
+        conn.close()
+
+
 def log_json(cql: CqlType, value: Any) -> Any:
     """A value in `spark.mirror.values`' JSON form → the JSON log's (`spark.rows`): a map with text keys
     as [key, value] pairs, as every map."""

@@ -33,7 +33,7 @@ from spark.subscriptions.model import Change
 from tests.conftest import DRIVER_OPTIONS
 from tests.integration.conftest import serving
 from tests.integration.delivered import drop_mysql_database, kafka_messages, mysql_database
-from tests.integration.mirrors import delta_rows, layout_of, postgres_mirror, source_rows
+from tests.integration.mirrors import delta_rows, layout_of, mysql_mirror, postgres_mirror, source_rows
 from tests.integration.serving import runner_process
 from tests.integration.side_stacks import CLUSTER, running, session_on
 from tests.support import new_keyspace, wait_for
@@ -238,12 +238,12 @@ def test_a_worker_killed_while_a_runner_delivers_to_mysql_cassandra_kafka_and_ht
         drop_mysql_database(on, mysql)
 
 
-@pytest.mark.parametrize("kind", ["postgres", "delta"])
+@pytest.mark.parametrize("kind", ["postgres", "mysql", "delta"])
 def test_a_worker_killed_while_a_runner_merges_into_a_mirror_costs_no_change(
         kind, stack, cluster, cluster_cql, cluster_keyspace, pipeline, spark, tmp_path, monkeypatch):
     """The mirrors merge on the executors (a SQL store's tasks write their parts; Delta's tasks compute what
-    two `MERGE`s then write): one runner on the cluster keeps a PostgreSQL or a Delta mirror (on the object
-    store), from a snapshot of the table's rows (whose reads Spark plans in a Python process beside the
+    two `MERGE`s then write): one runner on the cluster keeps a PostgreSQL, MariaDB or Delta mirror (on the
+    object store), from a snapshot of the table's rows (whose reads Spark plans in a Python process beside the
     runner) then the log, and a worker dies while it has a backlog of updates to merge. The mirror still
     equals `SELECT *`, updated rows and deleted ones too."""
     on, master = cluster
@@ -251,8 +251,9 @@ def test_a_worker_killed_while_a_runner_merges_into_a_mirror_costs_no_change(
     for name, value in on.object_store.environment().items():  # this process reads the bucket too
         monkeypatch.setenv(name, value)
     delta, checkpoints = in_bucket(on, keyspace, "mirror"), in_bucket(on, keyspace, "runner")
-    config = ({"dsn": on.postgres_dsn, "schema": f"{keyspace}_pm", "layout": "mirror"} if kind == "postgres" else
-              {"path": str(delta), "layout": "mirror"})
+    mysql = mysql_database(on, f"{keyspace}_mm") if kind == "mysql" else None
+    config = {"postgres": {"dsn": on.postgres_dsn, "schema": f"{keyspace}_pm", "layout": "mirror"},
+              "mysql": {"dsn": mysql, "layout": "mirror"}, "delta": {"path": str(delta), "layout": "mirror"}}[kind]
     connector, _ = pipeline(on=on)
     runner = None
     with serving(on, cql, keyspace, tmp_path, connector, spark) as (control, _, _, base):
@@ -268,6 +269,8 @@ def test_a_worker_killed_while_a_runner_merges_into_a_mirror_costs_no_change(
             return len(re.findall(r"subscription-m: batch \d+ written", log.read_text(errors="replace")))
 
         def mirror() -> list[dict]:
+            if kind == "mysql":
+                return mysql_mirror(mysql, layout)
             return postgres_mirror(on.postgres_dsn, layout) if kind == "postgres" else delta_mirror(spark, delta, layout)
 
         try:
@@ -290,6 +293,9 @@ def test_a_worker_killed_while_a_runner_merges_into_a_mirror_costs_no_change(
                 runner.terminate()
                 runner.wait(120)
             CLUSTER.command(stack.run_dir, "start", "spark-worker@2", check=False)  # for the next test
+            if mysql is not None:
+                drop_mysql_database(on, mysql)
+                drop_mysql_database(on, f"/{keyspace}")  # the mirror's database
     text = log.read_text(errors="replace")
     assert "Lost executor" in text or "ExecutorLostFailure" in text, text[-5000:]  # Spark saw it go
     assert batches() > before  # it merged past the loss
