@@ -165,3 +165,25 @@ def test_a_batch_of_tables_written_side_by_side_holds_each_row_once_after_one_ta
     again.write(micro_batch(spark, 0, rows))  # the batch's replay: a and c hold it already
     for offset, name in enumerate(tables):
         assert sorted(r["id"] for r in read(name).collect()) == list(range(offset, 30, 3)), name
+
+
+def test_one_sink_writes_a_column_added_between_its_batches(spark, cql, keyspace, stack, tmp_path) -> None:
+    """A sink keeps each typed log's rows' expressions from batch to batch: a column the base table gains
+    between two batches is still written, in its own type, by the same sink."""
+    cql.execute(f"CREATE TABLE {keyspace}.grows (id int PRIMARY KEY, note text)")
+
+    def row(n: int, columns: dict[str, str]) -> tuple:
+        values = dict(zip(LOG_ROW.fieldNames(), log_row(n, columns=columns)))
+        values.update(keyspace=keyspace, table="grows", key=json.dumps({"id": n}))
+        return tuple(values[name] for name in LOG_ROW.fieldNames())
+
+    sink = DeltaSink(spark, tmp_path / "lake", "grows", layout="typed",
+                     cluster=CassandraCluster((stack.cassandra_host,), stack.cassandra_port))
+    sink.write(micro_batch(spark, 0, [row(0, {"note": json.dumps("first")})]))
+    cql.execute(f"ALTER TABLE {keyspace}.grows ADD sizes list<int>")
+    sink.write(micro_batch(spark, 1, [row(1, {"note": json.dumps("second"), "sizes": json.dumps({FIRST: 7})})]))
+    sink.write(micro_batch(spark, 2, [row(2, {"sizes": json.dumps({SECOND: 8})})]))
+    written = spark.read.format("delta").load(str(tmp_path / "lake" / "typed" / keyspace / "grows"))
+    assert dict(written.dtypes)["sizes"] == "map<string,int>"  # a non-frozen list: by element timeuuid
+    assert {r["id"]: (r["note"], r["sizes"]) for r in written.toArrow().to_pylist()} == {
+        0: ("first", None), 1: ("second", [(FIRST, 7)]), 2: (None, [(SECOND, 8)])}

@@ -56,7 +56,7 @@ from .mirror import DeltaMirrorStore, known_mirrors
 from ..layouts import MIRROR, Layout
 from ..ledger import is_newest_replay
 from ..mirror_parts import table_changes, table_counts
-from ..log_table import LogLayout, typed_log_layout
+from ..log_table import typed_log_layout
 from ..typed_log import TYPED_REFUSALS, TypedLog, typed_source
 
 # File statistics of the log (set when Delta creates it) only for the times readers filter on: by
@@ -144,9 +144,9 @@ class DeltaSink(Sink):
         self.layout = layout
         self.cluster = cluster
         self._session = None
-        # Each typed log's columns as this sink last wrote them (Delta's schema merge keeps them all),
-        # so the table's schema is read once per sink, not once per batch.
-        self._layouts: dict[str, LogLayout] = {}
+        # Each typed log as this sink last wrote it (Delta's schema merge keeps every column), so the table's
+        # schema is read once per sink and its rows' expressions are built once per layout, not per batch.
+        self._typed: dict[str, TypedLog] = {}
         self._resolved: dict[tuple, tuple] | None = None  # (app, keyspace, table) → this writer's newest row
         self.merges_cells = layout == MIRROR
         self._mirrors = Layouts(cluster) if layout == MIRROR else None
@@ -308,7 +308,8 @@ class DeltaSink(Sink):
         """The base table's columns and those its typed log already has (a column dropped since keeps
         taking the values of rows written before the drop); None: neither exists."""
         base, user_types = read_table(self._schema_session(), keyspace, table)
-        existing = self._layouts.get(name)
+        typed = self._typed.get(name)
+        existing = typed.layout if typed is not None else None
         if existing is None:
             try:
                 existing = TypedLog.of_schema(keyspace, table, self.spark.read.format("delta").load(
@@ -318,8 +319,9 @@ class DeltaSink(Sink):
         layout = typed_log_layout(base, user_types, existing)
         if layout is None:
             return None
-        self._layouts[name] = layout
-        return TypedLog(layout)
+        if typed is None or typed.layout != layout:
+            typed = self._typed[name] = TypedLog(layout)
+        return typed
 
     def publish_generations(self, generations: Generations) -> None:
         timestamps, streams = generation_rows(generations)
