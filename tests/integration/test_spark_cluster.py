@@ -165,7 +165,26 @@ def test_the_job_submitted_to_the_cluster_ships_ringtail_and_a_worker_killed_mid
 
 
 def delivered_ids(kind: str, target: str, on, cql, keyspace: str, receiver: Receiver) -> Counter:
-    """How many times each row id of `keyspace.orders` is in sink `kind` (`target`: its DSN or topic)."""
+    """How many times each row id of `keyspace.orders` is in sink `kind` (`target`: its DSN or topic; a typed
+    log's: the DSN of its server, whose schema or database named after the keyspace holds it)."""
+    if kind == "postgres-typed":
+        with psycopg.connect(target) as conn:
+            try:
+                return Counter(k for (k,) in conn.execute(f'SELECT id FROM "{keyspace}".orders{LOG_SUFFIX}'))
+            except psycopg.errors.UndefinedTable:
+                return Counter()
+    if kind == "mysql-typed":
+        conn = connect_dsn(target)
+        try:
+            with conn.cursor() as cursor:
+                cursor.execute(f"SELECT id FROM `{keyspace}`.orders{LOG_SUFFIX}")
+                return Counter(k for (k,) in cursor.fetchall())
+        except (pymysql.err.OperationalError, pymysql.err.ProgrammingError) as exc:
+            if exc.args[0] in (1049, 1146):  # no database or log table yet
+                return Counter()
+            raise
+        finally:
+            conn.close()
     if kind == "mysql":
         conn = connect_dsn(target)
         try:
@@ -187,25 +206,29 @@ def delivered_ids(kind: str, target: str, on, cql, keyspace: str, receiver: Rece
     # drops a repeated idempotency key
 
 
-def test_a_worker_killed_while_a_runner_delivers_to_mysql_cassandra_kafka_and_http_costs_no_change(
+def test_a_worker_killed_while_a_runner_delivers_to_mysql_cassandra_kafka_http_and_typed_logs_costs_no_change(
         stack, cluster, cluster_cql, cluster_keyspace, pipeline, spark, tmp_path):
-    """Every sink but Delta and PostgreSQL (the job's test above) at once: one runner on the cluster serves a
-    subscription to each, and a worker dies while all four have a backlog to deliver. Spark runs the lost
-    tasks again (the decoding of every sink, and the writes of those that write from the executors: MySQL,
-    Cassandra and HTTP); each sink still holds each change once."""
+    """Every sink but Delta and PostgreSQL's log (the job's test above) at once, and the typed logs of PostgreSQL
+    and MariaDB: one runner on the cluster serves a subscription to each, and a worker dies while all six have
+    a backlog to deliver. Spark runs the lost tasks again (the decoding of every sink, and the writes of those
+    that write from the executors: the SQL stores' parts, Cassandra and HTTP); each sink still holds each
+    change once."""
     on, master = cluster
     cql, keyspace, rows = cluster_cql, cluster_keyspace, 4_000
     receiver = Receiver()
-    mysql = mysql_database(on, f"{keyspace}_my")
+    mysql, mysql_typed = mysql_database(on, f"{keyspace}_my"), mysql_database(on, f"{keyspace}_mt")
     sinks = {"my": ("mysql", mysql, {"dsn": mysql}), "cs": ("cassandra", "", {}),
              "kf": ("kafka", f"{keyspace}_kf", {"topic": f"{keyspace}_kf"}),
-             "web": ("http", "", {"url": receiver.url, "batch_size": "200"})}
+             "web": ("http", "", {"url": receiver.url, "batch_size": "200"}),
+             "pt": ("postgres-typed", on.postgres_dsn, {"dsn": on.postgres_dsn, "schema": f"{keyspace}_pt",
+                                                        "layout": "typed"}),
+             "mt": ("mysql-typed", mysql_typed, {"dsn": mysql_typed, "layout": "typed"})}
     connector, _ = pipeline(on=on)
     runner = None
     try:
         with serving(on, cql, keyspace, tmp_path, connector, spark) as (control, _, _, base):
             for name, (kind, _, config) in sinks.items():
-                control.create(name, Change(table=f"{keyspace}.orders", sink=kind, start="earliest",
+                control.create(name, Change(table=f"{keyspace}.orders", sink=kind.split("-")[0], start="earliest",
                                             sink_config=config))
             execute_concurrent_with_args(cql, cql.prepare(f"INSERT INTO {keyspace}.orders (id, qty, note)"
                                                           " VALUES (?, ?, ?)"),
@@ -235,7 +258,10 @@ def test_a_worker_killed_while_a_runner_delivers_to_mysql_cassandra_kafka_and_ht
             runner.wait(120)
         CLUSTER.command(stack.run_dir, "start", "spark-worker@2", check=False)  # for the next test
         receiver.close()
-        drop_mysql_database(on, mysql)
+        for database in (mysql, mysql_typed, f"/{keyspace}"):  # the typed log's database is the keyspace's
+            drop_mysql_database(on, database)
+        with psycopg.connect(on.postgres_dsn, autocommit=True) as conn:
+            conn.execute(f'DROP SCHEMA IF EXISTS "{keyspace}", "{keyspace}_pt" CASCADE')
 
 
 @pytest.mark.parametrize("kind", ["postgres", "mysql", "delta"])
