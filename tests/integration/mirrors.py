@@ -280,6 +280,11 @@ def mysql_rows(conn: Any, layout: MirrorLayout) -> list[dict]:
     return mysql_values(conn, f"`{layout.keyspace}`.`{layout.table}`", _types(layout))
 
 
+def mysql_absent(exc: Exception) -> bool:
+    """Whether `exc` is MySQL's answer to a query of a database or table not created yet."""
+    return exc.args[0] in (1049, 1146)  # unknown database, unknown table
+
+
 def mysql_mirror(dsn: str, layout: MirrorLayout) -> list[dict]:
     """The MySQL mirror's rows at `dsn`, none before its database and table exist."""
     import pymysql
@@ -290,7 +295,7 @@ def mysql_mirror(dsn: str, layout: MirrorLayout) -> list[dict]:
     try:
         return mysql_rows(conn, layout)
     except (pymysql.err.OperationalError, pymysql.err.ProgrammingError) as exc:
-        if exc.args[0] in (1049, 1146):  # unknown database, unknown table
+        if mysql_absent(exc):
             return []
         raise
     finally:

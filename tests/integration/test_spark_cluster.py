@@ -33,7 +33,7 @@ from spark.subscriptions.model import Change
 from tests.conftest import DRIVER_OPTIONS
 from tests.integration.conftest import serving
 from tests.integration.delivered import drop_mysql_database, kafka_messages, mysql_database
-from tests.integration.mirrors import delta_rows, layout_of, mysql_mirror, postgres_mirror, source_rows
+from tests.integration.mirrors import delta_rows, layout_of, mysql_absent, mysql_mirror, postgres_mirror, source_rows
 from tests.integration.serving import runner_process
 from tests.integration.side_stacks import CLUSTER, running, session_on
 from tests.support import new_keyspace, wait_for
@@ -180,7 +180,7 @@ def delivered_ids(kind: str, target: str, on, cql, keyspace: str, receiver: Rece
                 cursor.execute(f"SELECT id FROM `{keyspace}`.orders{LOG_SUFFIX}")
                 return Counter(k for (k,) in cursor.fetchall())
         except (pymysql.err.OperationalError, pymysql.err.ProgrammingError) as exc:
-            if exc.args[0] in (1049, 1146):  # no database or log table yet
+            if mysql_absent(exc):
                 return Counter()
             raise
         finally:
@@ -297,7 +297,9 @@ def test_a_worker_killed_while_a_runner_merges_into_a_mirror_costs_no_change(
         def mirror() -> list[dict]:
             if kind == "mysql":
                 return mysql_mirror(mysql, layout)
-            return postgres_mirror(on.postgres_dsn, layout) if kind == "postgres" else delta_mirror(spark, delta, layout)
+            if kind == "postgres":
+                return postgres_mirror(on.postgres_dsn, layout)
+            return delta_mirror(spark, delta, layout)
 
         try:
             # Its checkpoints on the object store too, the keys from the environment.
