@@ -32,7 +32,8 @@ The floors, timed in the same turns on the same rows: `floor-delta`, a plain Del
 DataFrame; `floor-postgres`, a plain `COPY` of the rows (as the PostgreSQL sink stages them: CSV, made
 before the clock starts) into a table without a key; `floor-mysql`, `LOAD DATA LOCAL INFILE` of the same
 CSV into a MariaDB table without a key; `floor-delta-merge`, one Delta `MERGE` by key of the rows' values
-(`k`, `v`, `n`, `tags`, made before the clock starts) into a table of 1,000 other rows, with the clauses and
+(`k`, `v`, `n`, `tags`, made before the clock starts) into a table of 1,000 other rows (with `--held H`, of
+the H rows a mirror holds, written as its are: each measured row then updates one), with the clauses and
 table properties of the Delta mirror's, which makes two such `MERGE`s a batch (its rows, then their states)
 after merging the changes; `floor-kafka`, a plain producer (acks=all, idempotent, as the
 sink's) sending each row's JSON, made before the clock starts, and flushing; `floor-cassandra`, the Python
@@ -196,8 +197,9 @@ def bound_values(stack, rows) -> tuple[object, list[list]]:
     return layout, [encoder.encode(row.asDict()) for row in rows.select(*_write_projection()).collect()]
 
 
-def _delta_merge_seconds(rows, path: str) -> float:
-    """Seconds of one `MERGE` of the rows' values into a Delta table as the mirror's (`floor-delta-merge`)."""
+def _delta_merge_seconds(rows, path: str, held: int) -> float:
+    """Seconds of one `MERGE` of the rows' values into a Delta table as the mirror's (`floor-delta-merge`),
+    which holds 1,000 other rows or, with `held`, keys 0 to `held` - 1 as a mirror does (`held_batches`)."""
     from delta.tables import DeltaTable
 
     from spark.sinks.delta.mirror import COLUMN_MAPPING
@@ -209,10 +211,20 @@ def _delta_merge_seconds(rows, path: str) -> float:
                             F.from_json(F.col("columns")["tags"], "array<string>").alias("tags"),
                             F.lit(True).alias("write"))
 
+    def held_values(batch: int, batches: int):
+        keys = rows.sparkSession.range(batch, held, batches, 2).select(F.col("id").cast("int").alias("k"))
+        return keys.select("k", F.concat(F.lit("value "), F.col("k").cast("string")).alias("v"),
+                           (F.col("k").cast("bigint") * 7).alias("n"), F.array(F.lit("a"), F.lit("b")).alias("tags"))
+
     source = values(rows).persist()
     source.count()
-    target = values(rows.limit(1_000)).withColumn("k", F.col("k") + 10_000_000).drop("write")
-    target.write.format("delta").options(**COLUMN_MAPPING).save(path)
+    if held:
+        batches = -(-held // HELD_BATCH)
+        for batch in range(batches):
+            held_values(batch, batches).write.format("delta").mode("append").options(**COLUMN_MAPPING).save(path)
+    else:
+        target = values(rows.limit(1_000)).withColumn("k", F.col("k") + 10_000_000).drop("write")
+        target.write.format("delta").options(**COLUMN_MAPPING).save(path)
     columns = {c: f"s.{c}" for c in ("k", "v", "n", "tags")}
     started = time.perf_counter()
     (DeltaTable.forPath(rows.sparkSession, path).alias("t").merge(source.alias("s"), "t.k = s.k")
@@ -224,7 +236,7 @@ def _delta_merge_seconds(rows, path: str) -> float:
 
 
 def floor(stack, name: str, rows, csv: bytes, values: list[bytes], run: str, tmp: Path,
-          bound: tuple[object, list[list]] | None = None) -> float:
+          bound: tuple[object, list[list]] | None = None, held: int = 0) -> float:
     """Seconds of the floor `name`: its target's plain load of the same rows (`bound`: `bound_values`)."""
     from spark.sinks.postgres.log import LOG_COLUMNS, ident
 
@@ -233,7 +245,7 @@ def floor(stack, name: str, rows, csv: bytes, values: list[bytes], run: str, tmp
         rows.write.format("delta").mode("append").save(str(tmp / run))
         return time.perf_counter() - started
     if name == "floor-delta-merge":
-        return _delta_merge_seconds(rows, str(tmp / run))
+        return _delta_merge_seconds(rows, str(tmp / run), held)
     if name == "floor-postgres":
         import psycopg
 
@@ -401,7 +413,7 @@ def main() -> int:
         for round_ in range(args.repeat):
             for sink in chosen if round_ % 2 == 0 else tuple(reversed(chosen)):
                 run = f"bench_{uuid.uuid4().hex[:10]}"
-                took = (floor(stack, sink, log_only, csv, values, run, Path(tmp), bound) if sink in FLOORS
+                took = (floor(stack, sink, log_only, csv, values, run, Path(tmp), bound, args.held) if sink in FLOORS
                         else sink_seconds(spark, stack, sink, rows, warm, empty, run, Path(tmp), receiver, args.held,
                                           args.tables, args.concurrent_tables))
                 seconds[sink].append(took)
