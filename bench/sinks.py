@@ -199,7 +199,7 @@ def bound_values(stack, rows) -> tuple[object, list[list]]:
 
 def _delta_merge_seconds(rows, path: str, held: int) -> float:
     """Seconds of one `MERGE` of the rows' values into a Delta table as the mirror's (`floor-delta-merge`),
-    which holds 1,000 other rows or, with `held`, keys 0 to `held` - 1 as a mirror does (`held_batches`)."""
+    which holds 1,000 other rows or, with `held`, keys 0 to `held` - 1 as a mirror does (`held_keys`)."""
     from delta.tables import DeltaTable
 
     from spark.sinks.delta.mirror import COLUMN_MAPPING
@@ -211,17 +211,16 @@ def _delta_merge_seconds(rows, path: str, held: int) -> float:
                             F.from_json(F.col("columns")["tags"], "array<string>").alias("tags"),
                             F.lit(True).alias("write"))
 
-    def held_values(batch: int, batches: int):
-        keys = rows.sparkSession.range(batch, held, batches, 2).select(F.col("id").cast("int").alias("k"))
-        return keys.select("k", F.concat(F.lit("value "), F.col("k").cast("string")).alias("v"),
-                           (F.col("k").cast("bigint") * 7).alias("n"), F.array(F.lit("a"), F.lit("b")).alias("tags"))
+    def held_values(keys: range):
+        frame = rows.sparkSession.range(keys.start, keys.stop, keys.step, 2).select(F.col("id").cast("int").alias("k"))
+        return frame.select("k", F.concat(F.lit("value "), F.col("k").cast("string")).alias("v"),
+                            (F.col("k").cast("bigint") * 7).alias("n"), F.array(F.lit("a"), F.lit("b")).alias("tags"))
 
     source = values(rows).persist()
     source.count()
     if held:
-        batches = -(-held // HELD_BATCH)
-        for batch in range(batches):
-            held_values(batch, batches).write.format("delta").mode("append").options(**COLUMN_MAPPING).save(path)
+        for keys in held_keys(held):
+            held_values(keys).write.format("delta").mode("append").options(**COLUMN_MAPPING).save(path)
     else:
         target = values(rows.limit(1_000)).withColumn("k", F.col("k") + 10_000_000).drop("write")
         target.write.format("delta").options(**COLUMN_MAPPING).save(path)
@@ -329,15 +328,22 @@ def floor(stack, name: str, rows, csv: bytes, values: list[bytes], run: str, tmp
     raise ValueError(name)
 
 
-def held_batches(spark, held: int, columns: list, write, empty, tables: int) -> int:
-    """Write `held` rows, keys 0 to `held` - 1, an hour old, in batches of `HELD_BATCH` (each holding every
-    so-many-th key, so the measured rows' keys fall in every batch's files); how many batches."""
+def held_keys(held: int) -> list[range]:
+    """The keys of each batch of `held` rows, at most `HELD_BATCH` a batch, each every so-many-th key: a
+    mirror's held rows (and the floor's) are written so, and any key range of the measured rows then falls
+    in every batch's files."""
     batches = -(-held // HELD_BATCH)
-    for batch in range(batches):
-        rows = log_rows(spark, len(range(batch, held, batches)), batch, batches, age_us=3_600_000_000, tables=tables)
+    return [range(batch, held, batches) for batch in range(batches)]
+
+
+def held_batches(spark, held: int, columns: list, write, empty, tables: int) -> int:
+    """Write `held` rows, keys 0 to `held` - 1, an hour old, in the batches of `held_keys`; how many batches."""
+    batches = held_keys(held)
+    for batch, keys in enumerate(batches):
+        rows = log_rows(spark, len(keys), keys.start, keys.step, age_us=3_600_000_000, tables=tables)
         write(MicroBatch(batch, rows.select(*columns), empty, lambda: 0, f"held {batch}", int(time.time() * 1000)))
         rows.unpersist()
-    return batches
+    return len(batches)
 
 
 def sink_seconds(spark, stack, sink: str, rows, warm, empty, run: str, tmp: Path, receiver, held: int = 0,
