@@ -1,12 +1,12 @@
 """A runner: one Spark application that serves subscriptions from the registry.
 
 Every `poll_interval` it says it is alive, renews the leases it holds (a refused renewal stops that
-subscription at once), follows the registry (pause and cancel stop a query after its running
-micro-batch, starting no other; resume, reset and alter restart it), retries failing subscriptions with
-backoff, claims active ones nobody holds up to its share (subscriptions ÷ runners alive, so runners
-split them; a runner holding more than its share hands the rest back), and reports each subscription's
-figures; a mirror's expired values are removed between batches. A failing subscription is stopped and
-retried on its own; the others never wait for it.
+subscription at once, and a query failing once its lease is gone is stopped, not reported), follows the
+registry (pause and cancel stop a query after its running micro-batch, starting no other; resume, reset
+and alter restart it), retries failing subscriptions with backoff, claims active ones nobody holds up to
+its share (subscriptions ÷ runners alive, so runners split them; a runner holding more than its share
+hands the rest back), and reports each subscription's figures; a mirror's expired values are removed
+between batches. A failing subscription is stopped and retried on its own; the others never wait for it.
 """
 from __future__ import annotations
 
@@ -151,7 +151,11 @@ class Runner:
                 self._attempt(name)
             return
         error = delivery.failure()
-        if error is not None:
+        if error is not None and self._lease_lost(name):
+            log.warning("lease of subscription %s lost (expired or taken) while it ran on: stopping it here (%s)",
+                        name, error.splitlines()[0][:300])
+            self._let_go(name, release=False)
+        elif error is not None:
             self._failed(held, error)
         elif delivery.snapshot_finished:
             log.info("subscription %s: snapshot delivered; following the log from its version", name)
@@ -164,6 +168,17 @@ class Runner:
                 held.attempts = 0
                 if current.state == "failing" and self.registry.report(current, None):
                     log.info("subscription %s delivers again", name)
+
+    def _lease_lost(self, name: str) -> bool:
+        """Whether another runner may hold `name` now: a query that failed after this runner ran on past its
+        lease (paused, cut off from Cassandra) met the new holder's writes (Spark's offset log refuses a second
+        writer), which is no failure of the subscription to report."""
+        if name in self._lost:
+            return True
+        try:
+            return not self.leases.renew(name)
+        except Exception:  # Cassandra busy for a moment: the failure is reported, the keeper decides on the lease
+            return False
 
     def _attempt(self, name: str) -> None:
         held = self.held[name]

@@ -2,8 +2,10 @@
 end of what Kafka holds now."""
 from __future__ import annotations
 
+import json
 import uuid
 from collections import Counter
+from pathlib import Path
 
 import psycopg
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
@@ -15,6 +17,7 @@ from spark.delivery.tally import BatchCounts
 from spark.job.config import JobSettings
 from spark.sinks.delta.sink import DeltaSink
 from spark.sinks.mysql.connection import connect_dsn
+from tests.integration.lake import delta_log
 
 
 def run_available(spark, settings: JobSettings, sink=None, counted: list[BatchCounts] | None = None) -> list[dict]:
@@ -83,6 +86,13 @@ def kafka_messages(bootstrap: str, topic: str, security: KafkaSecurity = KafkaSe
         return values
     finally:
         consumer.close()
+
+
+def delta_ids(path: Path, operation: int | None = None) -> Counter:
+    """How many times each `orders` id was delivered to the Delta sink at `path` (none before its first
+    batch); with `operation`, only the log rows of that operation."""
+    log = delta_log(path / "cdc_log", ["key", "cdc$operation"]).to_pylist()
+    return Counter(json.loads(r["key"])["id"] for r in log if operation in (None, r["cdc$operation"]))
 
 
 def pg_ids(dsn: str, schema: str) -> Counter:

@@ -8,7 +8,6 @@ import re
 import signal
 import time
 from collections import Counter
-from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 from urllib.request import urlopen
 
@@ -20,8 +19,7 @@ from spark.server.runner import Runner
 from spark.subscriptions.leases import Leases
 from spark.subscriptions.model import Change
 from spark.subscriptions.statements import Statement
-from tests.integration.delivered import pg_ids
-from tests.integration.lake import delta_log
+from tests.integration.delivered import delta_ids, pg_ids
 from tests.integration.proxy import Relay
 from tests.integration.serving import runner_process
 from tests.support import wait_for
@@ -32,13 +30,6 @@ pytestmark = pytest.mark.integration
 def insert(cql, keyspace: str, ids, qty=lambda i: i * 100) -> None:
     for i in ids:
         cql.execute(f"INSERT INTO {keyspace}.orders (id, qty, note) VALUES (%s, %s, %s)", (i, qty(i), f"n{i}"))
-
-
-def delta_ids(path: Path, operation: int | None = None) -> Counter:
-    """How many times each `orders` id was delivered to the Delta sink at `path` (none before its first
-    batch); with `operation`, only the log rows of that operation."""
-    log = delta_log(path / "cdc_log", ["key", "cdc$operation"]).to_pylist()
-    return Counter(json.loads(r["key"])["id"] for r in log if operation in (None, r["cdc$operation"]))
 
 
 def running(runner: Runner, name: str, revision: int | None = None) -> bool:

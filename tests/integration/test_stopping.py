@@ -1,8 +1,8 @@
 """Stopping a subscription on the real stack, as an operator does it, while a backlog keeps every
 micro-batch busy: a pause, a hand-back to a second runner, a cancel and SIGTERM each let the running
 batch finish and start none after it, interrupt nothing (no Java error in the runners' logs) and lose
-nothing; and a runner whose checkpoint is not the one that wrote a sink is refused by the sink's
-ledger instead of skipping batches."""
+nothing; a runner whose checkpoint is not the one that wrote a sink is refused by the sink's ledger
+instead of skipping batches; and a runner frozen past its leases writes nothing twice when it wakes."""
 from __future__ import annotations
 
 import calendar
@@ -21,7 +21,7 @@ from deploy.local.receiver import Receiver
 from spark.subscriptions.leases import Leases
 from spark.subscriptions.model import Change
 from spark.subscriptions.statements import Statement
-from tests.integration.delivered import pg_ids
+from tests.integration.delivered import delta_ids, pg_ids
 from tests.integration.serving import CUT_BATCH, runner_process
 from tests.support import wait_for
 
@@ -249,6 +249,63 @@ def test_a_runner_with_another_checkpoint_is_refused_by_the_ledger_and_skips_not
     finally:
         for process in started:
             if process.poll() is None:
+                process.kill()
+                process.wait(30)
+        with psycopg.connect(stack.postgres_dsn, autocommit=True) as conn:
+            conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+
+
+def test_a_runner_paused_past_its_lease_and_resumed_after_another_took_over_writes_nothing_twice(
+        cql, keyspace, served, stack, tmp_path):
+    """A runner stopped (SIGSTOP: a long GC pause, a frozen VM) in the middle of a backlog loses its leases;
+    another runner claims its subscriptions and delivers from their checkpoints. When the first one wakes,
+    whatever batch it was writing meets what the second wrote of it: PostgreSQL's ledger and Delta's
+    idempotent commits refuse the repeat, Spark's checkpoint refuses its next batch, and it stops each
+    subscription at its next renewal. Each sink holds each change once, and delivery goes on."""
+    control, registry, _, base = served
+    table, schema, lake = f"{keyspace}.orders", f"{keyspace}_pause", tmp_path / "lake"
+    control.create("pg", Change(table=table, sink="postgres", sink_config={"dsn": stack.postgres_dsn,
+                                                                         "schema": schema}))
+    control.create("dl", Change(table=table, sink="delta", sink_config={"path": str(lake)}))
+    leases = Leases(cql, registry.keyspace, "probe", 5)
+
+    def delivered() -> tuple[Counter, Counter]:
+        return pg_ids(stack.postgres_dsn, schema), delta_ids(lake)
+
+    rows = 2_000
+    settings = {"lease_ttl": 6, "max_offsets_per_trigger": 400}
+    runners = {"a": runner_process(stack, base, tmp_path, "a", **settings)}
+    log_a = tmp_path / "runner-a.log"
+    try:
+        wait_for(lambda: leases.holders() == {"pg": "a", "dl": "a"}, 120, "runner a holding both subscriptions")
+        insert(cql, keyspace, [0])
+        wait_for(lambda: all(len(ids) == 1 for ids in delivered()), 120, "row 0 in both sinks")
+        insert(cql, keyspace, range(1, rows))
+        # Paused while it delivers the backlog, 400 changes a batch: a batch is under way in each.
+        wait_for(lambda: all(len(ids) >= 400 for ids in delivered()), 120, "a batch of the backlog delivered")
+        runners["a"].send_signal(signal.SIGSTOP)
+        paused_with = delivered()
+        runners["b"] = runner_process(stack, base, tmp_path, "b", **settings)
+        wait_for(lambda: leases.holders() == {"pg": "b", "dl": "b"}, 120, "runner b holding both subscriptions")
+        wait_for(lambda: all(len(ids) == rows for ids in delivered()), 300, "the backlog in both sinks, by b")
+        runners["a"].send_signal(signal.SIGCONT)
+        wait_for(lambda: log_a.read_text(errors="replace").count("lost (expired or taken)") >= 2, 120,
+                 "runner a stopping both subscriptions")
+        insert(cql, keyspace, [rows])  # delivery goes on from where b got to
+        wait_for(lambda: all(len(ids) == rows + 1 for ids in delivered()), 120, "a row written after a woke")
+        time.sleep(5)  # time for a late write of a's to show
+        for ids in delivered():
+            assert ids == Counter(range(rows + 1)), "a change lost or delivered twice"
+        assert all(len(ids) < rows for ids in paused_with), paused_with  # a was paused with work to do
+        # Its queries ended when their checkpoints refused its batch (Spark's offset log has one writer) or at its
+        # renewal; awake, it is a runner like b again and may be handed one of the two. Neither is failing.
+        assert set(leases.holders()) == {"pg", "dl"}
+        assert {registry.get(name).state for name in ("pg", "dl")} == {"active"}
+        assert "failed (attempt" not in log_a.read_text(errors="replace")  # its refused batches are not failures
+    finally:
+        for process in runners.values():
+            if process.poll() is None:
+                process.send_signal(signal.SIGCONT)
                 process.kill()
                 process.wait(30)
         with psycopg.connect(stack.postgres_dsn, autocommit=True) as conn:
