@@ -151,11 +151,7 @@ class Runner:
                 self._attempt(name)
             return
         error = delivery.failure()
-        if error is not None and self._lease_lost(name):
-            log.warning("lease of subscription %s lost (expired or taken) while it ran on: stopping it here (%s)",
-                        name, error.splitlines()[0][:300])
-            self._let_go(name, release=False)
-        elif error is not None:
+        if error is not None:
             self._failed(held, error)
         elif delivery.snapshot_finished:
             log.info("subscription %s: snapshot delivered; following the log from its version", name)
@@ -170,15 +166,17 @@ class Runner:
                     log.info("subscription %s delivers again", name)
 
     def _lease_lost(self, name: str) -> bool:
-        """Whether another runner may hold `name` now: a query that failed after this runner ran on past its
-        lease (paused, cut off from Cassandra) met the new holder's writes (Spark's offset log refuses a second
-        writer), which is no failure of the subscription to report."""
+        """Whether another runner may hold `name` now (recorded as the keeper records a refused renewal)."""
         if name in self._lost:
             return True
         try:
-            return not self.leases.renew(name)
-        except Exception:  # Cassandra busy for a moment: the failure is reported, the keeper decides on the lease
+            refused = not self.leases.renew(name)
+        except Exception:  # Cassandra busy for a moment: the keeper decides on the lease
             return False
+        if refused:
+            with self._lock:
+                self._lost.add(name)
+        return refused
 
     def _attempt(self, name: str) -> None:
         held = self.held[name]
@@ -192,6 +190,12 @@ class Runner:
 
     def _failed(self, held: Held, error: str) -> None:
         self._stop_delivery(held)
+        if self._lease_lost(held.subscription.name):
+            # It ran on past its lease (paused, cut off from Cassandra) and met the new holder's writes (Spark's
+            # offset log refuses a second writer): no failure of the subscription's. The next turn lets it go.
+            log.warning("subscription %s stopped after its lease was lost: %s", held.subscription.name,
+                        error.splitlines()[0][:300] if error else "")
+            return
         held.attempts += 1
         wait = min(self.settings.retry_max, self.settings.retry_initial * 2 ** (held.attempts - 1))
         held.next_attempt = time.monotonic() + wait
