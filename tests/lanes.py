@@ -5,7 +5,7 @@ Cassandra versions', `side_stacks.SIDE_STACKS`) share nothing with the others bu
 PostgreSQL, object store and jars (and the unit tests nothing at all), so they run in a lane of their own
 beside the rest of the suite, which keeps the main stack's Kafka and `cdc_raw` to itself (its connectors
 share one `cdc_raw`; one of its tests stops the main broker); the side lane ends with a few modules that
-only query the main node (`QUERIES_ONLY`). Each lane's waits on services are the other's time to compute:
+use of the main stack only its node's CQL (`NODE_ONLY`). Each lane's waits on services are the other's time to compute:
 together they keep two cores about 80 % busy.
 
 Arguments that select tests (paths, `-k`, `-m`, `--lf`, `--deselect`) run pytest once, as given. The side
@@ -29,17 +29,19 @@ def selects_tests(args: list[str]) -> bool:
                for arg in args)
 
 
-# Modules that only query the main node (no connector, no Kafka, no CDC table): nothing the main lane does
-# disturbs them, nor they it. They end the side lane, which is otherwise done first.
-QUERIES_ONLY = ("test_streams_storage.py", "test_tokens_match_cassandra.py", "test_streams_cli.py")
+# Modules that use of the main stack only its node's CQL (no connector, no Kafka, no CDC table; a local Spark at
+# most): nothing the main lane does disturbs them, nor they it. They end the side lane, which is otherwise
+# done first.
+NODE_ONLY = ("test_streams_storage.py", "test_tokens_match_cassandra.py", "test_streams_cli.py",
+             "test_schema_loader.py", "test_json_rows.py", "test_typed_log.py")
 
 
 def lanes(args: list[str]) -> dict[str, list[str]]:
-    """Each lane's pytest arguments: the unit tests, the side stacks' modules and the modules that only query
+    """Each lane's pytest arguments: the unit tests, the side stacks' modules and the modules that use only
     the main node; and everything else. The unit tests need no stack: they run while the first side stack
     starts, off the longer lane."""
     side = ["tests/unit", *dict.fromkeys(str(Path("tests") / "integration" / s.module) for s in SIDE_STACKS),
-            *(str(Path("tests") / "integration" / m) for m in QUERIES_ONLY)]
+            *(str(Path("tests") / "integration" / m) for m in NODE_ONLY)]
     return {"side": [*args, *side], "main": [*args, *(f"--ignore={m}" for m in side), "tests"]}
 
 
