@@ -302,6 +302,24 @@ class MirrorRules:
         as (clustering values or None for the static-only row, values or None)); None: the reference merges it."""
 
 
+class LogInsertValues:
+    """A log table's INSERT values made natively from the Cassandra sink's log rows
+    (`spark.sinks.cassandra.native`), as `LogRowEncoder.encode` and the driver's `bind` make them."""
+
+    def __init__(self, width: int, keys: list[tuple[str, int, CqlTypeTree]], values: list[tuple[str, int, CqlTypeTree]],
+                 deleted: list[tuple[str, int]],
+                 elements: list[tuple[str, int, CqlTypeTree | None, list[str] | None]]) -> None:
+        """`width`: the log table's columns; each key and data column's name, position and type; each
+        `cdc$deleted_X`'s name and position; each `cdc$deleted_elements_X`'s name, position, and its keys' type
+        or a UDT's field names."""
+    def values(self, rows: tuple[ColumnAddress, ...], unset: object) -> tuple[list[list | None], list[int]]:
+        """Each row's values (bytes, or `unset`; the write time last), or None for a row left to the reference;
+        and each row's bytes of values in all (0 for a row left).
+        `rows`: the stream id, time, batch seq no, operation, ttl, end of batch (int8) and key columns, then
+        (offsets, names, texts) of `columns`, (offsets, names) of `deleted_columns`, (offsets, names, texts) of
+        `deleted_elements`, and the write time (µs) column."""
+
+
 def first_not_json(texts: ColumnAddress) -> int | None:
     """The row of the first text of a text column (its address, as `EventDecoder.decode` takes columns) that is
     not JSON as `json.loads` reads it, a null included; None when every one is."""

@@ -12,6 +12,7 @@ use crate::batch::{Decoded, Decoder, FixedIn, Flags, Records, VarIn};
 use crate::columns::{Bits, Fixed, Items, Pairs, Var};
 use crate::copies::Copies;
 use crate::error::EventError;
+use crate::log_insert::{Elements, LogInsert, LogRow, Slot};
 use crate::mirror::order::Order;
 use crate::mirror::value::Value;
 use crate::mirror::{Column, Merged, Rules, Storage};
@@ -382,8 +383,158 @@ fn to_python<'py>(py: Python<'py>, value: &Value) -> PyResult<Bound<'py, PyAny>>
     })
 }
 
+/// A log table's INSERT values made natively (`log_insert`), for `spark.sinks.cassandra.native`.
+#[pyclass(module = "schemas._native", frozen)]
+struct LogInsertValues {
+    inner: LogInsert,
+}
+
+/// A map column's (offsets, keys, values) and a list column's (offsets, values).
+type MapAddress = (ColumnAddress, ColumnAddress, ColumnAddress);
+type ListAddress = (ColumnAddress, ColumnAddress);
+/// (name, position, the keys' type tree or None, a UDT's field names or None) of `cdc$deleted_elements_X`.
+type ElementsSpec = (String, usize, Option<CqlType>, Option<Vec<String>>);
+/// The sink's projection of a log row, in `LogRow`'s order (`end_of_batch` as int8).
+type LogRowAddresses = (
+    ColumnAddress,
+    ColumnAddress,
+    ColumnAddress,
+    ColumnAddress,
+    ColumnAddress,
+    ColumnAddress,
+    ColumnAddress,
+    MapAddress,
+    ListAddress,
+    MapAddress,
+    ColumnAddress,
+);
+
+fn text_at<'a>(column: &VarIn<'a>, row: usize) -> Option<&'a str> {
+    column.get(row).ok().flatten().and_then(|b| std::str::from_utf8(b).ok())
+}
+
+/// A map's or list's entries of `row` (the list's without values); None if a key is null or not text.
+fn entries<'a>(
+    offsets: &FixedIn<'a, i32>,
+    keys: &VarIn<'a>,
+    values: Option<&VarIn<'a>>,
+    row: usize,
+) -> Option<Vec<(&'a str, Option<&'a str>)>> {
+    let (start, end) = (offsets.get(row), offsets.get(row + 1));
+    let mut out = Vec::with_capacity((end - start).max(0) as usize);
+    for i in start.max(0) as usize..end.max(0) as usize {
+        let key = std::str::from_utf8(keys.get(i).ok()??).ok()?;
+        let value = match values {
+            Some(values) => values.get(i).ok()?.map(std::str::from_utf8).transpose().ok()?,
+            None => None,
+        };
+        out.push((key, value));
+    }
+    Some(out)
+}
+
+#[pymethods]
+impl LogInsertValues {
+    /// `width`: the log table's columns; (name, position, type tree) of each key and data column,
+    /// (name, position) of each `cdc$deleted_X`, an `ElementsSpec` of each `cdc$deleted_elements_X`.
+    #[new]
+    fn new(
+        width: usize,
+        keys: Vec<(String, usize, CqlType)>,
+        values: Vec<(String, usize, CqlType)>,
+        deleted: Vec<(String, usize)>,
+        elements: Vec<ElementsSpec>,
+    ) -> PyResult<Self> {
+        let elements = elements
+            .into_iter()
+            .map(|(name, at, keys, fields)| match (keys, fields) {
+                (_, Some(fields)) => Ok((name, at, Elements::Fields(fields))),
+                (Some(keys), None) => Ok((name, at, Elements::Keys(keys))),
+                (None, None) => Err(PyValueError::new_err(format!("{name}: neither the keys' type nor fields"))),
+            })
+            .collect::<PyResult<Vec<_>>>()?;
+        let positions = keys.iter().map(|k| k.1).chain(values.iter().map(|v| v.1)).chain(deleted.iter().map(|d| d.1));
+        if let Some(at) =
+            positions.chain(elements.iter().map(|e: &(String, usize, Elements)| e.1)).find(|&at| at >= width)
+        {
+            return Err(PyValueError::new_err(format!("position {at} beyond the log table's {width} columns")));
+        }
+        Ok(LogInsertValues { inner: LogInsert::new(width, keys, values, deleted, elements) })
+    }
+
+    /// Each row's INSERT values (bytes, or `unset` for a value the row does not write, the write time
+    /// last), or None for a row left to the reference; and each row's bytes of values in all (0 for one
+    /// left). `rows` (`LogRowAddresses`) are Arrow columns of the same length, kept alive by the caller
+    /// for the call.
+    fn values<'py>(
+        &self,
+        py: Python<'py>,
+        rows: LogRowAddresses,
+        unset: Bound<'py, PyAny>,
+    ) -> PyResult<(Bound<'py, PyList>, Vec<usize>)> {
+        let (stream_id, time, seq, operation, ttl, end_of_batch, key, columns, deleted, elements, write_time) = rows;
+        let len = key.5;
+        let (stream_id, time, key) = unsafe { (var(stream_id), var(time), var(key)) };
+        let (seq, operation, end_of_batch, write_time) =
+            unsafe { (fixed::<i32>(seq), fixed::<i8>(operation), fixed::<i8>(end_of_batch), fixed::<i64>(write_time)) };
+        let ttl_valid = unsafe { (ttl.0 != 0).then(|| slice::<u8>(ttl.0, (ttl.4 + ttl.5).div_ceil(8))) };
+        let ttl_offset = ttl.4;
+        let ttl = unsafe { fixed::<i64>(ttl) };
+        let (column_offsets, column_names, column_texts) =
+            unsafe { (fixed::<i32>(columns.0), var(columns.1), var(columns.2)) };
+        let (deleted_offsets, deleted_names) = unsafe { (fixed::<i32>(deleted.0), var(deleted.1)) };
+        let (element_offsets, element_names, element_texts) =
+            unsafe { (fixed::<i32>(elements.0), var(elements.1), var(elements.2)) };
+        let out = PyList::empty(py);
+        let mut sizes = Vec::with_capacity(len);
+        let (mut bytes, mut slots): (Vec<u8>, Vec<Slot>) = (Vec::new(), Vec::new());
+        for i in 0..len {
+            let at = ttl_offset + i;
+            let ttl_present = ttl_valid.is_none_or(|bits| bits.get(at / 8).is_some_and(|b| b & (1 << (at % 8)) != 0));
+            let row = (|| {
+                Some(LogRow {
+                    stream_id: stream_id.get(i).ok()??,
+                    time: text_at(&time, i)?,
+                    batch_seq_no: seq.get(i),
+                    operation: operation.get(i),
+                    ttl: ttl_present.then(|| ttl.get(i)),
+                    end_of_batch: end_of_batch.get(i) != 0,
+                    key: text_at(&key, i)?,
+                    columns: entries(&column_offsets, &column_names, Some(&column_texts), i)?,
+                    deleted_columns: entries(&deleted_offsets, &deleted_names, None, i)?
+                        .into_iter()
+                        .map(|(name, _)| name)
+                        .collect(),
+                    deleted_elements: entries(&element_offsets, &element_names, Some(&element_texts), i)?,
+                    write_time_us: write_time.get(i),
+                })
+            })();
+            bytes.clear();
+            match row.and_then(|row| self.inner.encode(&row, &mut bytes, &mut slots)) {
+                Some(()) => {
+                    let values = PyList::empty(py);
+                    for slot in &slots {
+                        match slot {
+                            Some(range) => values.append(PyBytes::new(py, &bytes[range.clone()]))?,
+                            None => values.append(&unset)?,
+                        }
+                    }
+                    out.append(values)?;
+                    sizes.push(slots.iter().flatten().map(|range| range.len()).sum());
+                }
+                None => {
+                    out.append(py.None())?;
+                    sizes.push(0);
+                }
+            }
+        }
+        Ok((out, sizes))
+    }
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<EventDecoder>()?;
+    m.add_class::<LogInsertValues>()?;
     m.add_class::<MirrorRules>()?;
     m.add_class::<ReplicaCopies>()?;
     m.add_class::<SnapshotRows>()?;

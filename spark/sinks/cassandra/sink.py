@@ -7,7 +7,9 @@ the change's write time as cell timestamp; a replayed batch rewrites the same ce
 the sink exactly once by idempotence, with no ledger.
 
 Rows are converted and written on the executors (each Python worker keeps one driver session),
-so the JSON decoding scales with the cluster. A log table's partition is a stream id, which a node's
+so the JSON decoding scales with the cluster; there the native core makes each row's serialized values
+straight from the Arrow batch (`.native`), and the Python encoder (`LogRowEncoder` and the driver's
+``bind``, the reference) those it leaves. A log table's partition is a stream id, which a node's
 changes share (one per vnode and shard): the rows of one partition go together in unlogged batches
 (one mutation each, below Cassandra's batch size warning), so a task sends a request per few kilobytes
 of rows rather than one per row. ``write`` reads `rows` twice (once for the tables and
@@ -29,9 +31,10 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from cassandra import ConsistencyLevel, InvalidRequest
 from cassandra.concurrent import execute_concurrent, execute_concurrent_with_args
-from cassandra.query import UNSET_VALUE, BatchStatement, BatchType
+from cassandra.query import UNSET_VALUE, BatchStatement, BatchType, BoundStatement
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
@@ -42,6 +45,7 @@ from spark.streams.storage import DEFAULT_KEYSPACE, GenerationStore, Replication
 
 from ..contract import MicroBatch, Resolved, Sink, resolved_rows
 from ..log_table import LOG_SUFFIX, LogLayout, LogRowEncoder, quote
+from .native import insert_values, native_insert
 
 log = logging.getLogger(__name__)
 
@@ -105,6 +109,11 @@ def _schema_lag(error: InvalidRequest) -> bool:
     return "unconfigured table" in message or "undefined column" in message
 
 
+# A row to write (a mapping, or what stands for one until its dead letter needs it), its bound INSERT, and
+# the bytes of its values.
+Bound = tuple[Mapping[str, Any], Any, int]
+
+
 def _unset_nulls(values: Iterable[Any]) -> tuple:
     return tuple(UNSET_VALUE if v is None else v for v in values)
 
@@ -117,35 +126,38 @@ class RowWriter:
         self.consistency = consistency
         self.concurrency = concurrency
         self._dead_letters = self._prepare(_DEAD_LETTER_INSERT.format(table=f"{quote(keyspace)}.{DEAD_LETTERS_TABLE}"))
-        self._encoders: dict[LogLayout, tuple[LogRowEncoder, Any]] = {}
+        self._encoders: dict[LogLayout, tuple[LogRowEncoder, Any, Any]] = {}
 
     def _prepare(self, cql: str) -> Any:
         statement = self.session.prepare(cql)
         statement.consistency_level = self.consistency
         return statement
 
-    def _encoder(self, layout: LogLayout) -> tuple[LogRowEncoder, Any]:
+    def _encoder(self, layout: LogLayout) -> tuple[LogRowEncoder, Any, Any]:
+        """(the reference encoder, the prepared INSERT, the native maker of its values or None) of `layout`."""
         found = self._encoders.get(layout)
         if found is None:
-            found = self._encoders[layout] = (LogRowEncoder(layout), self._prepare(layout.insert_statement()))
+            found = self._encoders[layout] = (LogRowEncoder(layout), self._prepare(layout.insert_statement()),
+                                              native_insert(layout))
         return found
 
     def write(self, rows: Iterable[Mapping[str, Any]], layouts: Mapping[tuple[str, str], LogLayout],
               batch_id: int) -> tuple[int, int]:
-        """(rows written, rows made dead letters)."""
-        written, failed = 0, []
-        pending: list[tuple[Mapping[str, Any], Any]] = []
-        for row in rows:
-            layout = layouts.get((row["keyspace"], row["table"]))
-            if layout is None:
-                missing = LookupError(f"{row['keyspace']}.{row['table']} has no schema and no log table")
-                failed.append(self._dead_letter(row, missing, batch_id))
-                continue
-            encoder, insert = self._encoder(layout)  # outside the try: a failed prepare is retried, not the row's
-            try:
-                pending.append((row, insert.bind(encoder.encode(row))))
-            except Exception as exc:  # any conversion or binding failure is this row's alone
-                failed.append(self._dead_letter(row, exc, batch_id))
+        """(rows written, rows made dead letters) of rows as mappings, each bound by the reference."""
+        failed: list = []
+        return self._write(self._bind(rows, layouts, batch_id, failed), failed, batch_id)
+
+    def write_batch(self, rows: pa.RecordBatch, layouts: Mapping[tuple[str, str], LogLayout],
+                    batch_id: int) -> tuple[int, int]:
+        """`write` of an Arrow batch: each table's rows bound from the native core's values, those it leaves
+        (and all of them without a native core) by the reference."""
+        failed: list = []
+        return self._write(self._bind_batch(rows, layouts, batch_id, failed), failed, batch_id)
+
+    def _write(self, bound: Iterable[Bound], failed: list, batch_id: int) -> tuple[int, int]:
+        written, pending = 0, []
+        for item in bound:
+            pending.append(item)
             if len(pending) >= _CHUNK:
                 written += self._send(pending, failed, batch_id)
                 pending = []
@@ -155,7 +167,40 @@ class RowWriter:
             log.warning("%d log rows could not be written and went to the dead letters", len(failed))
         return written, len(failed)
 
-    def _send(self, pending: list[tuple[Mapping[str, Any], Any]], failed: list, batch_id: int) -> int:
+    def _bind(self, rows: Iterable[Mapping[str, Any]], layouts: Mapping[tuple[str, str], LogLayout], batch_id: int,
+              failed: list) -> Iterator[Bound]:
+        """Each row bound; a row that cannot be bound joins `failed` as a dead letter."""
+        for row in rows:
+            layout = layouts.get((row["keyspace"], row["table"]))
+            if layout is None:
+                missing = LookupError(f"{row['keyspace']}.{row['table']} has no schema and no log table")
+                failed.append(self._dead_letter(row, missing, batch_id))
+                continue
+            encoder, insert, _ = self._encoder(layout)  # outside the try: a failed prepare is retried, not the row's
+            try:
+                bound = insert.bind(encoder.encode(row))
+            except Exception as exc:  # any conversion or binding failure is this row's alone
+                failed.append(self._dead_letter(row, exc, batch_id))
+                continue
+            yield row, bound, sum(len(v) for v in bound.values if isinstance(v, bytes))
+
+    def _bind_batch(self, rows: pa.RecordBatch, layouts: Mapping[tuple[str, str], LogLayout], batch_id: int,
+                    failed: list) -> Iterator[Bound]:
+        for table, table_rows in _tables(rows):
+            layout = layouts.get(table)
+            _, insert, native = self._encoder(layout) if layout is not None else (None, None, None)
+            if native is None:
+                yield from self._bind(table_rows.to_pylist(), layouts, batch_id, failed)
+                continue
+            values, sizes = insert_values(native, table_rows)
+            left = [i for i, v in enumerate(values) if v is None]
+            if left:
+                yield from self._bind(table_rows.take(left).to_pylist(), layouts, batch_id, failed)
+            for i, (row_values, size) in enumerate(zip(values, sizes)):
+                if row_values is not None:
+                    yield _BatchRow(table_rows, i), _bound(insert, row_values), size
+
+    def _send(self, pending: list[Bound], failed: list, batch_id: int) -> int:
         """Writes the bound rows, a partition's together (`_requests`); a batch the server refuses as invalid is
         sent again row by row, and a row it refuses joins `failed`; any other error (timeout, unavailable)
         raises so that Spark retries the task."""
@@ -200,8 +245,38 @@ class RowWriter:
         return len(chunk)
 
 
-def _requests(pending: list[tuple[Mapping[str, Any], Any]], consistency: int
-              ) -> list[tuple[list[tuple[Mapping[str, Any], Any]], Any]]:
+class _BatchRow:
+    """A row of an Arrow batch, made a dict only when asked (for its dead letter)."""
+
+    __slots__ = ("rows", "index")
+
+    def __init__(self, rows: pa.RecordBatch, index: int) -> None:
+        self.rows, self.index = rows, index
+
+    def get(self, name: str, default: Any = None) -> Any:
+        return self.rows.slice(self.index, 1).to_pylist()[0].get(name, default)
+
+
+def _bound(insert: Any, values: list) -> BoundStatement:
+    """`insert` bound to already serialized values (what `bind` makes of the values they serialize)."""
+    bound = BoundStatement(insert)
+    bound.values = values
+    return bound
+
+
+def _tables(rows: pa.RecordBatch) -> Iterator[tuple[tuple[str, str], pa.RecordBatch]]:
+    """The rows of each base table in `rows`: (keyspace, table) and its rows."""
+    pairs = pa.Table.from_batches([rows.select(["keyspace", "table"])]).group_by(
+        ["keyspace", "table"], use_threads=False).aggregate([])
+    if pairs.num_rows == 1:
+        yield (pairs["keyspace"][0].as_py(), pairs["table"][0].as_py()), rows
+        return
+    for keyspace, table in zip(pairs["keyspace"].to_pylist(), pairs["table"].to_pylist()):
+        yield (keyspace, table), rows.filter(pc.and_(pc.equal(rows["keyspace"], keyspace),
+                                                     pc.equal(rows["table"], table)))
+
+
+def _requests(pending: list[Bound], consistency: int) -> list[tuple[list[Bound], Any]]:
     """The bound rows as requests, each with the rows it writes: the rows of one partition of one table in
     unlogged batches of at most `_BATCH_BYTES` of values, a row alone as itself."""
     partitions: dict[tuple, list] = {}
@@ -212,12 +287,11 @@ def _requests(pending: list[tuple[Mapping[str, Any], Any]], consistency: int
     for items in partitions.values():
         size, rows = 0, []
         for item in items:
-            values = sum(len(v) for v in item[1].values if isinstance(v, bytes))
-            if rows and size + values > _BATCH_BYTES:
+            if rows and size + item[2] > _BATCH_BYTES:
                 groups.append(rows)
                 size, rows = 0, []
             rows.append(item)
-            size += values
+            size += item[2]
         groups.append(rows)
     requests = []
     for rows in groups:
@@ -225,7 +299,7 @@ def _requests(pending: list[tuple[Mapping[str, Any], Any]], consistency: int
             requests.append((rows, rows[0][1]))
             continue
         batch = BatchStatement(BatchType.UNLOGGED, consistency_level=consistency)
-        for _, bound in rows:
+        for _, bound, _ in rows:
             batch.add(bound)
         requests.append((rows, batch))
     return requests
@@ -275,7 +349,7 @@ def _write_partition(job: _WriteJob, batches: Iterator[pa.RecordBatch]) -> Itera
     for batch in batches:
         if not batch.num_rows:
             continue
-        w, u = _executor_writer(job).write(batch.to_pylist(), layouts, job.batch_id)
+        w, u = _executor_writer(job).write_batch(batch, layouts, job.batch_id)
         written += w
         unwritable += u
     yield pa.RecordBatch.from_pydict({"written": [written], "unwritable": [unwritable]}, schema=_COUNTS)
