@@ -31,7 +31,7 @@ pub enum Elements {
 }
 
 /// One log row as the sink's projection holds it.
-pub struct LogRow<'a> {
+pub struct SinkRow<'a> {
     pub stream_id: &'a [u8],
     pub time: &'a str,
     pub batch_seq_no: i32,
@@ -77,7 +77,7 @@ impl LogInsert {
 
     /// The row's values into `slots` (`width` of them), their bytes appended to `out`; None: the row is
     /// the reference's (`out` and `slots` then hold parts to discard).
-    pub fn encode(&self, row: &LogRow<'_>, out: &mut Vec<u8>, slots: &mut Vec<Slot>) -> Option<()> {
+    pub fn encode(&self, row: &SinkRow<'_>, out: &mut Vec<u8>, slots: &mut Vec<Slot>) -> Option<()> {
         slots.clear();
         slots.resize(self.width, None);
         let put = |at: usize, bytes: &[u8], out: &mut Vec<u8>, slots: &mut Vec<Slot>| {
@@ -168,8 +168,8 @@ mod tests {
         )
     }
 
-    fn row<'a>(key: &'a str, columns: Vec<(&'a str, Option<&'a str>)>) -> LogRow<'a> {
-        LogRow {
+    fn row<'a>(key: &'a str, columns: Vec<(&'a str, Option<&'a str>)>) -> SinkRow<'a> {
+        SinkRow {
             stream_id: &[7; 16],
             time: "01234567-89ab-1def-8123-456789abcdef",
             batch_seq_no: 1,
@@ -184,7 +184,7 @@ mod tests {
         }
     }
 
-    fn values(insert: &LogInsert, row: &LogRow<'_>) -> Option<Vec<Option<Vec<u8>>>> {
+    fn values(insert: &LogInsert, row: &SinkRow<'_>) -> Option<Vec<Option<Vec<u8>>>> {
         let (mut out, mut slots) = (Vec::new(), Vec::new());
         insert.encode(row, &mut out, &mut slots)?;
         Some(slots.into_iter().map(|s| s.map(|r| out[r].to_vec())).collect())

@@ -12,7 +12,7 @@ use crate::batch::{Decoded, Decoder, FixedIn, Flags, Records, VarIn};
 use crate::columns::{Bits, Fixed, Items, Pairs, Var};
 use crate::copies::Copies;
 use crate::error::EventError;
-use crate::log_insert::{Elements, LogInsert, LogRow, Slot};
+use crate::log_insert::{Elements, LogInsert, SinkRow, Slot};
 use crate::mirror::order::Order;
 use crate::mirror::value::Value;
 use crate::mirror::{Column, Merged, Rules, Storage};
@@ -394,8 +394,8 @@ type MapAddress = (ColumnAddress, ColumnAddress, ColumnAddress);
 type ListAddress = (ColumnAddress, ColumnAddress);
 /// (name, position, the keys' type tree or None, a UDT's field names or None) of `cdc$deleted_elements_X`.
 type ElementsSpec = (String, usize, Option<CqlType>, Option<Vec<String>>);
-/// The sink's projection of a log row, in `LogRow`'s order (`end_of_batch` as int8).
-type LogRowAddresses = (
+/// The sink's projection of a log row, in `SinkRow`'s order (`end_of_batch` as int8).
+type SinkRowAddresses = (
     ColumnAddress,
     ColumnAddress,
     ColumnAddress,
@@ -464,12 +464,12 @@ impl LogInsertValues {
 
     /// Each row's INSERT values (bytes, or `unset` for a value the row does not write, the write time
     /// last), or None for a row left to the reference; and each row's bytes of values in all (0 for one
-    /// left). `rows` (`LogRowAddresses`) are Arrow columns of the same length, kept alive by the caller
+    /// left). `rows` (`SinkRowAddresses`) are Arrow columns of the same length, kept alive by the caller
     /// for the call.
     fn values<'py>(
         &self,
         py: Python<'py>,
-        rows: LogRowAddresses,
+        rows: SinkRowAddresses,
         unset: Bound<'py, PyAny>,
     ) -> PyResult<(Bound<'py, PyList>, Vec<usize>)> {
         let (stream_id, time, seq, operation, ttl, end_of_batch, key, columns, deleted, elements, write_time) = rows;
@@ -492,7 +492,7 @@ impl LogInsertValues {
             let at = ttl_offset + i;
             let ttl_present = ttl_valid.is_none_or(|bits| bits.get(at / 8).is_some_and(|b| b & (1 << (at % 8)) != 0));
             let row = (|| {
-                Some(LogRow {
+                Some(SinkRow {
                     stream_id: stream_id.get(i).ok()??,
                     time: text_at(&time, i)?,
                     batch_seq_no: seq.get(i),
