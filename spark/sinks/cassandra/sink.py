@@ -442,8 +442,10 @@ class CassandraSink(Sink):
             by_table = {(layout.keyspace, layout.base): layout for layout in layouts}
             written, unwritable = self.writer.write(
                 (row.asDict() for row in projected.toLocalIterator()), by_table, batch_id)
+        # Known once the pass above read the batch: a batch without dead letters is not read again for them.
         letters = self.writer.write_dead_letters(
-            (tuple(row) for row in dead_letters.select(*_dead_letter_projection()).toLocalIterator()), batch_id)
+            (tuple(row) for row in dead_letters.select(*_dead_letter_projection()).toLocalIterator()),
+            batch_id) if batch.has_dead_letters() else 0
         log.info("batch %d: %d log rows written, %d unwritable, %d dead letters", batch_id, written, unwritable,
                  letters)
 
