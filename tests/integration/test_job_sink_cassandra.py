@@ -324,20 +324,22 @@ def test_dropped_base_table_keeps_its_log_writable(spark, cql, base: str) -> Non
 
 def test_rows_whose_values_the_native_core_made_read_back_as_the_references_do(spark, cql, base: str) -> None:
     """The same changes written twice, into the logs of two tables alike: once from the native core's values
-    (as on an executor), once through the reference encoder and the driver's `bind`. Cassandra holds the same
-    cells in both; a map given as an object out of key order included (the native core sends it in key order,
-    the driver in the object's)."""
+    (as on an executor; a row it leaves, by the reference beside them), once through the reference encoder and
+    the driver's `bind`. Cassandra holds the same cells in both; a map given as an object out of key order
+    included (the native core sends it in key order, the driver in the object's)."""
     cql.execute(BASE_TABLE.format(ks=base).replace(".orders (", ".twin ("))
     sink = CassandraSink(cql, keyspace=base, ttl=0)
     sink.prepare()
     columns = {**{k: v for k, v in EVERYTHING.items() if k != "v"}, "attrs": {"l": 2, "k": 1, "a": 0}}
-    changes = [log_row(base, 1, KEY, columns=columns, ttl=600), *batch0(base)[1:5]]
+    left = log_row(base, 7, {"id": 7, "region": "eu", "seq": 1}, columns={"at": "2023-11-06T15:24:39.123Z"})
+    changes = [log_row(base, 1, KEY, columns=columns, ttl=600), *batch0(base)[1:5], left]
     rows = micro_batch(spark, 0, changes).rows.select(*_write_projection()).toArrow().combine_chunks()
     (batch,) = rows.to_batches()
     layouts = {(base, t): sink.layout(base, t, EVERYTHING) for t in ("orders", "twin")}
     writer = sink.writer
     _, _, native = writer._encoder(layouts[base, "orders"])
-    assert all(values is not None for values in insert_values(native, batch)[0])
+    made = insert_values(native, batch)[0]
+    assert [i for i, values in enumerate(made) if values is None] == [len(changes) - 1]  # a timestamp as ISO text
 
     assert writer.write_batch(batch, layouts, 0) == (len(changes), 0)
     assert writer.write([{**row, "table": "twin"} for row in batch.to_pylist()], layouts, 0) == (len(changes), 0)
@@ -347,6 +349,7 @@ def test_rows_whose_values_the_native_core_made_read_back_as_the_references_do(s
     assert sorted(map(repr, natively)) == sorted(map(repr, by_reference))  # NaN compares by text
     (full,) = [r for r in natively if r.attrs is not None]
     assert list(full.attrs.items()) == [("a", 0), ("k", 1), ("l", 2)]
+    assert [r.at for r in natively if r.id == 7] == [datetime.datetime(2023, 11, 6, 15, 24, 39, 123000)]
 
 
 def test_generations_published_and_readable(cql, keyspace: str) -> None:
