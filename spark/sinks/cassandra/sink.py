@@ -248,19 +248,21 @@ class RowWriter:
 class _BatchRow:
     """A row of an Arrow batch, made a dict only when asked (for its dead letter)."""
 
-    __slots__ = ("rows", "index")
+    __slots__ = ("rows", "index", "_row")
 
     def __init__(self, rows: pa.RecordBatch, index: int) -> None:
-        self.rows, self.index = rows, index
+        self.rows, self.index, self._row = rows, index, None
 
     def get(self, name: str, default: Any = None) -> Any:
-        return self.rows.slice(self.index, 1).to_pylist()[0].get(name, default)
+        if self._row is None:
+            self._row = self.rows.slice(self.index, 1).to_pylist()[0]
+        return self._row.get(name, default)
 
 
 def _bound(insert: Any, values: list) -> BoundStatement:
     """`insert` bound to already serialized values (what `bind` makes of the values they serialize)."""
     bound = BoundStatement(insert)
-    bound.values = values
+    bound.values = bound.raw_values = values  # raw_values: what the statement shows when printed
     return bound
 
 
