@@ -16,13 +16,15 @@ use crate::cql_bytes::{encode, field_indices};
 use crate::mirror::value::{parse, Value};
 use ringtail_contract::cql::CqlType;
 
-/// Positions of the metadata in every log table's INSERT.
-const STREAM_ID: usize = 0;
-const TIME: usize = 1;
-const BATCH_SEQ_NO: usize = 2;
-const OPERATION: usize = 3;
-const TTL: usize = 4;
-const END_OF_BATCH: usize = 5;
+/// The metadata, first in every log table's INSERT, in this order.
+enum Metadata {
+    StreamId,
+    Time,
+    BatchSeqNo,
+    Operation,
+    Ttl,
+    EndOfBatch,
+}
 
 /// What a deleted-elements column holds: the removed keys, of this type, or a UDT's removed fields.
 pub enum Elements {
@@ -84,14 +86,14 @@ impl LogInsert {
             out.extend_from_slice(bytes);
             slots[at] = Some(out.len() - bytes.len()..out.len());
         };
-        put(STREAM_ID, row.stream_id, out, slots);
-        put(TIME, &uuid(row.time)?, out, slots);
-        put(BATCH_SEQ_NO, &row.batch_seq_no.to_be_bytes(), out, slots);
-        put(OPERATION, &row.operation.to_be_bytes(), out, slots);
+        put(Metadata::StreamId as usize, row.stream_id, out, slots);
+        put(Metadata::Time as usize, &uuid(row.time)?, out, slots);
+        put(Metadata::BatchSeqNo as usize, &row.batch_seq_no.to_be_bytes(), out, slots);
+        put(Metadata::Operation as usize, &row.operation.to_be_bytes(), out, slots);
         if let Some(ttl) = row.ttl {
-            put(TTL, &ttl.to_be_bytes(), out, slots);
+            put(Metadata::Ttl as usize, &ttl.to_be_bytes(), out, slots);
         }
-        put(END_OF_BATCH, &[u8::from(row.end_of_batch)], out, slots);
+        put(Metadata::EndOfBatch as usize, &[u8::from(row.end_of_batch)], out, slots);
         let Value::Object(key) = parse(row.key)? else { return None };
         for (name, value) in &key {
             if let Some((at, ty)) = self.keys.get(name) {
