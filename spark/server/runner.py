@@ -78,11 +78,17 @@ class Runner:
                 names = [n for n in self.held if n not in self._lost]
             for name in names:
                 try:
-                    if not self.leases.renew(name):
-                        with self._lock:
-                            self._lost.add(name)
+                    self._renew(name)
                 except Exception as exc:  # Cassandra busy for a moment: the next renewal may pass
                     log.warning("renewing the lease of subscription %s: %s", name, exc)
+
+    def _renew(self, name: str) -> bool:
+        """Renew the lease of `name`, recording a refusal as lost; raises as `Leases.renew` does."""
+        renewed = self.leases.renew(name)
+        if not renewed:
+            with self._lock:
+                self._lost.add(name)
+        return renewed
 
     def run(self, stop: threading.Event) -> None:
         log.info("runner %s serving subscriptions from %s", self.settings.runner_id, self.registry.keyspace)
@@ -170,13 +176,9 @@ class Runner:
         if name in self._lost:
             return True
         try:
-            refused = not self.leases.renew(name)
+            return not self._renew(name)
         except Exception:  # Cassandra busy for a moment: the keeper decides on the lease
             return False
-        if refused:
-            with self._lock:
-                self._lost.add(name)
-        return refused
 
     def _attempt(self, name: str) -> None:
         held = self.held[name]
