@@ -194,7 +194,7 @@ fn nibble(c: u8) -> Option<u8> {
 }
 
 /// A UUID in its 36-character form with dashes, or as 32 hex digits.
-fn uuid(text: &str) -> Option<[u8; 16]> {
+pub fn uuid(text: &str) -> Option<[u8; 16]> {
     let bytes = text.as_bytes();
     let hex: Vec<u8> = match bytes.len() {
         36 if [8, 13, 18, 23].iter().all(|&i| bytes[i] == b'-') => {

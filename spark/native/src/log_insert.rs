@@ -12,7 +12,7 @@
 use std::collections::HashMap;
 use std::ops::Range;
 
-use crate::cql_bytes::{encode, field_indices};
+use crate::cql_bytes::{encode, field_indices, uuid};
 use crate::mirror::value::{parse, Value};
 use ringtail_contract::cql::CqlType;
 
@@ -142,12 +142,6 @@ fn typed(at: usize, ty: &CqlType, value: &Value, out: &mut Vec<u8>, slots: &mut 
     encode(ty, value, out)?;
     slots[at] = Some(start..out.len());
     Some(())
-}
-
-fn uuid(text: &str) -> Option<Vec<u8>> {
-    let mut out = Vec::with_capacity(16);
-    encode(&CqlType::Timeuuid, &Value::Str(text.to_owned()), &mut out)?;
-    Some(out)
 }
 
 #[cfg(test)]
