@@ -4,9 +4,9 @@ The modules with stacks of their own (the ring's, the secured stack's, the Spark
 Cassandra versions', `side_stacks.SIDE_STACKS`) share nothing with the others but the main stack's registry,
 PostgreSQL, object store and jars (and the unit tests nothing at all), so they run in a lane of their own
 beside the rest of the suite, which keeps the main stack's Kafka and `cdc_raw` to itself (its connectors
-share one `cdc_raw`; one of its tests stops the main broker); the side lane ends with a few modules that
-use of the main stack only its node's CQL (`NODE_ONLY`). Each lane's waits on services are the other's time to compute:
-together they keep two cores about 80 % busy.
+share one `cdc_raw`; one of its tests stops the main broker); the side lane ends with the modules that
+capture nothing (`NO_CAPTURE`). Each lane's waits on services are the other's time to compute: together they
+keep two cores about 80 % busy.
 
 Arguments that select tests (paths, `-k`, `-m`, `--lf`, `--deselect`) run pytest once, as given. The side
 lane's output goes to `<run dir>/lanes/side.log`, printed after the main lane's; the exit status is the
@@ -29,19 +29,21 @@ def selects_tests(args: list[str]) -> bool:
                for arg in args)
 
 
-# Modules that use of the main stack only its node's CQL (no connector, no Kafka, no CDC table; a local Spark at
-# most): nothing the main lane does disturbs them, nor they it. They end the side lane, which is otherwise
-# done first.
-NODE_ONLY = ("test_streams_storage.py", "test_tokens_match_cassandra.py", "test_streams_cli.py",
-             "test_schema_loader.py", "test_json_rows.py", "test_typed_log.py")
+# Modules that capture nothing: of the main stack they use its node's CQL (no CDC table), PostgreSQL and
+# MariaDB, and a local Spark at most; no connector, no Kafka. Nothing the main lane does disturbs them, nor
+# they it. They end the side lane, which is otherwise done first.
+NO_CAPTURE = ("test_streams_storage.py", "test_tokens_match_cassandra.py", "test_streams_cli.py",
+              "test_schema_loader.py", "test_json_rows.py", "test_typed_log.py", "test_subscriptions.py",
+              "test_avro_rows.py", "test_job_sink_postgres.py", "test_job_sink_mysql.py",
+              "test_job_sink_cassandra.py")
 
 
 def lanes(args: list[str]) -> dict[str, list[str]]:
-    """Each lane's pytest arguments: the unit tests, the side stacks' modules and the modules that use only
-    the main node; and everything else. The unit tests need no stack: they run while the first side stack
+    """Each lane's pytest arguments: the unit tests, the side stacks' modules and the modules that capture
+    nothing; and everything else. The unit tests need no stack: they run while the first side stack
     starts, off the longer lane."""
     side = ["tests/unit", *dict.fromkeys(str(Path("tests") / "integration" / s.module) for s in SIDE_STACKS),
-            *(str(Path("tests") / "integration" / m) for m in NODE_ONLY)]
+            *(str(Path("tests") / "integration" / m) for m in NO_CAPTURE)]
     return {"side": [*args, *side], "main": [*args, *(f"--ignore={m}" for m in side), "tests"]}
 
 

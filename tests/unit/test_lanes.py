@@ -16,12 +16,15 @@ def test_paths_keywords_and_markers_select_tests():
     assert not selects_tests(["no-such-path"])
 
 
-def test_the_side_lane_runs_the_unit_tests_the_side_stacks_and_node_only_modules_and_the_main_lane_the_rest():
+def test_the_side_lane_runs_the_unit_tests_the_side_stacks_and_modules_capturing_nothing_and_the_main_lane_the_rest():
     split = lanes(["-p", "no:cacheprovider"])
     side = ["tests/unit", "tests/integration/test_ring.py", "tests/integration/test_secured.py",
             "tests/integration/test_spark_cluster.py", "tests/integration/test_cassandra_versions.py",
             "tests/integration/test_streams_storage.py", "tests/integration/test_tokens_match_cassandra.py",
             "tests/integration/test_streams_cli.py", "tests/integration/test_schema_loader.py",
-            "tests/integration/test_json_rows.py", "tests/integration/test_typed_log.py"]
+            "tests/integration/test_json_rows.py", "tests/integration/test_typed_log.py",
+            "tests/integration/test_subscriptions.py", "tests/integration/test_avro_rows.py",
+            "tests/integration/test_job_sink_postgres.py", "tests/integration/test_job_sink_mysql.py",
+            "tests/integration/test_job_sink_cassandra.py"]
     assert split["side"] == ["-p", "no:cacheprovider", *side]
     assert split["main"] == ["-p", "no:cacheprovider", *(f"--ignore={m}" for m in side), "tests"]
