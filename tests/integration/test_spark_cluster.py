@@ -202,11 +202,11 @@ def delivered_ids(kind: str, target: str, on, cql, keyspace: str, receiver: Rece
 
 def test_a_worker_killed_while_a_runner_delivers_to_every_log_sink_but_deltas_costs_no_change(
         stack, cluster, cluster_cql, cluster_keyspace, pipeline, spark, tmp_path):
-    """Every sink but Delta's log (the job's test above) at once, and the typed logs of PostgreSQL and MariaDB:
-    one runner on the cluster serves a subscription to each, and a worker dies while all seven have a backlog
-    to deliver. Spark runs the lost tasks again (the decoding of every sink, and the writes of those
-    that write from the executors: the SQL stores' parts, Cassandra and HTTP); each sink still holds each
-    change once."""
+    """Every log but Delta's (the job's test above; the mirrors: the test below) at once, the typed logs of
+    PostgreSQL and MariaDB among them: one runner on the cluster serves a subscription to each, and a worker
+    dies while all seven have a backlog to deliver. Spark runs the lost tasks again (the decoding of every
+    sink, and the writes of those that write from the executors: the SQL stores' parts, Cassandra and HTTP);
+    each sink still holds each change once."""
     on, master = cluster
     cql, keyspace, rows = cluster_cql, cluster_keyspace, 4_000
     receiver = Receiver()
