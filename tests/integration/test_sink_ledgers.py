@@ -1,11 +1,13 @@
 """Every sink ledger against its real store: a batch id written again with the offsets it was written
 with is a replay (skipped), with other offsets it is refused and nothing of it is written — also by a
 sink opened afresh, as another runner or a restarted job opens it; a batch the SQL sinks or the Kafka
-sink were cut in the middle of is finished by its replay. And each writer's resolved timestamps only move forward."""
+sink were cut in the middle of is finished by its replay. Delta has the state its next idempotent append reads
+ready between batches. And each writer's resolved timestamps only move forward."""
 from __future__ import annotations
 
 import dataclasses
 import json
+import time
 import uuid
 from collections.abc import Callable, Iterator
 
@@ -118,6 +120,28 @@ def test_a_late_copy_of_a_change_the_sink_holds_is_held_once_or_marked(spark, st
     sent = [(json.loads(m.value())["key"]["id"], dict(m.headers()).get("ringtail-late"))
             for m in kafka_messages(stack.kafka_bootstrap, config["topic"])]
     assert sorted(sent, key=lambda s: (s[0], s[1] or b"")) == [(1, None), (2, None), (2, b"true"), (3, b"true")]
+
+
+def test_delta_has_the_state_its_next_idempotent_append_reads_rebuilt_between_batches(spark, stack, tmp_path):
+    """Delta 4.0 reads the batch versions of idempotent writes from the whole state of a table's snapshot,
+    rebuilt by Spark jobs for each snapshot a commit leaves. The sink rebuilds it in the background after
+    its append, so the next append finds it done, holding the batch just written."""
+    lake = tmp_path / "lake"
+    sink = open_sink(spark, "delta", {"path": str(lake)}, context(stack, "primed.1"))
+    sink.prepare()
+    try:
+        sink.write(micro_batch(spark, 0, [log_row(1)], offsets="primed-0"))
+        log = spark._jvm.org.apache.spark.sql.delta.DeltaLog.forTable(spark._jsparkSession, str(lake / "cdc_log"))
+        snapshot = log.unsafeVolatileSnapshot()  # the one the commit left, which the next append starts from
+        deadline = time.monotonic() + 60
+        while not snapshot._computedStateTriggered():
+            assert time.monotonic() < deadline, "the table's state was not rebuilt after the append"
+            time.sleep(0.1)
+        assert snapshot.transactions().apply("primed.1:cdc_log") == 0
+        sink.write(micro_batch(spark, 1, [log_row(2)], offsets="primed-1"))
+        assert log.unsafeVolatileSnapshot().version() == snapshot.version() + 1
+    finally:
+        sink.close()
 
 
 def ledger_of(stack, kind: str, config: dict, app_id: str) -> list[tuple]:
