@@ -192,7 +192,7 @@ class DeltaSink(Sink):
     def _prime_next_append(self, name: str) -> None:
         """Have the table's state read for its next idempotent append, in the background. Delta 4.0 reads
         the versions of idempotent writes (set transactions) from the whole state of the snapshot a commit
-        leaves, rebuilt by a Spark job: about 0.5 s of each small batch here, on the batch's path. Rebuilt
+        leaves, rebuilt by a Spark job: about 0.5 s of each small batch on two cores, on the batch's path. Rebuilt
         between batches, the next append finds it done (the snapshot stays Delta's current one until another
         commit). A failure is left to that append, which reads the state again."""
         if self._primer is None:
