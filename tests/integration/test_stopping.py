@@ -91,16 +91,22 @@ class Posts:
         return Counter(row["key"]["id"] for body in accepted.values() for row in body)
 
 
+def slowly(request: dict):
+    request["at"] = time.time()
+    # A chunk of 100 rows takes 0.4 s: a batch of 600 rows, 2.4 s or more. Few slow batches rather than
+    # many quick ones keep a backlog lasting as long for less of the runners' CPU (each batch costs some).
+    return 200, b"{}", 0.4
+
+
+def promptly(request: dict):
+    """Once nothing is to be stopped mid-backlog, the rest goes as fast as the runners post it."""
+    request["at"] = time.time()
+    return 200, b"{}", 0
+
+
 @pytest.fixture
 def receiver():
     receiver = Receiver()
-
-    def slowly(request: dict):
-        request["at"] = time.time()
-        # A chunk of 100 rows takes 0.4 s: a batch of 600 rows, 2.4 s or more. Few slow batches rather than
-        # many quick ones keep a backlog lasting as long for less of the runners' CPU (each batch costs some).
-        return 200, b"{}", 0.4
-
     receiver.answer_with = slowly
     yield receiver
     receiver.close()
@@ -163,11 +169,13 @@ def test_pause_hand_back_cancel_and_sigterm_stop_after_the_running_batch(cql, ke
         print(f"hand-back → last post of {handed} from a: {after:.1f} s")
         assert sum(posts.ids(handed).values()) < rows, "the backlog ended before the hand-back"
 
+        receiver.answer_with = promptly
         for name in ("s1", "s2"):
             wait_for(lambda: sum(posts.ids(name).values()) >= rows, 300, f"all of {name} delivered")
             assert posts.ids(name) == Counter(range(rows)), f"{name}: a row lost or delivered twice"
 
         # A second backlog: s1 cancelled and both runners sent SIGTERM while it lasts.
+        receiver.answer_with = slowly
         insert(cql, keyspace, range(rows, 2 * rows))
         wait_for(lambda: sum(posts.ids("s1").values()) > rows, 120, "s1 delivering the second backlog")
         holder = leases.holders()["s1"]
@@ -189,6 +197,7 @@ def test_pause_hand_back_cancel_and_sigterm_stop_after_the_running_batch(cql, ke
         assert leases.holders() == {}
         assert sum(posts.ids("s2").values()) < 2 * rows, "the backlog ended before SIGTERM"
 
+        receiver.answer_with = promptly
         logs["c"] = tmp_path / "runner-c.log"
         runners["c"] = runner_process(stack, base, tmp_path, "c", **settings)
         wait_for(lambda: sum(posts.ids("s2").values()) >= 2 * rows, 300, "the rest of s2 from a new runner")
