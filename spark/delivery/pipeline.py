@@ -106,8 +106,8 @@ def spark_session(settings: StreamSettings) -> SparkSession:
         # A micro-batch into Delta mirrors (the states' read and two MERGEs per table) generates more classes
         # than the 100 Spark keeps compiled by default: each batch evicted others and compiled them again, a
         # fifth of the JVM's samples over eleven batches. With room for 1,000 the compiling ends after the
-        # first batches: a cold driver merging 2,000 changes took 0.77x the CPU, and bench/sinks.py's Delta
-        # mirror ran 1.1x as fast.
+        # first batches: a cold driver merging 2,000 changes took 0.77× the CPU, and bench/sinks.py's Delta
+        # mirror ran 1.1× as fast.
         "spark.sql.codegen.cache.maxEntries": "1000",
         # A Kafka source's SASL configuration and PEM key are options: shown as *** in plans and the UI.
         # So is a snapshot's plan, which holds the Cassandra password (`spark.snapshot.source.SnapshotPlan`).

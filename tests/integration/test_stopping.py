@@ -91,17 +91,18 @@ class Posts:
         return Counter(row["key"]["id"] for body in accepted.values() for row in body)
 
 
-def slowly(request: dict):
-    request["at"] = time.time()
-    # A chunk of 100 rows takes 0.4 s: a batch of 600 rows, 2.4 s or more. Few slow batches rather than
-    # many quick ones keep a backlog lasting as long for less of the runners' CPU (each batch costs some).
-    return 200, b"{}", 0.4
+def answering_after(delay: float):
+    """The receiver's answer to a chunk, after `delay` seconds."""
+    def answer(request: dict):
+        request["at"] = time.time()
+        return 200, b"{}", delay
+    return answer
 
 
-def promptly(request: dict):
-    """Once nothing is to be stopped mid-backlog, the rest goes as fast as the runners post it."""
-    request["at"] = time.time()
-    return 200, b"{}", 0
+# A chunk of 100 rows takes 0.4 s: a batch of 600 rows, 2.4 s or more. Few slow batches rather than many quick
+# ones keep a backlog lasting as long for less of the runners' CPU (each batch costs some). Once nothing is to be
+# stopped mid-backlog, the rest goes as fast as the runners post it.
+slowly, promptly = answering_after(0.4), answering_after(0)
 
 
 @pytest.fixture
