@@ -312,9 +312,12 @@ class LogInsertValues:
         """`width`: the log table's columns; each key and data column's name, position and type; each
         `cdc$deleted_X`'s name and position; each `cdc$deleted_elements_X`'s name, position, and its keys' type
         or a UDT's field names."""
-    def values(self, rows: tuple[ColumnAddress, ...], unset: object) -> tuple[list[list | None], list[int]]:
-        """Each row's values (bytes, or `unset`; the write time last), or None for a row left to the reference;
-        and each row's bytes of values in all (0 for a row left).
+    def batches(self, rows: tuple[ColumnAddress, ...], query_id: bytes, limit: int
+                ) -> tuple[list[tuple[bytes, bytes, list[int]]], list[int]]:
+        """The rows as unlogged BATCH requests of the prepared INSERT `query_id`: for each, its routing key (the
+        stream id), the BATCH body's count and statements as the protocol lays them out, and the rows it writes
+        (a partition's rows together, at most `limit` bytes of values a request, a row alone may be more); and
+        the rows left to the reference.
         `rows`: the stream id, time, batch seq no, operation, ttl, end of batch (int8) and key columns, then
         (offsets, names, texts) of `columns`, (offsets, names) of `deleted_columns`, (offsets, names, texts) of
         `deleted_elements`, and the write time (µs) column."""

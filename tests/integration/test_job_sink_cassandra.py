@@ -22,7 +22,7 @@ from spark.rows import (
     ROW_INSERT,
     ROW_UPDATE,
 )
-from spark.sinks.cassandra.native import insert_values
+from spark.sinks.cassandra.native import encoded_batches
 from spark.sinks.cassandra.sink import CassandraSink, _write_projection
 from spark.streams import build_topology_description, read_ring
 from spark.streams.generations import Generation, Generations
@@ -308,6 +308,31 @@ def test_a_streams_rows_go_in_batches_and_a_row_cassandra_refuses_alone_is_a_dea
     assert letter["detail"].startswith("InvalidRequest") and "exceeds" in letter["detail"]
 
 
+def test_a_batch_cassandra_refuses_is_sent_again_row_by_row_and_only_the_refused_row_is_a_dead_letter(
+        spark, cql, base: str) -> None:
+    """One request the native core encoded, six rows of one stream, one of which Cassandra refuses (a duration
+    whose parts differ in sign, which converts): the batch is refused whole, its rows are sent again one by one
+    (bound by the reference), and only that row becomes a dead letter."""
+    sink = CassandraSink(cql, keyspace=base, ttl=0)
+    sink.prepare()
+    changes = [log_row(base, n, {"id": n, "region": "eu", "seq": 1}, columns={"name": f"row {n}"}) for n in range(1, 6)]
+    changes.insert(2, log_row(base, 9, {"id": 9, "region": "eu", "seq": 1},
+                              columns={"d": {"months": 1, "days": -1, "nanoseconds": 0}}))
+    (batch,) = micro_batch(spark, 0, changes).rows.select(*_write_projection()).toArrow().combine_chunks().to_batches()
+    layouts = {(base, "orders"): sink.layout(base, "orders", ["name", "d"])}
+    writer = sink.writer
+    _, insert, native = writer._encoder(layouts[base, "orders"])
+    requests, left = encoded_batches(native, batch, insert.query_id, 4_096)
+    assert left == [] and [indices for _, _, indices in requests] == [list(range(6))]
+
+    assert writer.write_batch(batch, layouts, 3) == (5, 1)
+    assert sorted(r["id"] for r in select(cql, base, LOG, ["id"])) == [1, 2, 3, 4, 5]
+    (letter,) = select(cql, base, "dead_letters", ["offset", "reason", "detail", "change_id", "batch_id"])
+    assert (letter["offset"], letter["reason"], letter["change_id"], letter["batch_id"]) == (
+        109, "unwritable", "change-9", 3)
+    assert letter["detail"].startswith("InvalidRequest") and "same sign" in letter["detail"]
+
+
 def test_dropped_base_table_keeps_its_log_writable(spark, cql, base: str) -> None:
     sink = CassandraSink(cql, keyspace=base, ttl=0)
     sink.prepare()
@@ -323,9 +348,9 @@ def test_dropped_base_table_keeps_its_log_writable(spark, cql, base: str) -> Non
 
 
 def test_rows_whose_values_the_native_core_made_read_back_as_the_references_do(spark, cql, base: str) -> None:
-    """The same changes written twice, into the logs of two tables alike: once from the native core's values
-    (as on an executor; a row it leaves, by the reference beside them), once through the reference encoder and
-    the driver's `bind`. Cassandra holds the same cells in both; a map given as an object out of key order
+    """The same changes written twice, into the logs of two tables alike: once in the requests the native
+    core encoded (as on an executor; a row it leaves, by the reference beside them), once through the reference
+    encoder and the driver's `bind`. Cassandra holds the same cells in both; a map given as an object out of key order
     included (the native core sends it in key order, the driver in the object's)."""
     cql.execute(BASE_TABLE.format(ks=base).replace(".orders (", ".twin ("))
     sink = CassandraSink(cql, keyspace=base, ttl=0)
@@ -337,9 +362,9 @@ def test_rows_whose_values_the_native_core_made_read_back_as_the_references_do(s
     (batch,) = rows.to_batches()
     layouts = {(base, t): sink.layout(base, t, EVERYTHING) for t in ("orders", "twin")}
     writer = sink.writer
-    _, _, native = writer._encoder(layouts[base, "orders"])
-    made = insert_values(native, batch)[0]
-    assert [i for i, values in enumerate(made) if values is None] == [len(changes) - 1]  # a timestamp as ISO text
+    _, insert, native = writer._encoder(layouts[base, "orders"])
+    _, left = encoded_batches(native, batch, insert.query_id, 4_096)
+    assert left == [len(changes) - 1]  # a timestamp as ISO text
 
     assert writer.write_batch(batch, layouts, 0) == (len(changes), 0)
     assert writer.write([{**row, "table": "twin"} for row in batch.to_pylist()], layouts, 0) == (len(changes), 0)

@@ -7,11 +7,11 @@
 //! text), `values` (a datum as JSON), `layout` (a schema version compiled for reading events),
 //! `rows` (an event's log rows), `columns` (the Arrow buffers), `copies` (replica copies met in a task),
 //! `batch` (a Kafka batch), `snapshot` (a page of a snapshot's result rows); `cql_bytes` (a JSON value as
-//! the CQL bytes a bound statement carries) and `log_insert` (a log row as its log table's INSERT values,
-//! for the Cassandra sink); `error` why a record cannot
-//! become rows; `json_text` (whether a text is JSON as Python reads it, for the Kafka sink); `mirror` (a
-//! mirrored partition's changes merged into its states, as `spark.mirror` merges them); `python` is the
-//! binding.
+//! the CQL bytes a bound statement carries), `log_insert` (a log row as its log table's INSERT values)
+//! and `log_batch` (a partition's rows as one BATCH request's statements), for the Cassandra sink;
+//! `error` why a record cannot become rows; `json_text` (whether a text is JSON as Python reads it, for
+//! the Kafka sink); `mirror` (a mirrored partition's changes merged into its states, as `spark.mirror`
+//! merges them); `python` is the binding.
 pub mod batch;
 pub mod columns;
 pub mod copies;
@@ -21,6 +21,7 @@ pub mod error;
 pub mod json;
 pub mod json_text;
 pub mod layout;
+pub mod log_batch;
 pub mod log_insert;
 pub mod mirror;
 pub mod rows;

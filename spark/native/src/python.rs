@@ -12,6 +12,7 @@ use crate::batch::{Decoded, Decoder, FixedIn, Flags, Records, VarIn};
 use crate::columns::{Bits, Fixed, Items, Pairs, Var};
 use crate::copies::Copies;
 use crate::error::EventError;
+use crate::log_batch::Batches;
 use crate::log_insert::{Elements, LogInsert, SinkRow, Slot};
 use crate::mirror::order::Order;
 use crate::mirror::value::Value;
@@ -409,6 +410,9 @@ type SinkRowAddresses = (
     ColumnAddress,
 );
 
+/// A BATCH request as Python gets it: (routing key, statements, rows).
+type BatchRequest<'py> = (Bound<'py, PyBytes>, Bound<'py, PyBytes>, Vec<usize>);
+
 fn text_at<'a>(column: &VarIn<'a>, row: usize) -> Option<&'a str> {
     column.get(row).ok().flatten().and_then(|b| std::str::from_utf8(b).ok())
 }
@@ -462,16 +466,17 @@ impl LogInsertValues {
         Ok(LogInsertValues { inner: LogInsert::new(width, keys, values, deleted, elements) })
     }
 
-    /// Each row's INSERT values (bytes, or `unset` for a value the row does not write, the write time
-    /// last), or None for a row left to the reference; and each row's bytes of values in all (0 for one
-    /// left). `rows` (`SinkRowAddresses`) are Arrow columns of the same length, kept alive by the caller
-    /// for the call.
-    fn values<'py>(
+    /// The rows as unlogged BATCH requests of the prepared INSERT `query_id` (`log_batch`): each request's
+    /// routing key, statements and rows, with at most `limit` bytes of values a request; and the rows left
+    /// to the reference. `rows` (`SinkRowAddresses`) are Arrow columns of the same length, kept alive by
+    /// the caller for the call.
+    fn batches<'py>(
         &self,
         py: Python<'py>,
         rows: SinkRowAddresses,
-        unset: Bound<'py, PyAny>,
-    ) -> PyResult<(Bound<'py, PyList>, Vec<usize>)> {
+        query_id: &[u8],
+        limit: usize,
+    ) -> PyResult<(Vec<BatchRequest<'py>>, Vec<usize>)> {
         let (stream_id, time, seq, operation, ttl, end_of_batch, key, columns, deleted, elements, write_time) = rows;
         let len = key.5;
         let (stream_id, time, key) = unsafe { (var(stream_id), var(time), var(key)) };
@@ -485,8 +490,8 @@ impl LogInsertValues {
         let (deleted_offsets, deleted_names) = unsafe { (fixed::<i32>(deleted.0), var(deleted.1)) };
         let (element_offsets, element_names, element_texts) =
             unsafe { (fixed::<i32>(elements.0), var(elements.1), var(elements.2)) };
-        let out = PyList::empty(py);
-        let mut sizes = Vec::with_capacity(len);
+        let mut batches = Batches::new(query_id, limit);
+        let mut left = Vec::new();
         let (mut bytes, mut slots): (Vec<u8>, Vec<Slot>) = (Vec::new(), Vec::new());
         for i in 0..len {
             let at = ttl_offset + i;
@@ -510,25 +515,16 @@ impl LogInsertValues {
                 })
             })();
             bytes.clear();
-            match row.and_then(|row| self.inner.encode(&row, &mut bytes, &mut slots)) {
-                Some(()) => {
-                    let values = PyList::empty(py);
-                    for slot in &slots {
-                        match slot {
-                            Some(range) => values.append(PyBytes::new(py, &bytes[range.clone()]))?,
-                            None => values.append(&unset)?,
-                        }
-                    }
-                    out.append(values)?;
-                    sizes.push(slots.iter().flatten().map(|range| range.len()).sum());
-                }
-                None => {
-                    out.append(py.None())?;
-                    sizes.push(0);
-                }
+            match row.and_then(|row| self.inner.encode(&row, &mut bytes, &mut slots).map(|()| row.stream_id)) {
+                Some(routing_key) => batches.add(i, routing_key, &bytes, &slots),
+                None => left.push(i),
             }
         }
-        Ok((out, sizes))
+        let requests = batches
+            .finish()
+            .map(|r| (PyBytes::new(py, &r.routing_key), PyBytes::new(py, &r.statements), r.rows))
+            .collect();
+        Ok((requests, left))
     }
 }
 

@@ -7,13 +7,14 @@ the change's write time as cell timestamp; a replayed batch rewrites the same ce
 the sink exactly once by idempotence, with no ledger.
 
 Rows are converted and written on the executors (each Python worker keeps one driver session),
-so the JSON decoding scales with the cluster; there the native core makes each row's serialized values
-straight from the Arrow batch (`.native`), and the Python encoder (`LogRowEncoder` and the driver's
-``bind``, the reference) those it leaves. A log table's partition is a stream id, which a node's
+so the JSON decoding scales with the cluster. A log table's partition is a stream id, which a node's
 changes share (one per vnode and shard): the rows of one partition go together in unlogged batches
 (one mutation each, below Cassandra's batch size warning), so a task sends a request per few kilobytes
-of rows rather than one per row. ``write`` reads `rows` twice (once for the tables and
-columns it names, once to write them), so the caller should persist the batch.
+of rows rather than one per row. The native core encodes those requests' statements straight from the
+Arrow batch (`.native`); the Python encoder (`LogRowEncoder` and the driver's ``bind``, the reference)
+binds the rows it leaves, and those of a batch refused as invalid, sent again one by one. ``write`` reads
+`rows` twice (once for the tables and columns it names, once to write them), so the caller should persist
+the batch.
 
 A row that cannot be converted (a value not of its column's type), or that Cassandra refuses as
 invalid, becomes a dead letter with reason ``unwritable`` rather than failing the batch on every
@@ -28,13 +29,14 @@ import functools
 import logging
 import threading
 from dataclasses import dataclass
+from collections.abc import Mapping as MappingABC
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
 from cassandra import ConsistencyLevel, InvalidRequest
 from cassandra.concurrent import execute_concurrent, execute_concurrent_with_args
-from cassandra.query import UNSET_VALUE, BatchStatement, BatchType, BoundStatement
+from cassandra.query import UNSET_VALUE, BatchStatement, BatchType
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
@@ -45,7 +47,7 @@ from spark.streams.storage import DEFAULT_KEYSPACE, GenerationStore, Replication
 
 from ..contract import MicroBatch, Resolved, Sink, resolved_rows
 from ..log_table import LOG_SUFFIX, LogLayout, LogRowEncoder, quote
-from .native import insert_values, native_insert
+from .native import EncodedBatch, encoded_batches, native_insert, send_encoded_batches
 
 log = logging.getLogger(__name__)
 
@@ -109,9 +111,10 @@ def _schema_lag(error: InvalidRequest) -> bool:
     return "unconfigured table" in message or "undefined column" in message
 
 
-# A row to write (a mapping, or what stands for one until its dead letter needs it), its bound INSERT, and
-# the bytes of its values.
+# A row to write, its bound INSERT, and the bytes of its values.
 Bound = tuple[Mapping[str, Any], Any, int]
+# A request (a bound INSERT, a batch of them, or an `EncodedBatch`) and the rows it writes.
+Request = tuple[list[Mapping[str, Any]], Any]
 
 
 def _unset_nulls(values: Iterable[Any]) -> tuple:
@@ -125,6 +128,7 @@ class RowWriter:
         self.session = session
         self.consistency = consistency
         self.concurrency = concurrency
+        send_encoded_batches(session)
         self._dead_letters = self._prepare(_DEAD_LETTER_INSERT.format(table=f"{quote(keyspace)}.{DEAD_LETTERS_TABLE}"))
         self._encoders: dict[LogLayout, tuple[LogRowEncoder, Any, Any]] = {}
 
@@ -145,27 +149,41 @@ class RowWriter:
               batch_id: int) -> tuple[int, int]:
         """(rows written, rows made dead letters) of rows as mappings, each bound by the reference."""
         failed: list = []
-        return self._write(self._bind(rows, layouts, batch_id, failed), failed, batch_id)
+        return self._write(self._bound_requests(rows, layouts, batch_id, failed), layouts, failed, batch_id)
 
     def write_batch(self, rows: pa.RecordBatch, layouts: Mapping[tuple[str, str], LogLayout],
                     batch_id: int) -> tuple[int, int]:
-        """`write` of an Arrow batch: each table's rows bound from the native core's values, those it leaves
-        (and all of them without a native core) by the reference."""
+        """`write` of an Arrow batch: each table's rows in requests the native core encoded, those it leaves
+        (and all of them without a native core) bound by the reference."""
         failed: list = []
-        return self._write(self._bind_batch(rows, layouts, batch_id, failed), failed, batch_id)
+        return self._write(self._batch_requests(rows, layouts, batch_id, failed), layouts, failed, batch_id)
 
-    def _write(self, bound: Iterable[Bound], failed: list, batch_id: int) -> tuple[int, int]:
-        written, pending = 0, []
-        for item in bound:
-            pending.append(item)
-            if len(pending) >= _CHUNK:
-                written += self._send(pending, failed, batch_id)
-                pending = []
-        written += self._send(pending, failed, batch_id)
+    def _write(self, requests: Iterable[Request], layouts: Mapping[tuple[str, str], LogLayout], failed: list,
+               batch_id: int) -> tuple[int, int]:
+        written, pending, rows = 0, [], 0
+        for request in requests:
+            pending.append(request)
+            rows += len(request[0])
+            if rows >= _CHUNK:
+                written += self._send(pending, layouts, failed, batch_id)
+                pending, rows = [], 0
+        written += self._send(pending, layouts, failed, batch_id)
         if failed:
             execute_concurrent_with_args(self.session, self._dead_letters, failed, concurrency=self.concurrency)
             log.warning("%d log rows could not be written and went to the dead letters", len(failed))
         return written, len(failed)
+
+    def _bound_requests(self, rows: Iterable[Mapping[str, Any]], layouts: Mapping[tuple[str, str], LogLayout],
+                        batch_id: int, failed: list, limit: int = _BATCH_BYTES) -> Iterator[Request]:
+        """The rows bound by the reference, as requests (`_requests`) of at most `limit` bytes of values, made
+        `_CHUNK` rows at a time."""
+        pending: list[Bound] = []
+        for item in self._bind(rows, layouts, batch_id, failed):
+            pending.append(item)
+            if len(pending) >= _CHUNK:
+                yield from _requests(pending, self.consistency, limit)
+                pending = []
+        yield from _requests(pending, self.consistency, limit)
 
     def _bind(self, rows: Iterable[Mapping[str, Any]], layouts: Mapping[tuple[str, str], LogLayout], batch_id: int,
               failed: list) -> Iterator[Bound]:
@@ -184,40 +202,40 @@ class RowWriter:
                 continue
             yield row, bound, sum(len(v) for v in bound.values if isinstance(v, bytes))
 
-    def _bind_batch(self, rows: pa.RecordBatch, layouts: Mapping[tuple[str, str], LogLayout], batch_id: int,
-                    failed: list) -> Iterator[Bound]:
+    def _batch_requests(self, rows: pa.RecordBatch, layouts: Mapping[tuple[str, str], LogLayout], batch_id: int,
+                        failed: list) -> Iterator[Request]:
         for table, table_rows in _tables(rows):
             layout = layouts.get(table)
             _, insert, native = self._encoder(layout) if layout is not None else (None, None, None)
             if native is None:
-                yield from self._bind(table_rows.to_pylist(), layouts, batch_id, failed)
+                yield from self._bound_requests(table_rows.to_pylist(), layouts, batch_id, failed)
                 continue
-            values, sizes = insert_values(native, table_rows)
-            left = [i for i, v in enumerate(values) if v is None]
+            requests, left = encoded_batches(native, table_rows, insert.query_id, _BATCH_BYTES)
             if left:
-                yield from self._bind(table_rows.take(left).to_pylist(), layouts, batch_id, failed)
-            for i, (row_values, size) in enumerate(zip(values, sizes)):
-                if row_values is not None:
-                    yield _BatchRow(table_rows, i), _bound(insert, row_values), size
+                yield from self._bound_requests(table_rows.take(left).to_pylist(), layouts, batch_id, failed)
+            for routing_key, statements, written in requests:
+                yield ([_BatchRow(table_rows, i) for i in written],
+                       EncodedBatch(statements, routing_key, layout.keyspace, self.consistency))
 
-    def _send(self, pending: list[Bound], failed: list, batch_id: int) -> int:
-        """Writes the bound rows, a partition's together (`_requests`); a batch the server refuses as invalid is
-        sent again row by row, and a row it refuses joins `failed`; any other error (timeout, unavailable)
-        raises so that Spark retries the task."""
-        written, requests = 0, _requests(pending, self.consistency)
+    def _send(self, requests: list[Request], layouts: Mapping[tuple[str, str], LogLayout], failed: list,
+              batch_id: int) -> int:
+        """Sends the requests; a batch the server refuses as invalid is sent again row by row (bound by the
+        reference, which binds the same bytes), and a row it refuses joins `failed`; any other error (timeout,
+        unavailable) raises so that Spark retries the task."""
+        written = 0
         while requests:
             results = execute_concurrent(self.session, [(statement, None) for _, statement in requests],
                                          concurrency=self.concurrency, raise_on_first_error=False)
-            again = []
+            again: list[Request] = []
             for (rows, _), (success, outcome) in zip(requests, results):
                 if success:
                     written += len(rows)
                 elif not isinstance(outcome, InvalidRequest) or _schema_lag(outcome):
                     raise outcome
                 elif len(rows) > 1:
-                    again += [([item], item[1]) for item in rows]  # which of them: each alone
+                    again += self._bound_requests(rows, layouts, batch_id, failed, limit=0)  # which of them: each alone
                 else:
-                    failed.append(self._dead_letter(rows[0][0], outcome, batch_id))
+                    failed.append(self._dead_letter(rows[0], outcome, batch_id))
             requests = again
         return written
 
@@ -245,25 +263,27 @@ class RowWriter:
         return len(chunk)
 
 
-class _BatchRow:
-    """A row of an Arrow batch, made a dict only when asked (for its dead letter)."""
+class _BatchRow(MappingABC):
+    """A row of an Arrow batch, made a dict only when read (for its dead letter, or to bind it alone)."""
 
     __slots__ = ("rows", "index", "_row")
 
     def __init__(self, rows: pa.RecordBatch, index: int) -> None:
         self.rows, self.index, self._row = rows, index, None
 
-    def get(self, name: str, default: Any = None) -> Any:
+    def _dict(self) -> dict[str, Any]:
         if self._row is None:
             self._row = self.rows.slice(self.index, 1).to_pylist()[0]
-        return self._row.get(name, default)
+        return self._row
 
+    def __getitem__(self, name: str) -> Any:
+        return self._dict()[name]
 
-def _bound(insert: Any, values: list) -> BoundStatement:
-    """`insert` bound to already serialized values (what `bind` makes of the values they serialize)."""
-    bound = BoundStatement(insert)
-    bound.values = bound.raw_values = values  # raw_values: what the statement shows when printed
-    return bound
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._dict())
+
+    def __len__(self) -> int:
+        return len(self._dict())
 
 
 def _tables(rows: pa.RecordBatch) -> Iterator[tuple[tuple[str, str], pa.RecordBatch]]:
@@ -278,9 +298,9 @@ def _tables(rows: pa.RecordBatch) -> Iterator[tuple[tuple[str, str], pa.RecordBa
                                                      pc.equal(rows["table"], table)))
 
 
-def _requests(pending: list[Bound], consistency: int) -> list[tuple[list[Bound], Any]]:
-    """The bound rows as requests, each with the rows it writes: the rows of one partition of one table in
-    unlogged batches of at most `_BATCH_BYTES` of values, a row alone as itself."""
+def _requests(pending: list[Bound], consistency: int, limit: int) -> list[Request]:
+    """The bound rows as requests: the rows of one partition of one table in unlogged batches of at most
+    `limit` bytes of values, a row alone as itself."""
     partitions: dict[tuple, list] = {}
     for item in pending:
         bound = item[1]
@@ -289,21 +309,21 @@ def _requests(pending: list[Bound], consistency: int) -> list[tuple[list[Bound],
     for items in partitions.values():
         size, rows = 0, []
         for item in items:
-            if rows and size + item[2] > _BATCH_BYTES:
+            if rows and size + item[2] > limit:
                 groups.append(rows)
                 size, rows = 0, []
             rows.append(item)
             size += item[2]
         groups.append(rows)
-    requests = []
+    requests: list[Request] = []
     for rows in groups:
         if len(rows) == 1:
-            requests.append((rows, rows[0][1]))
+            requests.append(([rows[0][0]], rows[0][1]))
             continue
         batch = BatchStatement(BatchType.UNLOGGED, consistency_level=consistency)
         for _, bound, _ in rows:
             batch.add(bound)
-        requests.append((rows, batch))
+        requests.append(([row for row, _, _ in rows], batch))
     return requests
 
 

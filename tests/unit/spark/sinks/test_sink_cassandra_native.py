@@ -1,19 +1,23 @@
-"""The Cassandra sink's INSERT values made natively from an Arrow batch, held byte for byte to the reference:
-`LogRowEncoder.encode`, each value then serialized by the driver's own type of its column (what `bind` does)."""
+"""The Cassandra sink's INSERT requests made natively from an Arrow batch, held byte for byte to the reference:
+`LogRowEncoder.encode`, each value then serialized by the driver's own type of its column (what `bind` does),
+the statements as the driver's own BATCH message lays them out."""
 from __future__ import annotations
 
+import io
 import json
 import uuid
+from types import SimpleNamespace
 
 import pyarrow as pa
 import pytest
-from cassandra import cqltypes
-from cassandra.query import UNSET_VALUE
+from cassandra import ConsistencyLevel, cqltypes
+from cassandra.protocol import BatchMessage
+from cassandra.query import UNSET_VALUE, BatchType
 
 from schemas.cql import parse_type
 from schemas.cql.tree import type_tree
 from schemas.tables.model import ClusteringOrder, Column, ColumnKind, Table, UserType
-from spark.sinks.cassandra.native import insert_values, native_insert
+from spark.sinks.cassandra.native import EncodedBatch, _encode, encoded_batches, native_insert
 from spark.sinks.log_table import LogLayout, LogRowEncoder
 
 KS = "shop"
@@ -139,38 +143,101 @@ def batch(rows: list[dict]) -> pa.RecordBatch:
     return pa.RecordBatch.from_pylist(rows, schema=SCHEMA)
 
 
-def test_each_rows_values_are_the_bytes_bind_makes_of_the_reference_encoders() -> None:
-    made, sizes = insert_values(native_insert(LAYOUT), batch(NATIVE_ROWS))
-    assert all(values is not None for values in made)
-    for row, values, size in zip(NATIVE_ROWS, made, sizes):
-        assert values == reference(row), row["cdc$batch_seq_no"]
-        assert size == sum(len(v) for v in values if isinstance(v, bytes))
-    full = made[0]
+QUERY_ID = b"\x01prepared-insert"
+
+
+def driver_statements(values: list[list]) -> bytes:
+    """The count and statements of the driver's BATCH message of the INSERT bound to each row's `values`."""
+    body = io.BytesIO()
+    BatchMessage(BatchType.UNLOGGED, [(True, QUERY_ID, v) for v in values], ConsistencyLevel.ONE).send_body(body, 4)
+    return body.getvalue()[1:-3]  # the type before; the consistency and flags after
+
+
+def requests(rows: pa.RecordBatch, limit: int = 1 << 20) -> tuple[list[tuple[bytes, bytes, list[int]]], list[int]]:
+    return encoded_batches(native_insert(LAYOUT), rows, QUERY_ID, limit)
+
+
+def test_each_rows_statement_holds_the_bytes_bind_makes_of_the_reference_encoders() -> None:
+    made, left = requests(batch(NATIVE_ROWS), limit=0)
+    assert left == []
+    assert [(key, rows) for key, _, rows in made] == [(row["cdc$stream_id"], [i]) for i, row in enumerate(NATIVE_ROWS)]
+    for row, (_, statements, _) in zip(NATIVE_ROWS, made):
+        assert statements == driver_statements([reference(row)]), row["cdc$batch_seq_no"]
+    full = reference(NATIVE_ROWS[0])
     assert full[LAYOUT_POSITION["name"]] == "é \"q\"\n".encode() and full[LAYOUT_POSITION["cdc$ttl"]] == (
         600).to_bytes(8, "big")
-    assert made[3][LAYOUT_POSITION["seq"]] is UNSET_VALUE and made[3][LAYOUT_POSITION["code"]] is UNSET_VALUE
+    assert reference(NATIVE_ROWS[3])[LAYOUT_POSITION["seq"]] is UNSET_VALUE
 
 
 LAYOUT_POSITION = {name: i for i, name in enumerate(LAYOUT.columns())}
 
 
+def test_a_partitions_rows_go_together_up_to_the_limit_as_the_reference_groups_them() -> None:
+    """Two stream ids' rows interleaved: each stream's rows in batches of at most the limit's bytes of values,
+    streams in the order of their first row, each batch the driver's statements of the reference's values."""
+    rows = [{**row, "cdc$stream_id": bytes([i % 2]) * 16} for i, row in enumerate(NATIVE_ROWS * 2)]
+    sizes = [sum(len(v) for v in reference(row) if isinstance(v, bytes)) for row in rows]
+    limit = sizes[0] + sizes[2]
+    made, left = requests(batch(rows), limit)
+    assert left == []
+    expected, open_ = [], {}
+    for i, (row, size) in enumerate(zip(rows, sizes)):  # `_requests`' rule
+        stream = row["cdc$stream_id"]
+        group = open_.get(stream)
+        if group is None or group[1] + size > limit:
+            group = open_[stream] = [[], 0]
+            expected.append((stream, group))
+        group[0].append(i)
+        group[1] += size
+    expected.sort(key=lambda e: e[0] != rows[0]["cdc$stream_id"])  # stable: each stream's batches in order
+    assert [(key, indices) for key, _, indices in made] == [(stream, group[0]) for stream, group in expected]
+    assert any(len(indices) > 1 for _, _, indices in made) and len(made) > 2
+    for _, statements, indices in made:
+        assert statements == driver_statements([reference(rows[i]) for i in indices])
+
+
+def test_the_message_sent_is_the_drivers_batch_of_the_same_values() -> None:
+    """An `EncodedBatch`'s message: the driver's own BATCH body, its options (consistency, timestamp) included,
+    on protocol 4 and 5."""
+    (made,), _ = requests(batch(NATIVE_ROWS[:2]).slice(0, 1))
+    routing_key, statements, _ = made
+    query = EncodedBatch(statements, routing_key, KS, ConsistencyLevel.LOCAL_QUORUM)
+    assert query.routing_key == routing_key and query.keyspace == KS
+    for version in (4, 5):
+        made_by_driver = BatchMessage(BatchType.UNLOGGED, [], ConsistencyLevel.LOCAL_QUORUM, timestamp=1_700_000_000)
+        future = SimpleNamespace(query=query, message=made_by_driver)
+        _encode(future)
+        _encode(future)  # a second listener of the same session changes nothing
+        sent, expected = io.BytesIO(), io.BytesIO()
+        future.message.send_body(sent, version)
+        BatchMessage(BatchType.UNLOGGED, [(True, QUERY_ID, reference(NATIVE_ROWS[0]))], ConsistencyLevel.LOCAL_QUORUM,
+                     timestamp=1_700_000_000).send_body(expected, version)
+        assert sent.getvalue() == expected.getvalue(), version
+
+
 def test_a_slice_of_a_batch_is_read_from_its_offset() -> None:
-    made, _ = insert_values(native_insert(LAYOUT), batch(NATIVE_ROWS).slice(2, 2))
-    assert made == [reference(row) for row in NATIVE_ROWS[2:4]]
+    made, _ = requests(batch(NATIVE_ROWS).slice(2, 2))
+    expected = [driver_statements([reference(row)]) for row in NATIVE_ROWS[2:4]]
+    assert [statements for _, statements, _ in made] == expected
+    assert [rows for _, _, rows in made] == [[0], [1]]
 
 
 @pytest.mark.parametrize("column", sorted(LEFT))
 def test_a_row_with_a_value_the_native_core_leaves_is_left_whole_to_the_reference(column: str) -> None:
     rows = [NATIVE_ROWS[0], log_row(6, {"id": 5, "seq": 1}, {**OTHER_FORMS, column: LEFT[column]})]
-    made, sizes = insert_values(native_insert(LAYOUT), batch(rows))
-    assert made[0] == reference(rows[0]) and made[1] is None and sizes[1] == 0
+    made, left = requests(batch(rows))
+    expected = [(driver_statements([reference(rows[0])]), [0])]
+    assert [(statements, indices) for _, statements, indices in made] == expected
+    assert left == [1]
 
 
 def test_a_map_given_as_an_object_holds_the_same_entries_in_key_order() -> None:
     row = log_row(7, {"id": 1, "seq": 1}, {"attrs": {"z": 1, "a": 2, "m": 3}})
-    (made,), _ = insert_values(native_insert(LAYOUT), batch([row]))
+    ((_, statements, _),), _ = requests(batch([row]))
     at, attrs = LAYOUT_POSITION["attrs"], DRIVER_TYPES[LAYOUT_POSITION["attrs"]]
-    assert list(attrs.deserialize(made[at], 4).items()) == [("a", 2), ("m", 3), ("z", 1)]
+    in_key_order = reference(row)
+    in_key_order[at] = attrs.serialize({"a": 2, "m": 3, "z": 1}, 4)
+    assert statements == driver_statements([in_key_order])
     assert dict(attrs.deserialize(reference(row)[at], 4)) == {"z": 1, "a": 2, "m": 3}
 
 
@@ -178,4 +245,4 @@ def test_a_batch_with_a_null_where_none_may_be_is_left_to_the_reference() -> Non
     rows = batch(NATIVE_ROWS[:2])
     nulled = rows.set_column(rows.schema.get_field_index("write_time_us"), "write_time_us",
                              pa.array([1, None], pa.int64()))
-    assert insert_values(native_insert(LAYOUT), nulled) == ([None, None], [0, 0])
+    assert requests(nulled) == ([], [0, 1])
