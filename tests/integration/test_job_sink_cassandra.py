@@ -275,6 +275,39 @@ def test_base_table_gains_columns_between_batches(spark, cql, base: str) -> None
     assert set(update["cdc$deleted_elements_counts"]) == {3}
 
 
+def test_a_batch_is_written_in_one_pass_unless_it_names_what_the_sink_has_not_laid_out(
+        spark, cql, base: str, caplog) -> None:
+    """The executors check each batch's tables and columns against the layouts the sink knows: a batch of known
+    ones is written in one pass; one naming a new table (one with no schema among them) or a column the base
+    table gained is written again whole once they are laid out, and every row is written once (the first pass
+    wrote what it could, with the same cells)."""
+    caplog.set_level("INFO", logger="spark.sinks.cassandra.sink")
+    sink = CassandraSink(cql, keyspace=base, ttl=0)
+    sink.prepare()
+
+    def passes(batch_id: int, rows: list[tuple]) -> int:
+        caplog.clear()
+        sink.write(micro_batch(spark, batch_id, rows))
+        return 1 + sum("writing it again" in r.getMessage() for r in caplog.records)
+
+    assert passes(0, [log_row(base, 1, KEY, columns={"name": "a"}),
+                      log_row(base, 2, {"x": 1}, table="missing")]) == 2  # both tables new
+    assert passes(1, [log_row(base, 3, KEY, columns={"name": "b", "note": "c"}),
+                      log_row(base, 4, {"x": 2}, table="missing")]) == 1
+    cql.execute(f"ALTER TABLE {base}.orders ADD extra text")
+    assert passes(2, [log_row(base, 5, KEY, columns={"extra": "d"}),
+                      log_row(base, 6, {"id": 2, "region": "us", "seq": 1}, columns={"name": "e"})]) == 2
+    assert passes(3, [log_row(base, 7, KEY, columns={"extra": "f"})]) == 1
+
+    logged = select(cql, base, LOG, ["name", "note", "extra"])
+    assert sorted((r["name"] or "", r["note"] or "", r["extra"] or "") for r in logged) == [
+        ("", "", "d"), ("", "", "f"), ("a", "", ""), ("b", "c", ""), ("e", "", "")]
+    letters = select(cql, base, "dead_letters", ["offset", "reason", "table", "detail"])
+    assert sorted((r["offset"], r["reason"], r["table"]) for r in letters) == [
+        (102, "unwritable", "missing"), (104, "unwritable", "missing")]
+    assert all("LookupError" in r["detail"] for r in letters)
+
+
 def test_driver_side_writes_and_several_tables(spark, cql, base: str) -> None:
     cql.execute(f"CREATE TABLE {base}.hits (page text PRIMARY KEY, n counter)")
     sink = CassandraSink(cql, keyspace=base, ttl=0, on_executors=False)

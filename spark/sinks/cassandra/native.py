@@ -82,9 +82,24 @@ class EncodedBatch(BatchStatement):
 
     def __init__(self, statements: bytes, routing_key: bytes, keyspace: str, consistency: int) -> None:
         super().__init__(BatchType.UNLOGGED, consistency_level=consistency)
+        self._statements_and_parameters = _NOT_ENCODED
         self.statements = statements
         self.routing_key = routing_key  # for token-aware routing, as a bound statement's
         self.keyspace = keyspace
+
+
+class _NotEncoded:
+    """The statements the driver reads of an `EncodedBatch` whose session was not given `send_encoded_batches`:
+    its request fails rather than going out as an empty batch."""
+
+    def __len__(self) -> int:
+        return 0
+
+    def __iter__(self):
+        raise RuntimeError("an encoded batch sent by a session not given send_encoded_batches")
+
+
+_NOT_ENCODED = _NotEncoded()
 
 
 class _EncodedBatchMessage(BatchMessage):

@@ -12,9 +12,10 @@ changes share (one per vnode and shard): the rows of one partition go together i
 (one mutation each, below Cassandra's batch size warning), so a task sends a request per few kilobytes
 of rows rather than one per row. The native core encodes those requests' statements straight from the
 Arrow batch (`.native`); the Python encoder (`LogRowEncoder` and the driver's ``bind``, the reference)
-binds the rows it leaves, and those of a batch refused as invalid, sent again one by one. ``write`` reads
-`rows` twice (once for the tables and columns it names, once to write them), so the caller should persist
-the batch.
+binds the rows it leaves, and those of a batch refused as invalid, sent again one by one. Each task first
+checks that the sink has laid out every table and column its rows name; one that meets a new one writes
+nothing more, and ``write`` lays them out (creates or widens the log tables) and writes the batch again, so
+it reads `rows` twice then, and the caller should persist the batch.
 
 A row that cannot be converted (a value not of its column's type), or that Cassandra refuses as
 invalid, becomes a dead letter with reason ``unwritable`` rather than failing the batch on every
@@ -101,7 +102,11 @@ def _dead_letter_projection() -> list:
         "topic", "partition", "offset", "reason", "detail", F.unix_millis("kafka_time").alias("kafka_time"),
         "key", "value", "keyspace", "table", "write_time_us", "change_id",
     ]
-_COUNTS = pa.schema([("written", pa.int64()), ("unwritable", pa.int64())])
+# What a write task gives back: its counts (the first row), and a row for each table or column its rows name
+# that the job gave no layout for (the column null for the table itself).
+_TASK_RESULT = pa.schema([("written", pa.int64()), ("unwritable", pa.int64()), ("keyspace", pa.string()),
+                          ("table", pa.string()), ("column", pa.string())])
+_TASK_RESULT_DDL = "written long, unwritable long, keyspace string, table string, column string"
 
 
 def _schema_lag(error: InvalidRequest) -> bool:
@@ -343,6 +348,9 @@ class _WriteJob:
     consistency: int
     concurrency: int
     layouts: tuple[LogLayout, ...]
+    # The names each table's rows may hold and be written by `layouts` (a table without a layout: its rows
+    # become dead letters).
+    known: Mapping[tuple[str, str], frozenset[str]]
     batch_id: int
 
 
@@ -368,13 +376,43 @@ def _executor_writer(job: _WriteJob) -> RowWriter:
 def _write_partition(job: _WriteJob, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     layouts = {(layout.keyspace, layout.base): layout for layout in job.layouts}
     written = unwritable = 0
+    unlaid: set[tuple[str, str, str | None]] = set()
     for batch in batches:
         if not batch.num_rows:
+            continue
+        unlaid |= _unlaid(batch, job.known)
+        if unlaid:  # the driver lays them out and writes the batch again: the rest of the task only looks
             continue
         w, u = _executor_writer(job).write_batch(batch, layouts, job.batch_id)
         written += w
         unwritable += u
-    yield pa.RecordBatch.from_pydict({"written": [written], "unwritable": [unwritable]}, schema=_COUNTS)
+    items = sorted(unlaid, key=lambda item: (item[0], item[1], item[2] or ""))
+    yield pa.RecordBatch.from_pydict({
+        "written": [written] + [0] * len(items), "unwritable": [unwritable] + [0] * len(items),
+        "keyspace": [None] + [i[0] for i in items], "table": [None] + [i[1] for i in items],
+        "column": [None] + [i[2] for i in items],
+    }, schema=_TASK_RESULT)
+
+
+def _unlaid(rows: pa.RecordBatch, known: Mapping[tuple[str, str], frozenset[str]]) -> set[tuple[str, str, str | None]]:
+    """The rows' tables `known` lacks, as (keyspace, table, None), and the columns they name that it lacks, as
+    (keyspace, table, column)."""
+    out: set[tuple[str, str, str | None]] = set()
+    for table, table_rows in _tables(rows):
+        names = known.get(table)
+        if names is None:
+            out.add((*table, None))
+            continue
+        named = pa.chunked_array([_entries(table_rows.column(c)) for c in ("columns", "deleted_columns",
+                                                                           "deleted_elements")], pa.string())
+        out.update((*table, name) for name in pc.unique(named).to_pylist() if name not in names)
+    return out
+
+
+def _entries(column: pa.Array) -> pa.Array:
+    """A map column's keys or a list column's values, of the column's rows only (a slice's too)."""
+    start, end = column.offsets[0].as_py(), column.offsets[-1].as_py()
+    return (column.keys if isinstance(column, pa.MapArray) else column.values).slice(start, end - start)
 
 
 class CassandraSink(Sink):
@@ -445,25 +483,27 @@ class CassandraSink(Sink):
 
     def write(self, batch: MicroBatch) -> None:
         rows, dead_letters, batch_id = batch.rows, batch.dead_letters, batch.id
-        referenced = _referenced(rows)
-        layouts = tuple(layout for layout in (
-            self.layout(keyspace, table, columns) for (keyspace, table), columns in referenced.items()
-        ) if layout is not None)
-        # Tables without a layout still go through the writer, whose rows become dead letters.
         projected = rows.select(*_write_projection())
-        if not referenced:
-            written = unwritable = 0
-        elif self.on_executors:
-            job = _WriteJob(self._connection, self.keyspace, self.consistency, self.concurrency, layouts, batch_id)
-            counts = projected.mapInArrow(functools.partial(_write_partition, job), "written long, unwritable long")
-            written = unwritable = 0
-            for row in counts.collect():
-                written += row.written
-                unwritable += row.unwritable
+        if self.on_executors:
+            written, unwritable, unlaid = self._write_on_executors(projected, batch_id)
+            if unlaid:
+                # Tables or columns new to this sink: laid out (log tables created or widened), then the batch
+                # is written again whole; the rows the first pass wrote get the same cells again.
+                log.info("batch %d names tables or columns new to this sink (%s): writing it again once they are"
+                         " laid out", batch_id, ", ".join(sorted(f"{k}.{t}" for k, t in unlaid)))
+                for (keyspace, table), columns in unlaid.items():
+                    self.layout(keyspace, table, columns)
+                written, unwritable, unlaid = self._write_on_executors(projected, batch_id)
+                if unlaid:  # every name was made known above: a fault of this sink, not of the rows
+                    raise RuntimeError(f"batch {batch_id}: still no layout for {sorted(unlaid)}")
         else:
-            by_table = {(layout.keyspace, layout.base): layout for layout in layouts}
+            referenced = _referenced(rows)
+            layouts = {key: self.layout(*key, columns) for key, columns in referenced.items()}
+            # Tables without a layout still go through the writer, whose rows become dead letters.
             written, unwritable = self.writer.write(
-                (row.asDict() for row in projected.toLocalIterator()), by_table, batch_id)
+                (row.asDict() for row in projected.toLocalIterator()),
+                {key: layout for key, layout in layouts.items() if layout is not None}, batch_id,
+            ) if referenced else (0, 0)
         # Known once the pass above read the batch: a batch without dead letters is not read again for them.
         letters = self.writer.write_dead_letters(
             (tuple(row) for row in dead_letters.select(*_dead_letter_projection()).toLocalIterator()),
@@ -471,16 +511,37 @@ class CassandraSink(Sink):
         log.info("batch %d: %d log rows written, %d unwritable, %d dead letters", batch_id, written, unwritable,
                  letters)
 
+    def _write_on_executors(self, rows: DataFrame, batch_id: int) -> tuple[int, int, dict[tuple[str, str], set[str]]]:
+        """One pass of the executors over the rows with the layouts this sink knows: (rows written, rows made
+        dead letters, and the tables and columns the rows name that it does not know). A task meeting one of
+        those writes nothing more, and its other batches' names are reported too."""
+        job = _WriteJob(self._connection, self.keyspace, self.consistency, self.concurrency,
+                        tuple(layout for layout in self._layouts.values() if layout is not None),
+                        {key: self._known(key) for key in self._layouts}, batch_id)
+        written = unwritable = 0
+        unlaid: dict[tuple[str, str], set[str]] = {}
+        for row in rows.mapInArrow(functools.partial(_write_partition, job), _TASK_RESULT_DDL).collect():
+            written += row.written
+            unwritable += row.unwritable
+            if row.table is not None:
+                columns = unlaid.setdefault((row.keyspace, row.table), set())
+                if row.column is not None:
+                    columns.add(row.column)
+        return written, unwritable, unlaid
+
+    def _known(self, key: tuple[str, str]) -> frozenset[str]:
+        """The columns of a table this sink has laid out that its rows may name: its log's, and those it no
+        longer has (whose values are skipped)."""
+        layout = self._layouts[key]
+        return (layout.data_names if layout else frozenset()) | self._unknown.get(key, frozenset())
+
     def layout(self, keyspace: str, table: str, columns: Iterable[str] = ()) -> LogLayout | None:
         """The log layout of base table `keyspace`.`table`, its log table created or widened so it
         has every column in `columns`; reloaded from the cluster when it lacks one of them."""
         key = (keyspace, table)
         needed = frozenset(columns)
-        if key in self._layouts:
-            layout = self._layouts[key]
-            known = (layout.data_names if layout else frozenset()) | self._unknown.get(key, frozenset())
-            if needed <= known:
-                return layout
+        if key in self._layouts and needed <= self._known(key):
+            return self._layouts[key]
         layout = self._load_layout(keyspace, table)
         if layout is not None:
             self._sync_log_table(layout)

@@ -215,6 +215,14 @@ def test_the_message_sent_is_the_drivers_batch_of_the_same_values() -> None:
         assert sent.getvalue() == expected.getvalue(), version
 
 
+def test_an_encoded_batch_whose_session_has_no_listener_fails_rather_than_going_out_empty() -> None:
+    (made,), _ = requests(batch(NATIVE_ROWS[:1]))
+    query = EncodedBatch(made[1], made[0], KS, ConsistencyLevel.ONE)
+    message = BatchMessage(query.batch_type, query._statements_and_parameters, ConsistencyLevel.ONE)  # as the driver
+    with pytest.raises(RuntimeError, match="send_encoded_batches"):
+        message.send_body(io.BytesIO(), 4)
+
+
 def test_a_slice_of_a_batch_is_read_from_its_offset() -> None:
     made, _ = requests(batch(NATIVE_ROWS).slice(2, 2))
     expected = [driver_statements([reference(row)]) for row in NATIVE_ROWS[2:4]]
