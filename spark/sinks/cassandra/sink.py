@@ -120,6 +120,8 @@ def _schema_lag(error: InvalidRequest) -> bool:
 Bound = tuple[Mapping[str, Any], Any, int]
 # A request (a bound INSERT, a batch of them, or an `EncodedBatch`) and the rows it writes.
 Request = tuple[list[Mapping[str, Any]], Any]
+# A base table, as (keyspace, table), and its rows of an Arrow batch.
+TableRows = tuple[tuple[str, str], pa.RecordBatch]
 
 
 def _unset_nulls(values: Iterable[Any]) -> tuple:
@@ -160,8 +162,13 @@ class RowWriter:
                     batch_id: int) -> tuple[int, int]:
         """`write` of an Arrow batch: each table's rows in requests the native core encoded, those it leaves
         (and all of them without a native core) bound by the reference."""
+        return self.write_tables(_tables(rows), layouts, batch_id)
+
+    def write_tables(self, tables: Iterable[TableRows], layouts: Mapping[tuple[str, str], LogLayout],
+                     batch_id: int) -> tuple[int, int]:
+        """`write_batch` of a batch already split by table (`_tables`)."""
         failed: list = []
-        return self._write(self._batch_requests(rows, layouts, batch_id, failed), layouts, failed, batch_id)
+        return self._write(self._batch_requests(tables, layouts, batch_id, failed), layouts, failed, batch_id)
 
     def _write(self, requests: Iterable[Request], layouts: Mapping[tuple[str, str], LogLayout], failed: list,
                batch_id: int) -> tuple[int, int]:
@@ -207,9 +214,9 @@ class RowWriter:
                 continue
             yield row, bound, sum(len(v) for v in bound.values if isinstance(v, bytes))
 
-    def _batch_requests(self, rows: pa.RecordBatch, layouts: Mapping[tuple[str, str], LogLayout], batch_id: int,
-                        failed: list) -> Iterator[Request]:
-        for table, table_rows in _tables(rows):
+    def _batch_requests(self, tables: Iterable[TableRows], layouts: Mapping[tuple[str, str], LogLayout],
+                        batch_id: int, failed: list) -> Iterator[Request]:
+        for table, table_rows in tables:
             layout = layouts.get(table)
             _, insert, native = self._encoder(layout) if layout is not None else (None, None, None)
             if native is None:
@@ -291,7 +298,7 @@ class _BatchRow(MappingABC):
         return len(self._dict())
 
 
-def _tables(rows: pa.RecordBatch) -> Iterator[tuple[tuple[str, str], pa.RecordBatch]]:
+def _tables(rows: pa.RecordBatch) -> Iterator[TableRows]:
     """The rows of each base table in `rows`: (keyspace, table) and its rows."""
     pairs = pa.Table.from_batches([rows.select(["keyspace", "table"])]).group_by(
         ["keyspace", "table"], use_threads=False).aggregate([])
@@ -380,10 +387,11 @@ def _write_partition(job: _WriteJob, batches: Iterator[pa.RecordBatch]) -> Itera
     for batch in batches:
         if not batch.num_rows:
             continue
-        unlaid |= _unlaid(batch, job.known)
+        tables = list(_tables(batch))
+        unlaid |= _unlaid(tables, job.known)
         if unlaid:  # the driver lays them out and writes the batch again: the rest of the task only looks
             continue
-        w, u = _executor_writer(job).write_batch(batch, layouts, job.batch_id)
+        w, u = _executor_writer(job).write_tables(tables, layouts, job.batch_id)
         written += w
         unwritable += u
     items = sorted(unlaid, key=lambda item: (item[0], item[1], item[2] or ""))
@@ -394,11 +402,12 @@ def _write_partition(job: _WriteJob, batches: Iterator[pa.RecordBatch]) -> Itera
     }, schema=_TASK_RESULT)
 
 
-def _unlaid(rows: pa.RecordBatch, known: Mapping[tuple[str, str], frozenset[str]]) -> set[tuple[str, str, str | None]]:
-    """The rows' tables `known` lacks, as (keyspace, table, None), and the columns they name that it lacks, as
-    (keyspace, table, column)."""
+def _unlaid(tables: Iterable[TableRows],
+            known: Mapping[tuple[str, str], frozenset[str]]) -> set[tuple[str, str, str | None]]:
+    """The tables (`_tables`) `known` lacks, as (keyspace, table, None), and the columns their rows name that it
+    lacks, as (keyspace, table, column)."""
     out: set[tuple[str, str, str | None]] = set()
-    for table, table_rows in _tables(rows):
+    for table, table_rows in tables:
         names = known.get(table)
         if names is None:
             out.add((*table, None))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from spark.sinks.cassandra.sink import _unlaid
+from spark.sinks.cassandra.sink import _tables, _unlaid
 
 SCHEMA = pa.schema([
     ("keyspace", pa.string()), ("table", pa.string()), ("columns", pa.map_(pa.string(), pa.string())),
@@ -29,15 +29,15 @@ BATCH = rows(
 
 def test_known_tables_and_columns_leave_nothing() -> None:
     known = {("ks", "a"): frozenset("xvu"), ("ks", "b"): frozenset("yzw"), ("ks", "c"): frozenset()}
-    assert _unlaid(BATCH, known) == set()
+    assert _unlaid(_tables(BATCH), known) == set()
 
 
 def test_each_unknown_column_is_named_by_its_table_and_an_unknown_table_alone() -> None:
     known = {("ks", "a"): frozenset("x"), ("ks", "b"): frozenset("yzw")}
-    assert _unlaid(BATCH, known) == {("ks", "a", "v"), ("ks", "a", "u"), ("ks", "c", None)}
+    assert _unlaid(_tables(BATCH), known) == {("ks", "a", "v"), ("ks", "a", "u"), ("ks", "c", None)}
 
 
 def test_a_slice_names_only_its_own_rows_columns() -> None:
     known = {("ks", "a"): frozenset(), ("ks", "b"): frozenset(), ("ks", "c"): frozenset()}
-    assert _unlaid(BATCH.slice(1, 1), known) == {("ks", "b", "y"), ("ks", "b", "z"), ("ks", "b", "w")}
-    assert _unlaid(BATCH.slice(3, 1), known) == set()
+    assert _unlaid(_tables(BATCH.slice(1, 1)), known) == {("ks", "b", "y"), ("ks", "b", "z"), ("ks", "b", "w")}
+    assert _unlaid(_tables(BATCH.slice(3, 1)), known) == set()
