@@ -12,7 +12,8 @@ import datetime
 import decimal
 import json
 import uuid
-from typing import Any, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from cassandra import util
 
