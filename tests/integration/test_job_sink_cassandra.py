@@ -285,19 +285,24 @@ def test_a_batch_is_written_in_one_pass_unless_it_names_what_the_sink_has_not_la
     sink = CassandraSink(cql, keyspace=base, ttl=0)
     sink.prepare()
 
-    def passes(batch_id: int, rows: list[tuple]) -> int:
+    def passes(batch_id: int, rows: list[tuple]) -> tuple[int, list[str]]:
+        """The passes the write took, and what the log said of each second one."""
         caplog.clear()
         sink.write(micro_batch(spark, batch_id, rows))
-        return 1 + sum("writing it again" in r.getMessage() for r in caplog.records)
+        again = [r.getMessage() for r in caplog.records if "writing it again" in r.getMessage()]
+        return 1 + len(again), again
 
-    assert passes(0, [log_row(base, 1, KEY, columns={"name": "a"}),
-                      log_row(base, 2, {"x": 1}, table="missing")]) == 2  # both tables new
+    count, said = passes(0, [log_row(base, 1, KEY, columns={"name": "a"}),
+                             log_row(base, 2, {"x": 1}, table="missing")])
+    assert count == 2  # both tables new
+    assert f"{base}.missing (a new table); {base}.orders (a new table)" in said[0]
     assert passes(1, [log_row(base, 3, KEY, columns={"name": "b", "note": "c"}),
-                      log_row(base, 4, {"x": 2}, table="missing")]) == 1
+                      log_row(base, 4, {"x": 2}, table="missing")]) == (1, [])
     cql.execute(f"ALTER TABLE {base}.orders ADD extra text")
-    assert passes(2, [log_row(base, 5, KEY, columns={"extra": "d"}),
-                      log_row(base, 6, {"id": 2, "region": "us", "seq": 1}, columns={"name": "e"})]) == 2
-    assert passes(3, [log_row(base, 7, KEY, columns={"extra": "f"})]) == 1
+    count, said = passes(2, [log_row(base, 5, KEY, columns={"extra": "d"}),
+                             log_row(base, 6, {"id": 2, "region": "us", "seq": 1}, columns={"name": "e"})])
+    assert count == 2 and f"({base}.orders columns extra)" in said[0]
+    assert passes(3, [log_row(base, 7, KEY, columns={"extra": "f"})]) == (1, [])
 
     logged = select(cql, base, LOG, ["name", "note", "extra"])
     assert sorted((r["name"] or "", r["note"] or "", r["extra"] or "") for r in logged) == [
@@ -437,6 +442,7 @@ def test_resolved_timestamps_keep_each_writers_newest(cql, keyspace: str) -> Non
     sink.publish_resolved([Resolved("shop", "orders", 1_700_000_000_100_000)])
     CassandraSink(cql, keyspace=keyspace, app_id="b").publish_resolved([Resolved("shop", "orders", 7)])
     rows = cql.execute(f"SELECT app_id, keyspace_name, table_name, resolved, resolved_us FROM {keyspace}.resolved")
-    assert {(r.app_id, r.keyspace_name, r.table_name): (r.resolved_us, r.resolved.strftime("%Y-%m-%dT%H:%M:%S.%f")[:23]) for r in rows} == {
+    assert {(r.app_id, r.keyspace_name, r.table_name): (r.resolved_us, r.resolved.strftime("%Y-%m-%dT%H:%M:%S.%f")[:23])
+            for r in rows} == {
         ("a", "shop", "orders"): (1_700_000_000_200_000, "2023-11-14T22:13:20.200"),
         ("a", "shop", "items"): (5, "1970-01-01T00:00:00.000"), ("b", "shop", "orders"): (7, "1970-01-01T00:00:00.000")}

@@ -54,8 +54,8 @@ log = logging.getLogger(__name__)
 
 DEAD_LETTERS_TABLE = "dead_letters"
 RESOLVED_TABLE = "resolved"  # each table's resolved timestamp, per writer (spark.delivery.resolved)
-_RESOLVED_DDL = ("CREATE TABLE IF NOT EXISTS {table} (app_id text, keyspace_name text, table_name text, resolved timestamp,"
-                 " resolved_us bigint, PRIMARY KEY (app_id, keyspace_name, table_name))")
+_RESOLVED_DDL = ("CREATE TABLE IF NOT EXISTS {table} (app_id text, keyspace_name text, table_name text,"
+                 " resolved timestamp, resolved_us bigint, PRIMARY KEY (app_id, keyspace_name, table_name))")
 UNWRITABLE = "unwritable"
 DEFAULT_LOG_TTL = 86_400  # ScyllaDB's default cdc ttl; 0 keeps log rows forever
 _CHUNK = 2_000  # rows bound and sent per execute_concurrent call
@@ -418,6 +418,12 @@ def _unlaid(tables: Iterable[TableRows],
     return out
 
 
+def _named(unlaid: Mapping[tuple[str, str], set[str]]) -> str:
+    """What a task reported, for the log: each new table, and each known table's new columns."""
+    return "; ".join(f"{keyspace}.{table}" + (f" columns {', '.join(sorted(columns))}" if columns else " (a new table)")
+                     for (keyspace, table), columns in sorted(unlaid.items()))
+
+
 def _entries(column: pa.Array) -> pa.Array:
     """A map column's keys or a list column's values, of the column's rows only (a slice's too)."""
     start, end = column.offsets[0].as_py(), column.offsets[-1].as_py()
@@ -499,7 +505,7 @@ class CassandraSink(Sink):
                 # Tables or columns new to this sink: laid out (log tables created or widened), then the batch
                 # is written again whole; the rows the first pass wrote get the same cells again.
                 log.info("batch %d names tables or columns new to this sink (%s): writing it again once they are"
-                         " laid out", batch_id, ", ".join(sorted(f"{k}.{t}" for k, t in unlaid)))
+                         " laid out", batch_id, _named(unlaid))
                 for (keyspace, table), columns in unlaid.items():
                     self.layout(keyspace, table, columns)
                 written, unwritable, unlaid = self._write_on_executors(projected, batch_id)
@@ -588,8 +594,8 @@ class CassandraSink(Sink):
     def publish_resolved(self, resolved: list[Resolved]) -> None:
         # Written at the resolved time itself: Cassandra keeps the newest, whatever order writers take.
         statement = self.session.prepare(
-            f"INSERT INTO {quote(self.keyspace)}.{RESOLVED_TABLE} (app_id, keyspace_name, table_name, resolved, resolved_us)"
-            " VALUES (?, ?, ?, ?, ?) USING TIMESTAMP ?")
+            f"INSERT INTO {quote(self.keyspace)}.{RESOLVED_TABLE}"
+            " (app_id, keyspace_name, table_name, resolved, resolved_us) VALUES (?, ?, ?, ?, ?) USING TIMESTAMP ?")
         execute_concurrent_with_args(self.session, statement,
                                      [(*row, row[4]) for row in resolved_rows(self.app_id, resolved)],
                                      raise_on_first_error=True)
