@@ -23,7 +23,7 @@ from spark.rows import (
     ROW_UPDATE,
 )
 from spark.sinks.cassandra.native import encoded_batches
-from spark.sinks.cassandra.sink import CassandraSink, _write_projection
+from spark.sinks.cassandra.sink import CassandraSink, _tables, _write_projection
 from spark.streams import build_topology_description, read_ring
 from spark.streams.generations import Generation, Generations
 from spark.streams.storage import GenerationStore
@@ -363,7 +363,7 @@ def test_a_batch_cassandra_refuses_is_sent_again_row_by_row_and_only_the_refused
     requests, left = encoded_batches(native, batch, insert.query_id, 4_096)
     assert left == [] and [indices for _, _, indices in requests] == [list(range(6))]
 
-    assert writer.write_batch(batch, layouts, 3) == (5, 1)
+    assert writer.write_tables(_tables(batch), layouts, 3) == (5, 1)
     assert sorted(r["id"] for r in select(cql, base, LOG, ["id"])) == [1, 2, 3, 4, 5]
     (letter,) = select(cql, base, "dead_letters", ["offset", "reason", "detail", "change_id", "batch_id"])
     assert (letter["offset"], letter["reason"], letter["change_id"], letter["batch_id"]) == (
@@ -404,7 +404,7 @@ def test_rows_whose_values_the_native_core_made_read_back_as_the_references_do(s
     _, left = encoded_batches(native, batch, insert.query_id, 4_096)
     assert left == [len(changes) - 1]  # a timestamp as ISO text
 
-    assert writer.write_batch(batch, layouts, 0) == (len(changes), 0)
+    assert writer.write_tables(_tables(batch), layouts, 0) == (len(changes), 0)
     assert writer.write([{**row, "table": "twin"} for row in batch.to_pylist()], layouts, 0) == (len(changes), 0)
     natively = cql.execute(f"SELECT * FROM {base}.{LOG}").all()
     by_reference = cql.execute(f"SELECT * FROM {base}.twin_scylla_cdc_log").all()

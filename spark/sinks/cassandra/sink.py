@@ -158,15 +158,10 @@ class RowWriter:
         failed: list = []
         return self._write(self._bound_requests(rows, layouts, batch_id, failed), layouts, failed, batch_id)
 
-    def write_batch(self, rows: pa.RecordBatch, layouts: Mapping[tuple[str, str], LogLayout],
-                    batch_id: int) -> tuple[int, int]:
-        """`write` of an Arrow batch: each table's rows in requests the native core encoded, those it leaves
-        (and all of them without a native core) bound by the reference."""
-        return self.write_tables(_tables(rows), layouts, batch_id)
-
     def write_tables(self, tables: Iterable[TableRows], layouts: Mapping[tuple[str, str], LogLayout],
                      batch_id: int) -> tuple[int, int]:
-        """`write_batch` of a batch already split by table (`_tables`)."""
+        """`write` of an Arrow batch split by table (`tables`): each table's rows in requests the native core
+        encoded, those it leaves (and all of them without a native core) bound by the reference."""
         failed: list = []
         return self._write(self._batch_requests(tables, layouts, batch_id, failed), layouts, failed, batch_id)
 
