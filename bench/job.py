@@ -571,14 +571,14 @@ def main() -> int:
     print(f"         medians of {args.repeat} runs: {median[WITH]:.2f} s with stream ids, {median[WITHOUT]:.2f} s"
           f" without: {median[WITH] / median[WITHOUT]:.2f}x the time")
     if later[WITH] and later[WITHOUT]:
-        print(f"         after the first micro-batch: {later[WITH]:,.0f} records/s with stream ids, {later[WITHOUT]:,.0f}"
-              f" without: {later[WITHOUT] / later[WITH]:.2f}x the time per record")
+        print(f"         after the first micro-batch: {later[WITH]:,.0f} records/s with stream ids,"
+              f" {later[WITHOUT]:,.0f} without: {later[WITHOUT] / later[WITH]:.2f}x the time per record")
     python = best[PYTHON]
     print(f"         {python.rate:,.0f} rows/s with the Python decoder: native {python.seconds / with_ids.seconds:.2f}x"
           f" as fast end to end (query alone {python.query / with_ids.query:.2f}x)")
     late = best[LATE]
-    print(f"         {late.rate:,.0f} rows/s with every row late: their look-up in the log {late.seconds / with_ids.seconds:.2f}x"
-          f" the time")
+    print(f"         {late.rate:,.0f} rows/s with every row late: their look-up in the log"
+          f" {late.seconds / with_ids.seconds:.2f}x the time")
     rates = {variant: sorted(r.rate for r in runs if r.variant == variant) for variant in VARIANTS}
     floor = statistics.median(rates[FLOOR])
     print(f"\nrows/s, median of {args.repeat} runs (min–max), each beside the floor (plain append) of the same run:")

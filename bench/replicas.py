@@ -148,7 +148,8 @@ def main() -> int:
                         NARROW: {"topic_prefix": prefixes[3]}}
 
             def report(number: int, run: Run) -> None:
-                state = f"  state {run.state_keys:,} keys, {run.state_bytes / (1 << 20):.1f} MiB" if run.state_keys else ""
+                state = (f"  state {run.state_keys:,} keys, {run.state_bytes / (1 << 20):.1f} MiB" if run.state_keys
+                         else "")
                 print(f"  run {number}: {run.variant:<18} {run.seconds:6.2f} s  {run.rows:>9,} log rows{state}"
                       + ("  (warm-up, not counted)" if not number else ""), flush=True)
 

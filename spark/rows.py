@@ -131,7 +131,8 @@ def column_address(array: pa.Array) -> tuple[int, int, int, int, int, int]:
     validity = buffers[0].address if buffers[0] is not None and array.null_count else 0
     if len(buffers) == 3:
         offsets, data = buffers[1], buffers[2]
-        return validity, offsets.address, data.address if data else 0, data.size if data else 0, array.offset, len(array)
+        return (validity, offsets.address, data.address if data else 0, data.size if data else 0, array.offset,
+                len(array))
     values = buffers[1]
     return validity, 0, values.address, values.size, array.offset, len(array)
 

@@ -88,7 +88,8 @@ def read_columns(buf: bytes, p: int, layout: TableLayout) -> tuple[list[ColumnLa
         p += size
         column = lookup.get(name)
         if column is None:
-            raise UnknownColumn(f"column {name!r} is not in {layout.table.qualified_name} nor among its dropped columns")
+            raise UnknownColumn(f"column {name!r} is not in {layout.table.qualified_name}"
+                                " nor among its dropped columns")
         columns.append(column)
     layout.remember_column_list(buf[start:p], columns)
     return columns, p

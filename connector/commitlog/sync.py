@@ -85,7 +85,8 @@ def sections(buf, descriptor: Descriptor, segment: str, limit: int | None = None
         if decompress is None:  # entries are read in place, without copying the section
             yield Section(pos, start, end, partial(_in_place, buf))
         else:
-            yield Section(pos, start, end, partial(_decompress, decompress, buf, pos + header, nxt, start, end, segment))
+            yield Section(pos, start, end,
+                          partial(_decompress, decompress, buf, pos + header, nxt, start, end, segment))
         pos = nxt
         logical = end
 

@@ -47,7 +47,8 @@ class FlagChange(NamedTuple):
 class SchemaChange:
     """One difference between two snapshots: logged and counted when applied."""
 
-    kind: str  # table_created|table_altered|table_dropped|cdc_enabled|cdc_disabled|type_created|type_altered|type_dropped
+    # table_created|table_altered|table_dropped|cdc_enabled|cdc_disabled|type_created|type_altered|type_dropped
+    kind: str
     name: str  # keyspace.table or keyspace.type
 
     def __str__(self) -> str:

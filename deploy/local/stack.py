@@ -1601,7 +1601,8 @@ def main(argv: list[str] | None = None) -> int:
             nodetool(settings, args.services)
         elif args.command == "cassandra-yaml":
             # The same configuration for the container image (deploy/cassandra.Dockerfile).
-            print(Cassandra(settings).yaml(Path(_env("RINGTAIL_STACK_CASSANDRA_DATA_DIR", "/var/lib/cassandra"))), end="")
+            data_dir = Path(_env("RINGTAIL_STACK_CASSANDRA_DATA_DIR", "/var/lib/cassandra"))
+            print(Cassandra(settings).yaml(data_dir), end="")
         else:
             status(settings)
     except (StackError, subprocess.CalledProcessError) as exc:

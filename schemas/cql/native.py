@@ -33,9 +33,9 @@ class NativeType(CqlType):
     __slots__ = ("decode", "encode", "to_json", "fixed_length", "empty", "kind", "bits", "counter", "time_ordered",
                  "ascii")
 
-    def __init__(self, cql: str, kind: Kind, decode: Callable[[bytes], Any], to_json: Callable[[Any], Any] | None = None,
-                 fixed_length: int | None = None, empty: Any = None, bits: int = 0, counter: bool = False,
-                 time_ordered: bool = False, ascii: bool = False) -> None:
+    def __init__(self, cql: str, kind: Kind, decode: Callable[[bytes], Any],
+                 to_json: Callable[[Any], Any] | None = None, fixed_length: int | None = None, empty: Any = None,
+                 bits: int = 0, counter: bool = False, time_ordered: bool = False, ascii: bool = False) -> None:
         super().__init__(cql)
         self.kind, self.bits, self.counter, self.time_ordered, self.ascii = kind, bits, counter, time_ordered, ascii
         self.decode = decode

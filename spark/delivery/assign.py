@@ -48,7 +48,8 @@ def assign_batch(batch: pa.RecordBatch, generations: Generations, leeway_us: int
             reasons[i], details[i] = reason, detail(i)
 
     reject(written > reached_kafka + leeway_us, R.FROM_THE_FUTURE,
-           lambda i: f"written at {written[i]} µs, more than {leeway_us} µs after it reached Kafka ({reached_kafka[i]})")
+           lambda i: f"written at {written[i]} µs, more than {leeway_us} µs after it reached Kafka"
+                     f" ({reached_kafka[i]})")
     if max_age_us is not None:
         reject(written < reached_kafka - max_age_us, R.TOO_OLD,
                lambda i: f"written at {written[i]} µs, more than {max_age_us} µs before it reached Kafka")

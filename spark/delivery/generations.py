@@ -53,8 +53,9 @@ class GenerationKeeper:
         generations = self.store.load(leeway=int(s.leeway * MICROS_PER_SECOND), ignore_msb=s.ignore_msb)
         first = not generations.generations
         start = int((now - (s.first_generation_lookback if first else 0)) * MICROS_PER_SECOND)
-        new = generations.add_for_ring(read_ring(self.session), start, delay=int(s.generation_delay * MICROS_PER_SECOND),
-                                       shards=s.shards, ignore_msb=s.ignore_msb)
+        new = generations.add_for_ring(read_ring(self.session), start,
+                                       delay=int(s.generation_delay * MICROS_PER_SECOND), shards=s.shards,
+                                       ignore_msb=s.ignore_msb)
         if new is not None:
             self.store.publish(new)
             log.info("published CDC generation", extra={"generation_ms": new.timestamp_ms,

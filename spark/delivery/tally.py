@@ -1,6 +1,6 @@
 """A micro-batch's counts, taken in the pass that first reads the batch whole: the sink's write (the
-Delta sink's span of its late rows, before its append), or the one read before a sink that takes rows on the driver. Spark observations
-ride on that pass, so counting costs no job of its own.
+Delta sink's span of its late rows, before its append), or the one read before a sink that takes rows on the
+driver. Spark observations ride on that pass, so counting costs no job of its own.
 
 An observation is filled by the first action that runs the plan under it whole. The batch is
 persisted above its observation, so every later action reads the cache and the figures stay those

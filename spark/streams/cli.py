@@ -310,7 +310,8 @@ def _parser() -> argparse.ArgumentParser:
         "--now", type=int, metavar="MICROS", help="coordinator time: also apply the write acceptance window"
     )
     stream.add_argument(
-        "--leeway", type=int, default=DEFAULT_LEEWAY, metavar="MICROS", help="acceptance leeway with --now (default 5 s)"
+        "--leeway", type=int, default=DEFAULT_LEEWAY, metavar="MICROS",
+        help="acceptance leeway with --now (default 5 s)",
     )
     _add_source(stream)
     _add_key(stream)

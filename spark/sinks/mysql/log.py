@@ -389,12 +389,14 @@ class MySqlSink(Sink):
             with conn.cursor() as cursor:
                 letters = insert_rows(cursor, _INSERT_DEAD_LETTERS,
                                       (tuple(r[c] for c in _DEAD_LETTER_COLUMNS) + (self.app_id, batch.id)
-                                       for r in batch.dead_letters.toLocalIterator())) if batch.has_dead_letters() else 0
+                                       for r in batch.dead_letters.toLocalIterator())
+                                      ) if batch.has_dead_letters() else 0
                 cursor.execute("UPDATE batches SET `rows` = (SELECT COALESCE(SUM(`rows`), 0) FROM batch_parts"
                                " WHERE app_id = %s AND batch_id = %s), dead_letters = %s, done = TRUE"
                                " WHERE app_id = %s AND batch_id = %s",
                                (self.app_id, batch.id, letters, self.app_id, batch.id))
-                cursor.execute("SELECT `rows` FROM batches WHERE app_id = %s AND batch_id = %s", (self.app_id, batch.id))
+                cursor.execute("SELECT `rows` FROM batches WHERE app_id = %s AND batch_id = %s",
+                               (self.app_id, batch.id))
                 written = cursor.fetchone()[0]
             conn.commit()
         finally:
@@ -406,8 +408,8 @@ class MySqlSink(Sink):
         try:
             with conn.cursor() as cursor:
                 # Left to right: `resolved` is compared with the old resolved_us before that one moves.
-                cursor.executemany("INSERT INTO resolved (app_id, keyspace_name, table_name, resolved, resolved_us) VALUES"
-                                   " (%s, %s, %s, %s, %s) ON DUPLICATE KEY UPDATE"
+                cursor.executemany("INSERT INTO resolved (app_id, keyspace_name, table_name, resolved, resolved_us)"
+                                   " VALUES (%s, %s, %s, %s, %s) ON DUPLICATE KEY UPDATE"
                                    " resolved = IF(VALUES(resolved_us) > resolved_us, VALUES(resolved), resolved),"
                                    " resolved_us = GREATEST(resolved_us, VALUES(resolved_us))",
                                    resolved_rows(self.app_id, resolved))

@@ -1,1 +1,2 @@
-"""PostgreSQL: the log (`log`), a typed log per table (`typed`) or a mirror of each table (`mirror`), with the type mapping they share (`types`)."""
+"""PostgreSQL: the log (`log`), a typed log per table (`typed`) or a mirror of each table (`mirror`), with the
+type mapping they share (`types`)."""
