@@ -387,10 +387,10 @@ class MySqlSink(Sink):
         conn = connect_dsn(self.dsn)
         try:
             with conn.cursor() as cursor:
-                letters = insert_rows(cursor, _INSERT_DEAD_LETTERS,
-                                      (tuple(r[c] for c in _DEAD_LETTER_COLUMNS) + (self.app_id, batch.id)
-                                       for r in batch.dead_letters.toLocalIterator())
-                                      ) if batch.has_dead_letters() else 0
+                letters = (insert_rows(cursor, _INSERT_DEAD_LETTERS,
+                                       (tuple(r[c] for c in _DEAD_LETTER_COLUMNS) + (self.app_id, batch.id)
+                                        for r in batch.dead_letters.toLocalIterator()))
+                           if batch.has_dead_letters() else 0)
                 cursor.execute("UPDATE batches SET `rows` = (SELECT COALESCE(SUM(`rows`), 0) FROM batch_parts"
                                " WHERE app_id = %s AND batch_id = %s), dead_letters = %s, done = TRUE"
                                " WHERE app_id = %s AND batch_id = %s",
