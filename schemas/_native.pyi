@@ -323,6 +323,14 @@ class LogInsertValues:
         `deleted_elements`, and the write time (µs) column."""
 
 
-def first_not_json(texts: ColumnAddress) -> int | None:
-    """The row of the first text of a text column (its address, as `EventDecoder.decode` takes columns) that is
-    not JSON as `json.loads` reads it, a null included; None when every one is."""
+# (name, kind, its columns' addresses, how many of the entries after it are its fields): a column of log rows
+# made JSON. Kinds, with their columns: "text", "json", "hex" (the column); "integer", "boolean", "time" (its
+# values as int64, a time in µs); "json_map" (the map's validity, offsets, keys, values); "text_list" (the
+# list's validity, offsets, items); "row" (the struct's validity, then its fields as the entries after it).
+JsonFieldSpec: TypeAlias = tuple[str, str, list[ColumnAddress], int]
+
+
+def log_row_texts(fields: list[JsonFieldSpec], len: int) -> tuple[bytes, bytes] | int:
+    """Each of `len` rows' JSON text as a text column's (32-bit offsets, data); or the row of the first that
+    holds a value's JSON text (a "json" column's, a "json_map"'s value) that is not JSON as `json.loads` reads
+    it."""

@@ -115,3 +115,16 @@ def spark(stack: Stack):
                     **(S3Access.from_environment(store.environment()).hadoop_conf() if store else {})}))
     yield session
     session.stop()
+
+
+@pytest.fixture(params=["native", "python"])
+def json_texts_by(request, monkeypatch) -> str:
+    """A test run twice: log rows' JSON texts made by the native core, then by the reference without it
+    (`spark.sinks.json_rows`)."""
+    from spark.sinks import json_rows
+
+    if request.param == "python":
+        monkeypatch.setattr(json_rows, "_native_texts", None)
+    elif json_rows._native_texts is None:
+        pytest.fail("the native core is not built: `pip install -e .` builds it")
+    return request.param

@@ -1,23 +1,20 @@
-"""Log rows, dead letters and generations as JSON, for the sinks that send JSON (HTTP, Kafka): column
+"""Log rows, dead letters and generations as JSON, for the sinks that send JSON (Kafka, HTTP): column
 values and deleted elements as the JSON they are, blobs as `0x…`, times as ISO 8601 UTC.
 
-A log row's JSON is made by Spark on the executors (`log_row_json_text`): its JSON texts set in place,
-nothing parsed, the columns Spark's JSON writer writes as they are in one `to_json` per run of them, each
-other column by an expression of its own. `log_row_json` makes it in Python: the reference the tests hold
-Spark's to (equal as JSON: Python escapes what is not ASCII, Spark does not), as dead letters are made."""
+A log row's JSON text is made on the executors from the Arrow batch its task holds (`log_row_texts`): in the
+native core when it is built (`schemas._native.log_row_texts`), its values' JSON texts set in place unparsed
+but checked; else by `log_row_json`, the reference, which the tests hold the native core to (equal as JSON:
+the native core writes a value's JSON text as the decoder made it, spaces and all)."""
 from __future__ import annotations
 
 import datetime as dt
-import functools
-import itertools
 import json
+from collections.abc import Mapping
 from typing import Any
 
 import pyarrow as pa
-from pyspark.sql import Column, Row
-from pyspark.sql import functions as F
-from pyspark.sql.types import (ArrayType, BinaryType, BooleanType, ByteType, DataType, IntegerType, LongType, MapType,
-                               ShortType, StringType, StructField, StructType, TimestampType)
+import pyarrow.compute as pc
+from pyspark.sql import Row
 
 from spark.rows import column_address
 from spark.streams.generations import Generations
@@ -25,156 +22,113 @@ from spark.streams.generations import Generations
 from .contract import utc_time
 
 try:
-    from schemas._native import first_not_json as _first_not_json
-except ImportError:  # checked in Python, as the job decodes (`spark.delivery.pipeline.decoder`)
-    _first_not_json = None
+    from schemas._native import log_row_texts as _native_texts
+except ImportError:  # made by the reference, as the job decodes (`spark.delivery.pipeline.decoder`)
+    _native_texts = None
 
-# Spark types whose JSON Spark's writer makes as `_json_value` does (not floats: it writes 1.0E10 and "NaN").
-_AS_IS = (StringType, ByteType, ShortType, IntegerType, LongType, BooleanType)
 # Log-row columns whose values are JSON text.
 _JSON_TEXT = {"key"}
 _JSON_TEXT_MAPS = {"columns", "deleted_elements"}
+
+
+class NotJsonError(ValueError):
+    """A log row holds a value whose text is not JSON: it cannot be sent, and its batch fails naming its change."""
+
+    def __init__(self, change_id: str | None) -> None:
+        super().__init__(f"the log row of change {change_id} holds a value whose text is not JSON")
+        self.change_id = change_id
 
 
 def _json_value(value: Any) -> Any:
     if isinstance(value, (bytes, bytearray)):
         return "0x" + bytes(value).hex()
     if isinstance(value, dt.datetime):
-        return (value if value.tzinfo else value.replace(tzinfo=dt.timezone.utc)).isoformat()
+        utc = dt.timezone.utc
+        return (value.astimezone(utc) if value.tzinfo else value.replace(tzinfo=utc)).isoformat()
     if isinstance(value, Row):
-        return {k: _json_value(v) for k, v in value.asDict().items()}
+        value = value.asDict()
+    if isinstance(value, dict):
+        return {k: _json_value(v) for k, v in value.items()}
     if isinstance(value, list):
         return [_json_value(v) for v in value]
     return value
 
 
-def log_row_json(row: Row, omit: str | None = None) -> dict:
-    """The row as JSON, without the column `omit` (a flag the sink carries elsewhere)."""
+def log_row_json(row: Row | Mapping[str, Any]) -> dict:
+    """The row (a Spark `Row`, or a dict as Arrow's `to_pylist` gives it) as JSON; a value's text that is not
+    JSON raises `ValueError`."""
     out = {}
-    for name, value in row.asDict().items():
-        if name == omit:
-            continue
+    for name, value in (row.asDict() if isinstance(row, Row) else row).items():
         if name in _JSON_TEXT:
-            out[name] = json.loads(value)
+            out[name] = _loads(value)
         elif name in _JSON_TEXT_MAPS:
-            out[name] = {k: json.loads(v) for k, v in (value or {}).items()}
+            entries = value.items() if isinstance(value, Mapping) else value or ()  # Arrow gives a map's pairs
+            out[name] = {k: _loads(v) for k, v in entries}
         else:
             out[name] = _json_value(value)
     return out
 
 
-def quoted_text(text: Column) -> Column:
-    """A string, number or boolean as its JSON text, null as null (Spark's JSON writer escapes a string)."""
-    array = F.to_json(F.array(text))  # ["…"]
-    return array.substr(F.lit(2), F.length(array) - 2)
+def _loads(text: str | None) -> Any:
+    return None if text is None else json.loads(text)
 
 
-def json_object(texts: Column) -> Column:
-    """A map of JSON texts as the text of the JSON object of their values (`{}` for none)."""
-    members = F.transform(F.map_entries(texts), lambda e: F.concat(
-        quoted_text(e["key"]), F.lit(":"), F.coalesce(e["value"], F.lit("null"))))
-    return F.coalesce(F.concat(F.lit("{"), F.array_join(members, ","), F.lit("}")), F.lit("{}"))
+def log_row_texts(rows: pa.RecordBatch) -> pa.Array:
+    """Each log row's JSON text (`log_row_json`'s, without spaces) of the columns `rows` has; a row holding a
+    value's text that is not JSON raises `NotJsonError`, naming the first such row's change."""
+    if _native_texts is None:
+        texts = []
+        for row in rows.to_pylist():
+            try:  # ASCII: a value may hold a lone surrogate (`"\ud800"`), which UTF-8 cannot
+                texts.append(json.dumps(log_row_json(row), separators=(",", ":")))
+            except ValueError:
+                raise NotJsonError(row.get("change_id")) from None
+        return pa.array(texts, pa.string())
+    held: list[pa.Array] = []  # alive for the call: the native core reads their buffers by address
+    specs = [spec for name, column in zip(rows.schema.names, rows.columns)
+             for spec in _specs(name, column, held, name in _JSON_TEXT, name in _JSON_TEXT_MAPS)]
+    made = _native_texts(specs, rows.num_rows)
+    if isinstance(made, int):
+        raise NotJsonError(rows.column("change_id")[made].as_py() if "change_id" in rows.schema.names else None)
+    offsets, data = made
+    return pa.Array.from_buffers(pa.string(), rows.num_rows, [None, pa.py_buffer(offsets), pa.py_buffer(data)])
 
 
-def _iso_time(time: Column) -> Column:
-    """A timestamp as Python's `isoformat` of it in UTC writes it (no fraction when it has no microsecond)."""
-    utc = F.to_utc_timestamp(time, F.current_timezone())  # rendered in the session's zone, as UTC
-    whole = F.unix_micros(time) % 1_000_000 == 0
-    return F.concat(F.lit('"'), F.when(whole, F.date_format(utc, "yyyy-MM-dd'T'HH:mm:ss"))
-                    .otherwise(F.date_format(utc, "yyyy-MM-dd'T'HH:mm:ss.SSSSSS")), F.lit('+00:00"'))
-
-
-def _written_as_is(kind: DataType) -> bool:
-    """Whether Spark's JSON writer writes values of `kind` as `_json_value` does: text, integers, booleans,
-    and arrays and structs of them."""
-    if isinstance(kind, ArrayType):
-        return _written_as_is(kind.elementType)
-    if isinstance(kind, StructType):
-        return all(_written_as_is(f.dataType) for f in kind.fields)
-    return isinstance(kind, _AS_IS)
-
-
-def _json_of(value: Column, kind: DataType, name: str | None = None) -> Column:
-    """The JSON text of a value of Spark type `kind` as `_json_value` makes it (`name`: a log-row column,
-    whose JSON texts go in as they are)."""
-    if name in _JSON_TEXT:
-        return F.coalesce(value, F.lit("null"))
-    if name in _JSON_TEXT_MAPS:
-        return json_object(value)
-    if isinstance(kind, BinaryType):
-        made = F.concat(F.lit('"0x'), F.lower(F.hex(value)), F.lit('"'))
-    elif isinstance(kind, TimestampType):
-        made = _iso_time(value)
-    elif isinstance(kind, StructType):
-        made = _json_members(value, kind)
-    elif isinstance(kind, (ArrayType, MapType)):
-        made = F.to_json(value)
+def _specs(name: str, array: pa.Array, held: list[pa.Array], json_text: bool = False, json_map: bool = False
+           ) -> list[tuple]:
+    """The native core's `JsonFieldSpec`s of a column: its own, then (a struct's) its fields'."""
+    kind = array.type
+    if json_text:
+        return [(name, "json", [column_address(array)], 0)]
+    if json_map:
+        return [(name, "json_map", [_validity(array), column_address(array.offsets), column_address(array.keys),
+                                    column_address(array.items)], 0)]
+    if pa.types.is_struct(kind):
+        fields = [spec for i in range(kind.num_fields) for spec in _specs(kind.field(i).name, array.field(i), held)]
+        return [(name, "row", [_validity(array)], kind.num_fields), *fields]
+    if pa.types.is_list(kind) and pa.types.is_string(kind.value_type):
+        return [(name, "text_list", [_validity(array), column_address(array.offsets), column_address(array.values)],
+                 0)]
+    if pa.types.is_string(kind):
+        return [(name, "text", [column_address(array)], 0)]
+    if pa.types.is_binary(kind):
+        return [(name, "hex", [column_address(array)], 0)]
+    if pa.types.is_timestamp(kind):
+        number, array = "time", pc.cast(pc.cast(array, pa.timestamp("us", kind.tz)), pa.int64())
+    elif pa.types.is_boolean(kind):
+        number, array = "boolean", pc.cast(array, pa.int64())
+    elif pa.types.is_integer(kind):
+        number, array = "integer", pc.cast(array, pa.int64())
     else:
-        return quoted_text(value)
-    return F.when(value.isNull(), F.lit("null")).otherwise(made)
+        raise TypeError(f"column {name}: no JSON text for Arrow type {kind}")
+    held.append(array)
+    return [(name, number, [column_address(array)], 0)]
 
 
-def _json_members(struct: Column | None, kind: StructType, omit: str | None = None) -> Column:
-    """The JSON object of the fields of `kind` (of `struct`, or a frame's columns when None) but `omit`, in
-    their order. A run of fields Spark's JSON writer writes as they are is one `to_json` of them, not one per
-    value (`quoted_text`): the text in 0.8-0.9x the time."""
-    def value(f: StructField) -> Column:
-        return F.col(f"`{f.name}`") if struct is None else struct.getField(f.name)
-
-    def as_is(f: StructField) -> bool:
-        return (struct is not None or f.name not in _JSON_TEXT | _JSON_TEXT_MAPS) and _written_as_is(f.dataType)
-
-    members = []
-    for plain, run in itertools.groupby((f for f in kind.fields if f.name != omit), key=as_is):
-        if plain:
-            written = F.to_json(F.struct(*(value(f).alias(f.name) for f in run)), {"ignoreNullFields": "false"})
-            members.append(written.substr(F.lit(2), F.length(written) - 2))  # its members, without the braces
-        else:
-            members += [F.concat(F.lit(json.dumps(f.name) + ":"), _json_of(value(f), f.dataType,
-                                                                            f.name if struct is None else None))
-                        for f in run]
-    return F.concat(F.lit("{"), F.concat_ws(",", *members), F.lit("}"))
-
-
-@functools.lru_cache(maxsize=32)
-def log_row_json_text(schema: StructType, omit: str | None = None) -> Column:
-    """The JSON text of each log row of a frame of `schema` (`log_row_json`'s value), without the column
-    `omit`; made by Spark, on the executors. Built once per schema and reused by every batch: building it
-    is over a thousand calls into the driver's JVM, 0.2–0.4 s a batch here."""
-    return _json_members(None, schema, omit)
-
-
-def first_not_json(texts: pa.Array) -> int | None:
-    """The row of the first of a batch's JSON texts (`log_row_json_text`) that is not JSON (`is_json`; nor is
-    a null); None when all are. Checked in the native core when it is built, without building what each text
-    holds as `json.loads` does: that was half of a Kafka sink task's Python time."""
-    if texts.type != pa.string():
-        texts = texts.cast(pa.string())
-    if _first_not_json is not None:
-        return _first_not_json(column_address(texts))
-    return next((row for row, text in enumerate(texts.to_pylist()) if text is None or not is_json(text)), None)
-
-
-def not_json(texts: pa.Array, change_ids: pa.Array) -> str | None:
-    """Why a batch's JSON texts cannot be sent (`first_not_json`), naming the change whose row fails; None
-    when every one is JSON."""
-    wrong = first_not_json(texts)
-    if wrong is None:
-        return None
-    return f"the log row of change {change_ids[wrong].as_py()} holds a value whose text is not JSON"
-
-
-def is_json(text: str) -> bool:
-    """Whether a row's JSON text (`log_row_json_text`) is JSON: not when a value's text is not, which Spark
-    set in place unread (the Python encoding raised on it; so do the sinks, naming the change: `not_json`).
-    The reference `first_not_json` is held to, and its check without the native core. Checked where the
-    text is sent: as a Spark expression (`from_json`) the check cost more than making the text in Spark
-    saved."""
-    try:
-        json.loads(text)
-    except ValueError:
-        return False
-    return True
+def _validity(array: pa.Array) -> tuple[int, int, int, int, int, int]:
+    """A nested column's own validity, as a column address (`column_address`) without values."""
+    bits = array.buffers()[0]
+    return (bits.address if bits is not None and array.null_count else 0, 0, 0, 0, array.offset, len(array))
 
 
 def dead_letter_json(row: Row) -> dict:

@@ -1,5 +1,5 @@
 """A log row's values staged for a SQL database's bulk load, shared by the PostgreSQL and MySQL sinks: the
-Spark expressions that assemble its JSON texts on the executors, whether a row's texts are plain JSON, and
+Spark expressions that assemble its JSON objects on the executors, whether a row's texts are plain JSON, and
 the CSV both databases load (PostgreSQL by COPY, MySQL by LOAD DATA)."""
 from __future__ import annotations
 
@@ -10,8 +10,6 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 from pyspark.sql import Column
 from pyspark.sql import functions as F
-
-from .json_rows import json_object
 
 # Every valid value quoted (so '' is an empty string), nulls as nothing; quotes doubled; backslashes and
 # newlines need no escape.
@@ -35,9 +33,22 @@ def micros(name: str) -> Callable[[], Column]:
     return lambda: F.unix_micros(F.col(name))
 
 
+def _quoted_text(text: Column) -> Column:
+    """A string, number or boolean as its JSON text, null as null (Spark's JSON writer escapes a string)."""
+    array = F.to_json(F.array(text))  # ["…"]
+    return array.substr(F.lit(2), F.length(array) - 2)
+
+
+def _json_object(texts: Column) -> Column:
+    """A map of JSON texts as the text of the JSON object of their values (`{}` for none)."""
+    members = F.transform(F.map_entries(texts), lambda e: F.concat(
+        _quoted_text(e["key"]), F.lit(":"), F.coalesce(e["value"], F.lit("null"))))
+    return F.coalesce(F.concat(F.lit("{"), F.array_join(members, ","), F.lit("}")), F.lit("{}"))
+
+
 def object_of_texts(name: str) -> Callable[[], Column]:
     """Column `name`, a map of JSON texts, as the text of the JSON object of their values (`{}` for none)."""
-    return lambda: json_object(F.col(name))
+    return lambda: _json_object(F.col(name))
 
 
 def plain_rows() -> Column:

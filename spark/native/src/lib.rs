@@ -9,9 +9,9 @@
 //! `batch` (a Kafka batch), `snapshot` (a page of a snapshot's result rows); `cql_bytes` (a JSON value as
 //! the CQL bytes a bound statement carries), `log_insert` (a log row as its log table's INSERT values)
 //! and `log_batch` (a partition's rows as one BATCH request's statements), for the Cassandra sink;
-//! `error` why a record cannot become rows; `json_text` (whether a text is JSON as Python reads it, for
-//! the Kafka sink); `mirror` (a mirrored partition's changes merged into its states, as `spark.mirror`
-//! merges them); `python` is the binding.
+//! `error` why a record cannot become rows; `json_text` (whether a text is JSON as Python reads it) and
+//! `log_json` (a log row's JSON text), for the sinks that send JSON; `mirror` (a mirrored partition's
+//! changes merged into its states, as `spark.mirror` merges them); `python` is the binding.
 pub mod batch;
 pub mod columns;
 pub mod copies;
@@ -23,6 +23,7 @@ pub mod json_text;
 pub mod layout;
 pub mod log_batch;
 pub mod log_insert;
+pub mod log_json;
 pub mod mirror;
 pub mod rows;
 pub mod schema;

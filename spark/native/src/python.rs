@@ -7,6 +7,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyFloat, PyList, PyString};
+use pyo3::IntoPyObjectExt;
 
 use crate::batch::{Decoded, Decoder, FixedIn, Flags, Records, VarIn};
 use crate::columns::{Bits, Fixed, Items, Pairs, Var};
@@ -14,6 +15,7 @@ use crate::copies::Copies;
 use crate::error::EventError;
 use crate::log_batch::Batches;
 use crate::log_insert::{Elements, LogInsert, SinkRow, Slot};
+use crate::log_json::{self, Field, Member, Number, Refused, Valid};
 use crate::mirror::order::Order;
 use crate::mirror::value::Value;
 use crate::mirror::{Column, Merged, Rules, Storage};
@@ -273,18 +275,71 @@ fn read_buffers(py: Python<'_>, r: ReadRows) -> PyResult<Bound<'_, PyDict>> {
     Ok(out)
 }
 
-/// The row of the first text in `texts` (a text column) that is not JSON as `json.loads` reads it (a null
-/// is not JSON either); None when every one is.
-#[pyfunction]
-fn first_not_json(texts: ColumnAddress) -> PyResult<Option<usize>> {
-    let (.., len) = texts;
-    let column = unsafe { var(texts) };
-    for row in 0..len {
-        if !column.get(row).map_err(raise)?.is_some_and(crate::json_text::is_json) {
-            return Ok(Some(row));
-        }
+/// (name, kind, its columns' addresses, how many of the entries after it are its fields) of a column of
+/// log rows made JSON (`log_json`). Kinds, with their columns: `text`, `json`, `hex` (the column); `integer`,
+/// `boolean`, `time` (its values as int64); `json_map` (the map's validity, offsets, keys, values);
+/// `text_list` (the list's validity, offsets, items); `row` (the struct's validity, then its fields).
+type JsonFieldSpec = (String, String, Vec<ColumnAddress>, usize);
+
+unsafe fn valid<'a>(c: ColumnAddress) -> Valid<'a> {
+    let (bits, .., offset, len) = c;
+    Valid { bits: (bits != 0).then(|| slice(bits, (offset + len).div_ceil(8))), offset }
+}
+
+/// The next `count` members of `specs`, a struct's fields after it.
+unsafe fn json_members<'a>(specs: &mut std::slice::Iter<'_, JsonFieldSpec>, count: usize) -> PyResult<Vec<Member<'a>>> {
+    let mut members = Vec::with_capacity(count);
+    for _ in 0..count {
+        let (name, kind, columns, fields) =
+            specs.next().ok_or_else(|| PyValueError::new_err("a struct's fields are missing"))?;
+        let column = |i: usize| {
+            columns
+                .get(i)
+                .copied()
+                .ok_or_else(|| PyValueError::new_err(format!("{name}: a {kind} without its column {i}")))
+        };
+        let number =
+            |kind: Number| -> PyResult<Field<'a>> { Ok(Field::Number(kind, valid(column(0)?), fixed(column(0)?))) };
+        let field = match kind.as_str() {
+            "text" => Field::Text(var(column(0)?)),
+            "json" => Field::Json(var(column(0)?)),
+            "hex" => Field::Hex(var(column(0)?)),
+            "integer" => number(Number::Integer)?,
+            "boolean" => number(Number::Boolean)?,
+            "time" => number(Number::Time)?,
+            "json_map" => Field::JsonMap {
+                valid: valid(column(0)?),
+                offsets: fixed(column(1)?),
+                keys: var(column(2)?),
+                values: var(column(3)?),
+            },
+            "text_list" => {
+                Field::TextList { valid: valid(column(0)?), offsets: fixed(column(1)?), items: var(column(2)?) }
+            }
+            "row" => Field::Row { valid: valid(column(0)?), fields: json_members(specs, *fields)? },
+            other => return Err(PyValueError::new_err(format!("{name}: no JSON for a column of kind {other}"))),
+        };
+        members.push(Member::new(name, field));
     }
-    Ok(None)
+    Ok(members)
+}
+
+/// Each of `len` rows' JSON text (`log_json`) as a text column's (offsets, data); or the first row that
+/// holds a value's text that is not JSON. `fields` (`JsonFieldSpec`) are Arrow columns kept alive by the
+/// caller for the call.
+#[pyfunction]
+fn log_row_texts<'py>(py: Python<'py>, fields: Vec<JsonFieldSpec>, len: usize) -> PyResult<Bound<'py, PyAny>> {
+    let (mut specs, mut members) = (fields.iter(), Vec::new());
+    while specs.len() > 0 {
+        members.extend(unsafe { json_members(&mut specs, 1)? });
+    }
+    match py.detach(|| log_json::texts(&members, len)) {
+        Ok(texts) => {
+            (PyBytes::new(py, raw(&texts.offsets)), PyBytes::new(py, texts.data.as_bytes())).into_bound_py_any(py)
+        }
+        Err(Refused::NotJson(row)) => row.into_bound_py_any(py),
+        Err(Refused::Buffers(error)) => Err(raise(error)),
+    }
 }
 
 /// A mirror's merge rules for one table layout (`spark.mirror.native`): a partition's changes merged
@@ -534,5 +589,5 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<MirrorRules>()?;
     m.add_class::<ReplicaCopies>()?;
     m.add_class::<SnapshotRows>()?;
-    m.add_function(wrap_pyfunction!(first_not_json, m)?)
+    m.add_function(wrap_pyfunction!(log_row_texts, m)?)
 }

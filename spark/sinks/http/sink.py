@@ -41,14 +41,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pyarrow as pa
-from pyspark.sql import DataFrame
 
 from schemas.runtime.access import tls_context
 from spark.streams.generations import Generations
 
 from ..contract import MicroBatch, Resolved, Sink, chunks, resolved_rows
 from ..images import ImagesAt, ImageWriter
-from ..json_rows import dead_letter_json, generations_json, log_row_json_text, not_json, resolved_json
+from ..json_rows import NotJsonError, dead_letter_json, generations_json, log_row_texts, resolved_json
 from ..parts import part_digest, write_each_part
 from .images import JsonImages, PurgeMark
 
@@ -96,15 +95,14 @@ class Poster:
         return count
 
     def post_log_part(self, batch: str, batches: Iterator[pa.RecordBatch]) -> int | None:
-        """One part of a batch's log rows (run by `parts.write_each_part` on `part_of`: each row's JSON text made
-        by Spark, and its change id); how many rows it posted (None: it had none)."""
+        """One part of a batch's log rows (run by `parts.write_each_part`), each as its JSON text; how many rows
+        it posted (None: it had none)."""
         texts = []
         for rows in batches:
-            text, change_id = rows.columns
-            wrong = not_json(text, change_id)
-            if wrong is not None:
-                raise HttpSinkError(wrong)
-            texts.extend(text.to_pylist())
+            try:
+                texts.extend(log_row_texts(rows).to_pylist())
+            except NotJsonError as exc:
+                raise HttpSinkError(str(exc)) from None
         return self.post_texts("log-rows", batch, texts)
 
     def post_image_part(self, batch: str, batches: Iterator[pa.RecordBatch]) -> int | None:
@@ -148,11 +146,6 @@ class Poster:
             time.sleep(wait)
 
 
-def part_of(rows: DataFrame) -> DataFrame:
-    """What `Poster.post_log_part` takes of log rows: each one's JSON text and change id."""
-    return rows.select(log_row_json_text(rows.schema).alias("json"), "change_id")
-
-
 class HttpSink(Sink):
     def __init__(self, url: str, *, app_id: str = "ringtail", batch_size: int = 500, timeout: float = 10.0,
                  token: str | None = None, verify: bool = True, ca: Path | None = None, attempts: int = 6,
@@ -187,7 +180,7 @@ class HttpSink(Sink):
         name = f"{batch.id}:{batch.offsets}"
         if self._images is None:
             grouped = batch.rows.repartition("partition_key").sortWithinPartitions(*(f"`{c}`" for c in _ORDER))
-            sent = write_each_part(part_of(grouped), functools.partial(self.poster.post_log_part, name))
+            sent = write_each_part(grouped, functools.partial(self.poster.post_log_part, name))
             self._post_dead_letters(batch, name)
             log.info("batch %d: %d log rows posted to %s", batch.id, sent, self.url)
             return

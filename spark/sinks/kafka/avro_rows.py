@@ -88,7 +88,7 @@ def log_row_avro(schema_id: int, record: dict) -> Column:
 @functools.lru_cache(maxsize=32)
 def _log_row_avro(schema_id: int, record: str) -> Column:
     """`log_row_avro`, built once per schema and reused by every batch (30–60 ms of calls into the driver's
-    JVM a batch), as `json_rows.log_row_json_text` is."""
+    JVM a batch)."""
     from pyspark.sql.avro.functions import to_avro
 
     datum = F.struct(*(_not_null_inside(f).alias(avro_field_name(f.name)) for f in R.LOG_ROW.fields))

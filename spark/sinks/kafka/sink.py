@@ -54,7 +54,7 @@ from spark import rows as R
 from spark.streams.generations import Generations
 
 from ..contract import MicroBatch, Resolved, Sink, resolved_rows
-from ..json_rows import dead_letter_json, generations_json, log_row_json_text, not_json, resolved_json
+from ..json_rows import NotJsonError, dead_letter_json, generations_json, log_row_texts, resolved_json
 from ..layouts import KafkaFormat
 from .avro_rows import avro_datum, log_row_avro
 from ..images import ImagesAt, ImageWriter, TableImages
@@ -162,8 +162,8 @@ class KafkaSink(Sink):
 
     def _encoders(self) -> tuple[tuple[int, dict] | None, Encode]:
         """(a log row's Avro schema id and record, None for JSON; dead letter → value, self-contained: it runs
-        on the executors) in the sink's format; a log row's value is made by Spark (`write_parts`). Avro's
-        schemas are registered here, so a registry that refuses them stops the sink before any batch."""
+        on the executors) in the sink's format; a log row's value is made on the executors (`write_parts`).
+        Avro's schemas are registered here, so a registry that refuses them stops the sink before any batch."""
         if self.format == "json":
             return None, _json_dead_letter
         from .avro_rows import record_schema
@@ -243,12 +243,13 @@ class KafkaSink(Sink):
             rows = slotted(made.withColumn("seq", F.monotonically_increasing_id()), slots, ("seq",), key="key")
             rows, topic, encode, what = rows.drop("seq"), None, _image_records, "image records"
         else:
-            if self._avro_rows is None:  # JSON, checked on the executors
-                value, encode = log_row_json_text(batch.rows.schema, omit=R.LATE).alias("text"), _json_chunk
+            rows = slotted(batch.rows, slots, (f"`{c}`" for c in _ORDER))
+            if self._avro_rows is None:  # JSON, made on the executors from the rows themselves (`_json_chunk`)
+                encode = _json_chunk
             else:
-                value, encode = log_row_avro(*self._avro_rows).alias("value"), _avro_chunk
-            rows = slotted(batch.rows, slots, (f"`{c}`" for c in _ORDER)).select(
-                "partition_key", value, "change_id", R.LATE, SLOT)
+                rows = rows.select("partition_key", log_row_avro(*self._avro_rows).alias("value"), "change_id",
+                                   R.LATE, SLOT)
+                encode = _avro_chunk
             topic, what = self.topic, "log rows"
         sent = write_each_part(rows, SlotWriter(self._client(), self.app_id, topic, self.ledger, batch.id,
                                                 batch.offsets, encode, self.transactions, self.timeout))
@@ -394,10 +395,10 @@ def _slots(batch: MicroBatch) -> int:
 
 
 def _json_chunk(batch: pa.RecordBatch) -> pa.RecordBatch:
-    texts = batch.column("text")
-    wrong = not_json(texts, batch.column("change_id"))
-    if wrong is not None:
-        raise KafkaSinkError(wrong)
+    try:
+        texts = log_row_texts(batch.drop_columns([R.LATE]))  # whether it was read late: a header says
+    except NotJsonError as exc:
+        raise KafkaSinkError(str(exc)) from None
     return _log_records(batch, texts.cast(pa.binary()))
 
 

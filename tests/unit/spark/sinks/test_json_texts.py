@@ -1,6 +1,6 @@
-"""`first_not_json`: a batch's JSON texts checked as Python's `json.loads` reads them, in the native core
-(`json_text` in the Rust crate) and in Python without it; held to `json.loads` on real JSON (the Avro
-schemas ringtail registers, a log row's text) and on every one-byte change of it."""
+"""`log_row_texts` refusing a log row whose value's JSON text is not JSON as Python's `json.loads` reads it, in
+the native core (`json_text` and `log_json` in the Rust crate) and in Python without it; held to `json.loads`
+on real JSON (the Avro schemas ringtail registers, a log row's text) and on every one-byte change of it."""
 from __future__ import annotations
 
 import json
@@ -9,8 +9,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from spark.sinks import json_rows
-from spark.sinks.json_rows import first_not_json
+from spark.sinks.json_rows import NotJsonError, log_row_texts
 
 SCHEMAS = sorted((Path(__file__).resolve().parents[4] / "schemas").glob("*.avsc"))
 LOG_ROW = ('{"keyspace":"shop","table":"orders","cdc$stream_id":"0x01ab","cdc$time":"8f0c5a3e-7cbb-11ee-9858-c9aa1eb53e69",'
@@ -38,10 +37,32 @@ def verdicts(texts: list[str | None]) -> list[bool]:
     return [loads(t) for t in texts]
 
 
-def checked(texts: list[str | None]) -> list[bool]:
-    """Whether each text is JSON, as `first_not_json` says, a text at a time (each as a batch of one)."""
-    column = pa.array(texts, pa.string())
-    return [first_not_json(column.slice(i, 1)) is None for i in range(len(texts))]
+def rows(keys: list[str | None], columns: list[dict[str, str | None]] | None = None) -> pa.RecordBatch:
+    """Log rows (a few of their columns) keyed by the texts `keys`, with the maps of value texts `columns`."""
+    columns = columns if columns is not None else [{} for _ in keys]
+    return pa.RecordBatch.from_pydict({"key": keys, "columns": [list(c.items()) for c in columns],
+                                       "change_id": [f"change-{n}" for n in range(len(keys))]},
+                                      pa.schema([("key", pa.string()), ("columns", pa.map_(pa.string(), pa.string())),
+                                                 ("change_id", pa.string())]))
+
+
+def refused(batch: pa.RecordBatch) -> str | None:
+    """The change `log_row_texts` names as holding a text that is not JSON; None when it makes every text."""
+    try:
+        log_row_texts(batch)
+    except NotJsonError as exc:
+        return exc.change_id
+    return None
+
+
+def checked(texts: list[str]) -> list[bool]:
+    """Whether each text is JSON, as `log_row_texts` says of it as a row's key and as a value of its columns, a
+    row at a time (each as a batch of one)."""
+    batch = rows(["{}"] * len(texts), [{"v": t} for t in texts])
+    as_value = [refused(batch.slice(i, 1)) is None for i in range(len(texts))]
+    as_key = [refused(rows([t])) is None for t in texts]
+    assert as_key == as_value
+    return as_key
 
 
 def one_byte_changes(text: str) -> list[str]:
@@ -51,30 +72,24 @@ def one_byte_changes(text: str) -> list[str]:
                   | {text[:i] + c + text[i:] for i in range(len(text) + 1) for c in inserted})
 
 
-@pytest.fixture(params=["native", "python"])
-def checker(request, monkeypatch):
-    if request.param == "python":
-        monkeypatch.setattr(json_rows, "_first_not_json", None)
-    elif json_rows._first_not_json is None:
-        pytest.fail("the native core is not built: `pip install -e .` builds it")
-    return request.param
-
-
-def test_edge_cases_are_judged_as_json_loads_judges_them(checker):
+def test_edge_cases_are_judged_as_json_loads_judges_them(json_texts_by):
     assert checked(EDGES) == verdicts(EDGES)
 
 
 @pytest.mark.parametrize("source", ["log row", *(p.name for p in SCHEMAS)])
-def test_real_json_and_every_one_byte_change_of_it_are_judged_as_json_loads_judges_them(checker, source):
+def test_real_json_and_every_one_byte_change_of_it_are_judged_as_json_loads_judges_them(json_texts_by, source):
     text = LOG_ROW if source == "log row" else (Path(SCHEMAS[0]).parent / source).read_text()
     texts = [text, *one_byte_changes(text if len(text) < 800 else text[:800])]
     assert checked(texts) == verdicts(texts)
     assert any(verdicts(texts)) and not all(verdicts(texts))
 
 
-def test_the_first_text_not_json_is_named_by_its_row_in_the_batch_and_a_null_is_not_json(checker):
-    column = pa.array(['{"a":1}', "[1]", '{"a":1,}', "2", None], pa.string())
-    assert first_not_json(column) == 2
-    assert first_not_json(column.slice(3)) == 1
-    assert first_not_json(column.slice(0, 2)) is None
-    assert first_not_json(pa.array([], pa.string())) is None
+def test_the_first_row_not_json_is_named_by_its_change_and_a_null_text_is_null(json_texts_by):
+    batch = rows(['{"a":1}', "[1]", '{"a":1}', "2", None], [{}, {"x": "1"}, {"x": "1", "y": "[1,]"}, {}, {"n": None}])
+    assert refused(batch) == "change-2"
+    assert refused(batch.slice(3)) is None
+    assert refused(batch.slice(0, 2)) is None
+    assert [json.loads(t) for t in log_row_texts(batch.slice(3)).to_pylist()] == [
+        {"key": 2, "columns": {}, "change_id": "change-3"},
+        {"key": None, "columns": {"n": None}, "change_id": "change-4"}]
+    assert refused(batch.slice(0, 0)) is None

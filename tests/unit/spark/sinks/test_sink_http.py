@@ -72,28 +72,31 @@ def test_chunks_keep_order_and_size():
     assert list(chunks([], 2)) == []
 
 
-def part(texts: list[str]) -> list[pa.RecordBatch]:
-    """A part as `part_of` makes it: the rows' JSON texts and their change ids."""
-    return [pa.RecordBatch.from_arrays([pa.array(texts, pa.string()),
-                                        pa.array([f"change-{n}" for n in range(len(texts))])], ["json", "change_id"])]
+def part(keys: list[str]) -> list[pa.RecordBatch]:
+    """A part of log rows (a few of their columns) as a task holds it, keyed by the JSON texts `keys`."""
+    return [pa.RecordBatch.from_pydict({"keyspace": ["shop"] * len(keys), "key": keys,
+                                        "write_time_us": list(range(len(keys))),
+                                        "change_id": [f"change-{n}" for n in range(len(keys))]})]
+
+
+def posted(n: int) -> bytes:
+    return b'{"keyspace":"shop","key":{"id":%d},"write_time_us":%d,"change_id":"change-%d"}' % (n, n, n)
 
 
 def test_a_part_of_a_batch_is_posted_under_its_content_so_a_replay_repeats_its_keys(receiver):
     poster = sink(receiver.url).poster
-    rows = [f'{{"keyspace":"shop","key":{{"id":{n}}},"write_time_us":{n}}}' for n in range(3)]
-    assert poster.post_log_part("7:abc", iter(part(rows))) == 3
-    assert poster.post_log_part("7:abc", iter(part(rows))) == 3  # a replay of the same part
-    assert poster.post_log_part("7:abc", iter(part(rows[:1]))) == 1  # another part of the batch
+    keys = [f'{{"id":{n}}}' for n in range(3)]
+    assert poster.post_log_part("7:abc", iter(part(keys))) == 3
+    assert poster.post_log_part("7:abc", iter(part(keys))) == 3  # a replay of the same part
+    assert poster.post_log_part("7:abc", iter(part(keys[:1]))) == 1  # another part of the batch
     assert poster.post_log_part("7:abc", iter(())) is None  # an empty partition posts nothing
-    keys = [r["headers"]["idempotency-key"] for r in receiver.requests]
-    first, second = part_digest([b'[{"keyspace":"shop","key":{"id":0},"write_time_us":0},'
-                                 b'{"keyspace":"shop","key":{"id":1},"write_time_us":1}]',
-                                 b'[{"keyspace":"shop","key":{"id":2},"write_time_us":2}]']), \
-        part_digest([b'[{"keyspace":"shop","key":{"id":0},"write_time_us":0}]'])
-    assert keys == [f"audit.1:7:abc:log-rows:{first}:0", f"audit.1:7:abc:log-rows:{first}:1"] * 2 + [
+    sent = [r["headers"]["idempotency-key"] for r in receiver.requests]
+    first = part_digest([b"[" + posted(0) + b"," + posted(1) + b"]", b"[" + posted(2) + b"]"])
+    second = part_digest([b"[" + posted(0) + b"]"])
+    assert sent == [f"audit.1:7:abc:log-rows:{first}:0", f"audit.1:7:abc:log-rows:{first}:1"] * 2 + [
         f"audit.1:7:abc:log-rows:{second}:0"]
-    assert receiver.accepted()[f"audit.1:7:abc:log-rows:{first}:1"] == [{"keyspace": "shop", "key": {"id": 2},
-                                                                          "write_time_us": 2}]
+    assert receiver.accepted()[f"audit.1:7:abc:log-rows:{first}:1"] == [
+        {"keyspace": "shop", "key": {"id": 2}, "write_time_us": 2, "change_id": "change-2"}]
 
 
 def test_a_part_holding_a_text_that_is_not_json_fails_naming_the_change(receiver):
