@@ -5,14 +5,17 @@ ids its events are framed with."""
 from __future__ import annotations
 
 import enum
+import logging
 from dataclasses import dataclass
 from typing import AbstractSet as Set, Mapping
 
 from schemas import _native
 from schemas.avro.table import SourceInfo
-from schemas.cql import parse_type
+from schemas.cql import CqlTypeError, parse_type
 from schemas.cql.tree import type_tree
 from schemas.tables.model import SchemaSnapshot, Table
+
+log = logging.getLogger(__name__)
 
 
 class Mode(enum.IntEnum):
@@ -70,6 +73,16 @@ def decoder(schema: SchemaSnapshot, messaging_version: int, source: SourceInfo,
     tables in `schema_ids` (table id → (key id, value id)) become events, the entries holding a
     change of a table in `hand_off` are handed back, the other tables' changes are skipped."""
     ids = schema_ids or {}
-    tables = list(schema.tables.values())
-    specs = [table_spec(t, schema, ids.get(t.id), t.id in hand_off) for t in tables]
+    specs, tables = [], []
+    for table in schema.tables.values():
+        try:
+            specs.append(table_spec(table, schema, ids.get(table.id), table.id in hand_off))
+        except CqlTypeError as exc:
+            # A snapshot read while a keyspace's types and tables change (the keyspace dropped, a type
+            # created with its table) can name a type it does not hold. The table is left out: its
+            # changes meet the decoder as an unknown table's, which refreshes the schema.
+            log.warning("%s.%s left out of the decoder until the schema is read again: %s", table.keyspace,
+                        table.name, exc)
+            continue
+        tables.append(table)
     return _native.Decoder(specs, messaging_version, source), tables
