@@ -12,6 +12,20 @@ use crate::layout::EventLayout;
 use crate::rows::{change, Change};
 use crate::schema::Schema;
 
+/// Which rows of a column are set: Arrow's validity bitmap (None: every row), from the column's offset.
+#[derive(Clone, Copy)]
+pub struct Valid<'a> {
+    pub bits: Option<&'a [u8]>,
+    pub offset: usize,
+}
+
+impl Valid<'_> {
+    pub fn at(&self, i: usize) -> bool {
+        let at = self.offset + i;
+        self.bits.is_none_or(|bits| bits.get(at / 8).is_some_and(|b| b & (1 << (at % 8)) != 0))
+    }
+}
+
 /// A variable-width Arrow column borrowed from the caller.
 pub struct VarIn<'a> {
     pub valid: Option<&'a [u8]>,
@@ -22,12 +36,10 @@ pub struct VarIn<'a> {
 
 impl<'a> VarIn<'a> {
     pub fn get(&self, i: usize) -> Result<Option<&'a [u8]>, EventError> {
-        let at = self.offset + i;
-        if let Some(bits) = self.valid {
-            if bits.get(at / 8).is_none_or(|b| b & (1 << (at % 8)) == 0) {
-                return Ok(None);
-            }
+        if !(Valid { bits: self.valid, offset: self.offset }).at(i) {
+            return Ok(None);
         }
+        let at = self.offset + i;
         let (Some(&start), Some(&end)) = (self.offsets.get(at), self.offsets.get(at + 1)) else {
             return Err(EventError::Buffers(format!("row {i} is beyond the column's offsets")));
         };

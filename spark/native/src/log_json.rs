@@ -17,24 +17,10 @@
 
 use std::fmt::Write;
 
-use crate::batch::{FixedIn, VarIn};
+use crate::batch::{FixedIn, Valid, VarIn};
 use crate::error::EventError;
 use crate::json;
 use crate::json_text::is_json;
-
-/// Which rows of a column are set: Arrow's validity bitmap (None: every row), from the column's offset.
-#[derive(Clone, Copy)]
-pub struct Valid<'a> {
-    pub bits: Option<&'a [u8]>,
-    pub offset: usize,
-}
-
-impl Valid<'_> {
-    pub fn at(&self, i: usize) -> bool {
-        let at = self.offset + i;
-        self.bits.is_none_or(|bits| bits.get(at / 8).is_some_and(|b| b & (1 << (at % 8)) != 0))
-    }
-}
 
 /// A 64-bit column's values as JSON writes them.
 #[derive(Clone, Copy)]

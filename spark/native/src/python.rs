@@ -9,13 +9,13 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyFloat, PyList, PyString};
 use pyo3::IntoPyObjectExt;
 
-use crate::batch::{Decoded, Decoder, FixedIn, Flags, Records, VarIn};
+use crate::batch::{Decoded, Decoder, FixedIn, Flags, Records, Valid, VarIn};
 use crate::columns::{Bits, Fixed, Items, Pairs, Var};
 use crate::copies::Copies;
 use crate::error::EventError;
 use crate::log_batch::Batches;
 use crate::log_insert::{Elements, LogInsert, SinkRow, Slot};
-use crate::log_json::{self, Field, Member, Number, Refused, Valid};
+use crate::log_json::{self, Field, Member, Number, Refused};
 use crate::mirror::order::Order;
 use crate::mirror::value::Value;
 use crate::mirror::{Column, Merged, Rules, Storage};
@@ -537,9 +537,7 @@ impl LogInsertValues {
         let (stream_id, time, key) = unsafe { (var(stream_id), var(time), var(key)) };
         let (seq, operation, end_of_batch, write_time) =
             unsafe { (fixed::<i32>(seq), fixed::<i8>(operation), fixed::<i8>(end_of_batch), fixed::<i64>(write_time)) };
-        let ttl_valid = unsafe { (ttl.0 != 0).then(|| slice::<u8>(ttl.0, (ttl.4 + ttl.5).div_ceil(8))) };
-        let ttl_offset = ttl.4;
-        let ttl = unsafe { fixed::<i64>(ttl) };
+        let (ttl_valid, ttl) = unsafe { (valid(ttl), fixed::<i64>(ttl)) };
         let (column_offsets, column_names, column_texts) =
             unsafe { (fixed::<i32>(columns.0), var(columns.1), var(columns.2)) };
         let (deleted_offsets, deleted_names) = unsafe { (fixed::<i32>(deleted.0), var(deleted.1)) };
@@ -549,8 +547,7 @@ impl LogInsertValues {
         let mut left = Vec::new();
         let (mut bytes, mut slots): (Vec<u8>, Vec<Slot>) = (Vec::new(), Vec::new());
         for i in 0..len {
-            let at = ttl_offset + i;
-            let ttl_present = ttl_valid.is_none_or(|bits| bits.get(at / 8).is_some_and(|b| b & (1 << (at % 8)) != 0));
+            let ttl_present = ttl_valid.at(i);
             let row = (|| {
                 Some(SinkRow {
                     stream_id: stream_id.get(i).ok()??,
