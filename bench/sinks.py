@@ -3,13 +3,14 @@
     python bench/sinks.py [--rows N] [--repeat R] [--sinks delta,delta-mirror,…] [--held H] [--tables T]
                           [--concurrent-tables C] [--workers W]
 
-Input: N log rows (default 50,000) in the job's `LOG_ROW` layout — a table (`ringtail_bench.orders`,
-created in Cassandra) of an int key, a text, a bigint and a set<text> column, one insert each, with
-every metadata column set and one of 16 stream ids (as a node of 16 vnodes gives, one stream each);
-with `--tables T`, spread evenly over T such tables (`orders_0` … `orders_<T-1>`), as a batch of a
-keyspace's many tables is (`--concurrent-tables C`: how many of them the Delta sink writes at once) —
-built once as a persisted Spark DataFrame (local[2], or W
-workers of the local stack's Spark cluster: `bench/cluster.py`), so
+Input: N log rows (default 50,000, about a second of capture; the job's batches of a backlog hold up to
+200,000 changes, `max_changes_per_trigger`, as `--rows 200000` measures) in the job's `LOG_ROW` layout — a
+table (`ringtail_bench.orders`, created in Cassandra) of an int key, a text, a bigint and a set<text> column,
+one insert each, with every metadata column set and one of 16 stream ids (as a node of 16 vnodes gives, one
+stream each); with `--tables T`, spread evenly over T such tables (`orders_0` … `orders_<T-1>`), as a batch
+of a keyspace's many tables is (`--concurrent-tables C`: how many of them the Delta sink writes at once) —
+built once as a persisted Spark DataFrame (local[2], or W workers of the local stack's Spark cluster:
+`bench/cluster.py`), so
 each sink is timed on its own write only: `sink.write` of a micro-batch of those rows and no dead
 letters, from the call to its return, on a fresh target (a new Delta path, PostgreSQL schema, MariaDB
 database, Cassandra keyspace, Kafka topic), after `prepare()` and one warm-up write of 1,000 rows that is
