@@ -187,3 +187,24 @@ def test_one_sink_writes_a_column_added_between_its_batches(spark, cql, keyspace
     assert dict(written.dtypes)["sizes"] == "map<string,int>"  # a non-frozen list: by element timeuuid
     assert {r["id"]: (r["note"], r["sizes"]) for r in written.toArrow().to_pylist()} == {
         0: ("first", None), 1: ("second", [(FIRST, 7)]), 2: (None, [(SECOND, 8)])}
+
+
+def test_a_late_copy_of_a_change_the_typed_log_holds_is_written_once(spark, cql, keyspace, stack, tmp_path) -> None:
+    """Rows read late (replicas' copies) are looked up in the typed log by its key and written only when absent;
+    a typed log whose first rows come late is created with them."""
+    for name in ("kept", "first_late"):
+        cql.execute(f"CREATE TABLE {keyspace}.{name} (id int, region text, name text, PRIMARY KEY (id, region))")
+
+    def row(n: int, table: str) -> tuple:
+        values = dict(zip(LOG_ROW.fieldNames(), log_row(n)))
+        values.update(keyspace=keyspace, table=table)
+        return tuple(values[name] for name in LOG_ROW.fieldNames())
+
+    sink = DeltaSink(spark, tmp_path / "lake", "late", layout="typed",
+                     cluster=CassandraCluster((stack.cassandra_host,), stack.cassandra_port))
+    sink.write(micro_batch(spark, 0, [row(1, "kept"), row(2, "kept")]))
+    sink.write(micro_batch(spark, 1, [row(2, "kept"), row(3, "kept"), row(7, "first_late")], late=True))
+    logs = tmp_path / "lake" / "typed" / keyspace
+    read = lambda name: spark.read.format("delta").load(str(logs / name)).collect()  # noqa: E731
+    assert sorted((r["id"], r["name"]) for r in read("kept")) == [(n, f"order {n}") for n in (1, 2, 3)]
+    assert [r["id"] for r in read("first_late")] == [7]

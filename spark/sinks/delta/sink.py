@@ -272,11 +272,15 @@ class DeltaSink(Sink):
             self._prepared[layout.qualified] = layout
         return store
 
-    def _unheld(self, fresh: DataFrame, late: DataFrame, name: str, key: Sequence[str], span: Span) -> DataFrame:
-        """`fresh` rows and those `late` rows the table `name` does not hold (by `key`), to append."""
+    def _unheld(self, fresh: DataFrame, late: DataFrame | None, name: str, key: Sequence[str], span: Span
+                ) -> DataFrame:
+        """`fresh` rows and those `late` rows the table `name` does not hold (by `key`), to append; `span` None:
+        there are no late rows (`late` may be None)."""
+        if span is None:
+            return fresh
         path = self.table(name)
-        if span is None or not DeltaTable.isDeltaTable(self.spark, path):
-            return fresh if span is None else fresh.unionByName(late)
+        if not DeltaTable.isDeltaTable(self.spark, path):
+            return fresh.unionByName(late)
         held = self.spark.read.format("delta").load(path)
         if "write_time_us" in held.columns:  # the log's file statistics leave out the other files
             held = held.where(F.col("write_time_us").between(*span))
@@ -304,21 +308,24 @@ class DeltaSink(Sink):
             return False
         late = F.col(R.LATE)
         frame = batch.rows.where((F.col("keyspace") == keyspace) & (F.col("table") == table))
-        parts = [frame.where(rule) for rule in (~late, late)]
+        # The late rows' frame only when there are some: Spark analyses each typed frame, a tenth of a second.
+        parts = [frame.where(~late)] if span is None else [frame.where(~late), frame.where(late)]
         try:
-            self._append_typed([typed.frame(part) for part in parts], name, span, batch)
+            self._append_typed(name, span, batch, *(typed.frame(part) for part in parts))
         except (CapturedException, Py4JJavaError) as exc:
             if not any(refusal in str(exc) for refusal in TYPED_REFUSALS):
                 raise
             log.warning("%s.%s: a value of batch %d does not fit the typed log as Spark reads it; making the"
                         " batch's rows in Python", keyspace, table, batch.id)
-            self._append_typed([typed_source(part).mapInArrow(typed.encode(), typed.schema) for part in parts],
-                               name, span, batch)
+            self._append_typed(name, span, batch,
+                               *(typed_source(part).mapInArrow(typed.encode(), typed.schema) for part in parts))
         return True
 
-    def _append_typed(self, parts: list[DataFrame], name: str, span: Span, batch: MicroBatch) -> None:
-        """A batch's fresh and late rows of one table (`parts`, as its typed log's rows) to the typed log."""
-        self._append(self._unheld(*parts, name, TYPED_KEY, span), name, batch, mergeSchema="true",
+    def _append_typed(self, name: str, span: Span, batch: MicroBatch, fresh: DataFrame, late: DataFrame | None = None
+                      ) -> None:
+        """A batch's fresh rows of one table, and its late ones when `span` holds some (as its typed log's rows),
+        to the typed log."""
+        self._append(self._unheld(fresh, late, name, TYPED_KEY, span), name, batch, mergeSchema="true",
                      **{"delta.columnMapping.mode": "name"})
 
     def _schema_session(self):
