@@ -405,6 +405,7 @@ class Service:
     goal = "copy-dependencies"
     launched_at: float | None = None  # set when this start launched the process
     joins: bool = False  # starts once the first of its kind answers (a node joining a ring)
+    jvm: bool = False  # a JVM, started with RINGTAIL_STACK_JVM_OPTIONS
 
     def maven_properties(self) -> list[str]:
         return []
@@ -447,8 +448,15 @@ class Service:
             log(f"{self.name} already running (or starting)")
             return
         self.logs.mkdir(parents=True, exist_ok=True)
+        if self.jvm:  # kept while it runs: a start with other options leaves it as it is
+            self.jvm_record.write_text(" ".join(self.s.jvm_options))
         self.launched_at = time.monotonic()
         self.launch()
+
+    @property
+    def jvm_record(self) -> Path:
+        """The JVM options the running process was started with."""
+        return self.dir / "jvm-options"
 
     def wait(self) -> float:
         """Wait until the service answers; seconds from its launch (0 when it was already running)."""
@@ -529,6 +537,7 @@ class Cassandra(Member):
     """Node `index` of the ring; node 1 is its seed, the others join it once it answers."""
 
     kind = "cassandra"
+    jvm = True
     pom = "cassandra.xml"
 
     @property
@@ -726,6 +735,7 @@ class Kafka(Member):
     """Broker `index` of a KRaft cluster in which every broker is also a controller (a quorum of them all)."""
 
     kind = "kafka"
+    jvm = True
     pom = "kafka.xml"
 
     def ports(self) -> dict[str, tuple[str, int]]:
@@ -848,6 +858,7 @@ class Kafka(Member):
 
 class Registry(Service):
     kind = "registry"
+    jvm = True
     pom = "apicurio.xml"
     goal = "unpack-dependencies"
 
@@ -1159,6 +1170,7 @@ class ObjectStore(Service):
     jars Spark reaches it with (Hadoop's S3A and the AWS SDK's S3 modules): stack.json's `s3.jars`."""
 
     kind = "s3"
+    jvm = True
     pom = "s3.xml"
     bucket = "ringtail"
     key_id = "ringtail"
@@ -1317,6 +1329,7 @@ class SparkMaster(Service):
     needs there, the driver ships (spark.ship)."""
 
     kind = "spark-master"
+    jvm = True
 
     def ports(self) -> dict[str, tuple[str, int]]:
         return {"RINGTAIL_STACK_SPARK_MASTER_PORT": (self.address, self.s.spark_master_port)}
@@ -1353,6 +1366,7 @@ class SparkWorker(Member):
     """Worker `index` of the Spark cluster, on the index-th address, registered with the master."""
 
     kind = "spark-worker"
+    jvm = True
     joins = True  # once the master answers
 
     def launch(self) -> None:
@@ -1418,6 +1432,7 @@ class Connect(Service):
     which reads the Confluent wire format with the schemas of the stack's registry."""
 
     kind = "connect"
+    jvm = True
     pom = "connect.xml"
 
     def ports(self) -> dict[str, tuple[str, int]]:
@@ -1497,6 +1512,22 @@ def selected(settings: Settings, names: list[str]) -> list[Service]:
     return [s for s in every if not names or s.name in names or s.kind in names]
 
 
+def running_jvm_options(settings: Settings, every: list[Service]) -> list[str]:
+    """The JVM options the stack's running JVMs were started with, each once: a start with other options
+    (the tests' own) keeps the services already running as they are. A JVM started without a record of
+    them is taken to have this start's."""
+    options: list[str] = []
+    for service in every:
+        if not service.jvm or not pid_alive(service.pid_file):
+            continue
+        try:
+            started = service.jvm_record.read_text().split()
+        except FileNotFoundError:
+            started = list(settings.jvm_options)
+        options += [option for option in started if option not in options]
+    return options
+
+
 def write_description(settings: Settings) -> Path:
     every = services(settings)
     description = {s.kind: s.describe() for s in every if s.index == 1}
@@ -1504,7 +1535,7 @@ def write_description(settings: Settings) -> Path:
     brokers = [s.describe() for s in every if isinstance(s, Kafka)]
     description["kafka"].update(bootstrap_servers=",".join(b["bootstrap_servers"] for b in brokers), brokers=brokers)
     description["run_dir"] = str(settings.run_dir)
-    description["jvm_options"] = list(settings.jvm_options)
+    description["jvm_options"] = running_jvm_options(settings, every)
     if settings.secure:
         description["security"] = settings.secured.describe()
     target = settings.run_dir / "stack.json"
