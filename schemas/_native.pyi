@@ -288,18 +288,22 @@ class SnapshotRows:
 class MirrorRules:
     """A mirror's merge rules for one table layout (`spark.mirror.native`)."""
 
-    def __init__(self, partition_key: list[str], clustering: bool,
+    def __init__(self, partition_key: list[str], clustering: list[str],
                  columns: list[tuple[str, str, bool, bool, str, list[str]]], dropped: list[tuple[str, int]]) -> None:
-        """Each non-key column as (name, storage, static, element keys stored as strings, element order: text,
-        integer, timeuuid or other, a UDT's fields); each dropped column with when (µs)."""
+        """The key columns' names; each non-key column as (name, storage, static, element keys stored as strings,
+        element order: text, integer, timeuuid or other, a UDT's fields), in the layout's order; each dropped
+        column with when (µs)."""
     def touched(self, cells: str) -> str | None:
         """The row key of the one row a change's cells touch; None: beyond one row, or read by the reference."""
     def merge(self, key: str | None, record: str | None, stored: list[tuple[str, str]], changes: list[str], now: int,
-              due: set[str], whole: bool
-              ) -> tuple[list, list[tuple[str, str | None, int | None]], list[tuple[list | None, dict | None]]] | None:
+              due: set[str], whole: bool, images: bool = False
+              ) -> tuple[list, list[tuple[str, str | None, int | None]], list[tuple[list | None, dict | None]],
+                         list[tuple[int, dict, dict | None, dict | None]]] | None:
         """One partition's changes (cells texts, in order) merged into its record and stored row states (texts):
         (the partition key values, each state to write as (row key, text or None, next expiry), each mirror row
-        as (clustering values or None for the static-only row, values or None)); None: the reference merges it."""
+        as (clustering values or None for the static-only row, values or None), and with `images` each image as
+        (its change's place in `changes`, the row's key, its values before and after or None), in
+        `spark.mirror.images`' order); None: the reference merges it."""
 
 
 class LogInsertValues:

@@ -13,13 +13,14 @@ needed for the mirror's exactness.
 
 The sinks merge the changes as the batch carries them, JSON texts (`merge_raw`): each partition in the
 native core (`native`) where it can, else by the rules here (`state.Rules`), which are the reference the
-native merge is tested against and which every observer (`images`) merges with.
+native merge is tested against. An observer (`images`) watches each change the reference merges, and is
+given what the native core saw of a partition it merged (`Observer.merged`).
 """
 from __future__ import annotations
 
 import json
 from collections import defaultdict
-from collections.abc import Callable, Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple, Protocol
 
@@ -67,6 +68,9 @@ class Change(NamedTuple):
 class Observer(Protocol):
     """Watches each change as it is merged into its partition's state (`images.Images`)."""
 
+    def merged(self, changes: Sequence[RawChange], images: list[NativeImage]) -> None:
+        """Called once the native core merged a partition's `changes`, with the images it made of them."""
+
     def before(self, change: Change, record: Mapping[str, Any], rows: Mapping[str, dict]) -> Any:
         """Called before `change` is applied; what it returns is given to `after`."""
 
@@ -87,15 +91,23 @@ class MergeCounts:
             setattr(self, name, getattr(self, name) + getattr(other, name))
 
 
-# (serialized partition key, key JSON, cells JSON) of one change, as the batch carries it.
-RawChange = tuple[bytes, str, str]
+# (serialized partition key, key JSON, cells JSON) of one change, as the batch carries it, and for an
+# observer what the caller knows of the change beyond them (`Change.origin`).
+RawChange = tuple[bytes, str, str] | tuple[bytes, str, str, Any]
+# (the change's place among its partition's, the row's key, its values before, after) of an image the native
+# core made (`images`).
+NativeImage = tuple[int, dict[str, Any], dict[str, Any] | None, dict[str, Any] | None]
+
+
+def origin_of(change: RawChange) -> Any:
+    return change[3] if len(change) > 3 else None
 
 
 def changes_of(layout: MirrorLayout, raw: Iterable[RawChange]) -> Iterable[Change]:
     names = [c.name for c in layout.partition_key]
-    for partition, key, cells in raw:
-        values = json.loads(key)
-        yield Change(partition, [values[n] for n in names], json.loads(cells))
+    for change in raw:
+        values = json.loads(change[1])
+        yield Change(change[0], [values[n] for n in names], json.loads(change[2]), origin_of(change))
 
 
 def merge(rules: Rules, store: MirrorStore, changes: Iterable[Change], now: int, purge: bool = False,
@@ -110,13 +122,13 @@ def merge(rules: Rules, store: MirrorStore, changes: Iterable[Change], now: int,
     return _merge(rules, store, ((c.partition, _touched(rules, c.cells), c) for c in changes), now, purge, merged)
 
 
-def merge_raw(rules: Rules, store: MirrorStore, raw: Iterable[RawChange], now: int, purge: bool = False
-              ) -> MergeCounts:
+def merge_raw(rules: Rules, store: MirrorStore, raw: Iterable[RawChange], now: int, purge: bool = False,
+              observer: Observer | None = None) -> MergeCounts:
     """`merge` of changes as the batch carries them (JSON texts): each partition merged by the native core
     (`native.native_rules`), or by the reference where the native core gives way or is not built."""
     native = rules.native
     if native is None:
-        return merge(rules, store, changes_of(rules.layout, raw), now, purge)
+        return merge(rules, store, changes_of(rules.layout, raw), now, purge, observer)
 
     names = [c.name for c in rules.layout.partition_key]
     clustering = [c.name for c in rules.layout.clustering]
@@ -125,11 +137,14 @@ def merge_raw(rules: Rules, store: MirrorStore, raw: Iterable[RawChange], now: i
     def merged(p: bytes, given: list[RawChange], record_text: str | None, texts: dict[str, str],
                due: set[str], whole: bool) -> tuple[list[StoredState], list[MirrorRow]]:
         done = native.merge(given[0][1] if given else None, record_text,
-                            [(row, text) for row, text in texts.items() if row != RECORD], [c for _, _, c in given],
-                            now, due, whole)
+                            [(row, text) for row, text in texts.items() if row != RECORD], [c[2] for c in given],
+                            now, due, whole, observer is not None)
         if done is None:
-            return _merged(rules, p, list(changes_of(rules.layout, given)), record_text, texts, due, whole, now=now)
-        partition_values, states, rows = done
+            return _merged(rules, p, list(changes_of(rules.layout, given)), record_text, texts, due, whole, now=now,
+                           observer=observer)
+        partition_values, states, rows, images = done
+        if observer is not None:
+            observer.merged(given, images)
         partition_key = dict(zip(names, partition_values))
         return ([StoredState(p, row, text, expires) for row, text, expires in states],
                 [MirrorRow(p, {**partition_key, **(static_row if key is None else dict(zip(clustering, key)))}, values)

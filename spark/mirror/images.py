@@ -2,11 +2,12 @@
 from the mirror's state as the change is merged into it (Debezium's `before` and `after`).
 
 `engine.merge` applies a partition's changes in the order it is given them (the caller orders them by
-write time); `Images` watches it. Before a change it reads every row the change can alter, and again
-after it: the row the change names, or every row of the partition for a change reaching beyond one row
-(a partition or range deletion, static cells: a static value shows on every row). Each row whose values
-differ gives an image; one whose values did not change gives none — a replica's copy of a change already
-merged, or a write older than what the state holds, changes no row.
+write time); `Images` watches it, and takes the images the native core made of a partition it merged by
+these rules (`spark/native/src/mirror/images.rs`). Before a change it reads every row the change can
+alter, and again after it: the row the change names, or every row of the partition for a change reaching
+beyond one row (a partition or range deletion, static cells: a static value shows on every row). Each row
+whose values differ gives an image; one whose values did not change gives none — a replica's copy of a
+change already merged, or a write older than what the state holds, changes no row.
 
 A partition holding static values and no row, which `SELECT *` shows as one row whose clustering columns
 are null, has no image: that key is no primary key a consumer could keep a row under (an SQL table's
@@ -23,10 +24,10 @@ before it merges changes into a partition that has cells run out: `sinks.images.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
-from .engine import Change
+from .engine import Change, NativeImage, RawChange, origin_of
 from .state import Rules, row_key
 
 Values = dict[str, Any]  # every column of the row, as `SELECT *` shows it (the log's JSON forms)
@@ -34,7 +35,7 @@ _EVERY_ROW = {"k": None, "s": True, "c": {}}  # cells that reach every row of a 
 
 
 class RowImage(NamedTuple):
-    change: Change | None  # the change that made it; None: cells that expired
+    origin: Any  # what the caller knew of the change that made it (`Change.origin`); None: cells that expired
     key: Values  # the row's primary key
     before: Values | None  # None: not in `SELECT *` before the change
     after: Values | None  # None: not in `SELECT *` after it
@@ -55,7 +56,10 @@ class Images:
         return self._read(change.cells, record, rows, self.now)
 
     def after(self, change: Change, seen: dict, record: Mapping[str, Any], rows: Mapping[str, dict]) -> None:
-        self._add(change, record, seen, self._read(change.cells, record, rows, self.now))
+        self._add(change.origin, record, seen, self._read(change.cells, record, rows, self.now))
+
+    def merged(self, changes: Sequence[RawChange], images: list[NativeImage]) -> None:
+        self.images += [RowImage(origin_of(changes[at]), key, before, after) for at, key, before, after in images]
 
     def expired(self, record: Mapping[str, Any], rows: Mapping[str, dict], before: int) -> None:
         """Image a partition whose cells expired after `before` (s) and by now: each row as read at `before`
@@ -63,12 +67,12 @@ class Images:
         self._add(None, record, self._read(_EVERY_ROW, record, rows, before),
                   self._read(_EVERY_ROW, record, rows, self.now))
 
-    def _add(self, change: Change | None, record: Mapping[str, Any], was: dict[str, Values],
+    def _add(self, origin: Any, record: Mapping[str, Any], was: dict[str, Values],
              now: dict[str, Values]) -> None:
         """An image of each row whose values differ between `was` and `now`."""
         for row in (*was, *(r for r in now if r not in was)):
             if was.get(row) != now.get(row):
-                self.images.append(RowImage(change, self._key(record, row), was.get(row), now.get(row)))
+                self.images.append(RowImage(origin, self._key(record, row), was.get(row), now.get(row)))
 
     def _rows_reached(self, cells: Mapping[str, Any], rows: Mapping[str, dict]) -> Iterable[str]:
         if cells.get("r") is None and not cells["s"] and cells["k"] is not None \

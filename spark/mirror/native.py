@@ -29,7 +29,8 @@ def native_rules(layout: MirrorLayout) -> Any | None:
         return None
     columns = [(c.name, c.storage, c.static, *_elements(c.storage, layout.cql(c.type)),
                 list(layout.cql(c.type).field_names) if c.storage == UDT else []) for c in layout.columns]
-    return MirrorRules([c.name for c in layout.partition_key], bool(layout.clustering), columns, list(layout.dropped))
+    return MirrorRules([c.name for c in layout.partition_key], [c.name for c in layout.clustering], columns,
+                       list(layout.dropped))
 
 
 def _elements(storage: str, cql: CqlType) -> tuple[bool, str]:

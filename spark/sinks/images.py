@@ -6,8 +6,9 @@ The images come from a mirror's state kept in Delta at the sink's `state_path` (
 <keyspace>/<table>`, as the Delta mirror keeps its states, without the mirror table). A micro-batch is
 merged on the executors, as the Delta mirror merges (`DeltaMirrorStore.given`): each task takes its
 partitions' changes in write order (write time, then change id), merges them into their states, and
-encodes an image of every row each change alters (`spark.mirror.images`). The sink sends the images, then
-writes the merged states (`TableImages.save_states`).
+encodes an image of every row each change alters (`spark.mirror.images`; made in the native core with the
+merge where it merges the partition). The sink sends the images, then writes the merged states
+(`TableImages.save_states`).
 
 A batch is merged as of the time Spark planned it (never before the sink's last purge), and its images
 are dated by it (`ts_ms`): a replay makes the same images, byte for byte. So a crash after the images were
@@ -36,7 +37,7 @@ from pyspark.sql.types import BinaryType, StructField, StructType
 from schemas.avro.image import ImageSchemas
 from schemas.runtime.access import CassandraCluster
 from spark import rows as R
-from spark.mirror.engine import Change, StateKey, StoredState, merge
+from spark.mirror.engine import StateKey, StoredState, merge_raw
 from spark.mirror.images import Images, RowImage
 from spark.mirror.layout import MirrorLayout
 from spark.mirror.state import RECORD, Rules
@@ -86,10 +87,10 @@ class Envelope:
     def of(cls, image: RowImage, name: str, made: int) -> Envelope:
         """`name`: the subscription or job making it; an expiry's image is dated by when it was made."""
         op = "c" if image.before is None else "d" if image.after is None else "u"
-        if image.change is None:  # cells that expired
+        origin = image.origin
+        if origin is None:  # cells that expired
             return cls(op, {"name": name, "node": None, "segment_id": None, "entry_offset": None, "ts_ms": made,
                             "ts_us": made * 1000, "change_id": "", "snapshot": "false"}, made)
-        origin = image.change.origin
         if origin["cdc$operation"] == R.ROW_READ and image.after is not None:
             op = "r"
         written = origin["write_time_us"]
@@ -116,16 +117,14 @@ class ImageTask:
             return
         changes = [dict(zip(columns, values)) for values in zip(*columns.values())]
         changes.sort(key=lambda c: (c["partition"], c["write_time_us"], c["change_id"]))
-        names = [c.name for c in self.layout.partition_key]
         rules = Rules(self.layout)
         images = Images(rules, self.now)
         # Cells that ran out since the purge are imaged first, as the purge would have: each change's image
         # then begins where its row's last one ended. The merge rewrites those states (`purge`), so the
         # purge does not image them again.
         image_expiries(images, store.loaded, store.due_states(self.now), 0)
-        merge(rules, store, (Change(c["partition"], [json.loads(c["key"])[n] for n in names],
-                                    json.loads(c["cells"]), c) for c in changes), self.now, purge=True,
-              observer=images)
+        merge_raw(rules, store, [(c["partition"], c["key"], c["cells"], c) for c in changes], self.now, purge=True,
+                  observer=images)
         out = [{"state": s._asdict(), "record": None} for s in store.states]
         out += [{"state": None, "record": {"key": key, "value": value}}
                 for key, value in encoded(self.encode, self.layout, images, self.name, self.made)]

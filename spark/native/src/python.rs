@@ -347,31 +347,44 @@ fn log_row_texts<'py>(py: Python<'py>, fields: Vec<JsonFieldSpec>, len: usize) -
 #[pyclass(module = "schemas._native", frozen)]
 struct MirrorRules {
     inner: Rules,
+    /// The columns of an image's row in the reference's order (`spark.mirror.images`): the partition
+    /// key's, the clustering columns', the static columns', the regular ones'; a row's JSON is framed so.
+    shown: Vec<String>,
 }
 
 /// (name, storage, static, element keys stored as strings, element order, UDT fields) of a column.
 type ColumnSpec = (String, String, bool, bool, String, Vec<String>);
-/// (row key, text or None, expiry) of each state to write, and (clustering or None, values or None) of
-/// each mirror row, with the partition key values.
-type MergedOut<'py> =
-    (Bound<'py, PyAny>, Vec<(String, Option<String>, Option<i64>)>, Vec<(Bound<'py, PyAny>, Bound<'py, PyAny>)>);
+/// (change's place, key, values before or None, values after or None) of an image.
+type ImageOut<'py> = (usize, Bound<'py, PyAny>, Bound<'py, PyAny>, Bound<'py, PyAny>);
+/// (row key, text or None, expiry) of each state to write, (clustering or None, values or None) of each
+/// mirror row, and the images, with the partition key values.
+type MergedOut<'py> = (
+    Bound<'py, PyAny>,
+    Vec<(String, Option<String>, Option<i64>)>,
+    Vec<(Bound<'py, PyAny>, Bound<'py, PyAny>)>,
+    Vec<ImageOut<'py>>,
+);
 
 #[pymethods]
 impl MirrorRules {
     #[new]
     fn new(
         partition_key: Vec<String>,
-        clustering: bool,
+        clustering: Vec<String>,
         columns: Vec<ColumnSpec>,
         dropped: Vec<(String, i64)>,
     ) -> PyResult<Self> {
+        let mut shown: Vec<String> = partition_key.iter().chain(&clustering).cloned().collect();
+        shown.extend(columns.iter().filter(|c| c.2).map(|c| c.0.clone()));
+        shown.extend(columns.iter().filter(|c| !c.2).map(|c| c.0.clone()));
         let mut by_name = BTreeMap::new();
         for (name, storage, is_static, key_strings, order, fields) in columns {
             let storage =
                 Storage::named(&storage).ok_or_else(|| PyValueError::new_err(format!("no storage {storage:?}")))?;
             by_name.insert(name, Column { storage, is_static, key_strings, order: Order::named(&order), fields });
         }
-        Ok(MirrorRules { inner: Rules::new(partition_key, clustering, by_name, dropped.into_iter().collect()) })
+        let inner = Rules::new(partition_key, clustering, by_name, dropped.into_iter().collect());
+        Ok(MirrorRules { inner, shown })
     }
 
     /// The row key of the one row a change's cells touch; None: it reaches beyond one row, or the
@@ -381,6 +394,7 @@ impl MirrorRules {
     }
 
     #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (key, record, stored, changes, now, due, whole, images=false))]
     fn merge<'py>(
         &self,
         py: Python<'py>,
@@ -391,10 +405,11 @@ impl MirrorRules {
         now: i64,
         due: HashSet<String>,
         whole: bool,
+        images: bool,
     ) -> PyResult<Option<MergedOut<'py>>> {
         let changes: Vec<&str> = changes.iter().map(String::as_str).collect();
-        let Some(Merged { partition_key, states, rows }) =
-            self.inner.merge(key, record, &stored, &changes, now, &due, whole)
+        let Some(Merged { partition_key, states, rows, images }) =
+            self.inner.merge(key, record, &stored, &changes, now, &due, whole, images)
         else {
             return Ok(None);
         };
@@ -404,14 +419,33 @@ impl MirrorRules {
                 Some(c) => to_python(py, &c)?,
                 None => py.None().into_bound(py),
             };
-            let values = match values {
-                Some(v) => object_to_python(py, &v)?.into_any(),
-                None => py.None().into_bound(py),
-            };
-            shown.push((clustering, values));
+            shown.push((clustering, optional_object(py, values.as_ref(), None)?));
         }
-        Ok(Some((to_python(py, &partition_key)?, states, shown)))
+        let mut made = Vec::with_capacity(images.len());
+        for image in images {
+            let key = optional_object(py, Some(&image.key), Some(&self.shown))?;
+            let before = optional_object(py, image.before.as_ref(), Some(&self.shown))?;
+            made.push((image.change, key, before, optional_object(py, image.after.as_ref(), Some(&self.shown))?));
+        }
+        Ok(Some((to_python(py, &partition_key)?, states, shown, made)))
     }
+}
+
+/// A dict of the members, or None; with `order`, its keys in that order (those the members have).
+fn optional_object<'py>(
+    py: Python<'py>,
+    members: Option<&BTreeMap<String, Value>>,
+    order: Option<&[String]>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let Some(members) = members else { return Ok(py.None().into_bound(py)) };
+    let Some(order) = order else { return Ok(object_to_python(py, members)?.into_any()) };
+    let out = PyDict::new(py);
+    for name in order {
+        if let Some(value) = members.get(name) {
+            out.set_item(PyString::new(py, name), to_python(py, value)?)?;
+        }
+    }
+    Ok(out.into_any())
 }
 
 fn object_to_python<'py>(py: Python<'py>, members: &BTreeMap<String, Value>) -> PyResult<Bound<'py, PyDict>> {

@@ -17,11 +17,13 @@
 //! any text or shape the reference would read otherwise or refuse. The reference then merges the whole
 //! partition, so each partition has one author.
 
+pub mod images;
 pub mod order;
 pub mod value;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
+use images::Image;
 use order::Order;
 use value::{parse, Value};
 
@@ -79,7 +81,8 @@ impl Column {
 
 pub struct Rules {
     pub partition_key: Vec<String>,
-    pub clustering: bool,
+    /// The clustering columns' names.
+    pub clustering: Vec<String>,
     pub columns: BTreeMap<String, Column>,
     pub dropped: HashMap<String, i64>,
     statics: HashSet<String>,
@@ -87,11 +90,13 @@ pub struct Rules {
 
 /// What a partition's merge gives: the record's partition key values, the states to write (row key,
 /// canonical text or None to remove, next expiry), and the rows of `SELECT *` it decides (clustering
-/// values or None for the partition's static-only row, values by column or None for no row).
+/// values or None for the partition's static-only row, values by column or None for no row), and the
+/// changes' images when asked for.
 pub struct Merged {
     pub partition_key: Value,
     pub states: Vec<(String, Option<String>, Option<i64>)>,
     pub rows: Vec<(Option<Value>, Option<Object>)>,
+    pub images: Vec<Image>,
 }
 
 fn int(value: &Value) -> Native<i64> {
@@ -178,7 +183,7 @@ fn deletion_of(state: &Object) -> Native<i64> {
 impl Rules {
     pub fn new(
         partition_key: Vec<String>,
-        clustering: bool,
+        clustering: Vec<String>,
         columns: BTreeMap<String, Column>,
         dropped: HashMap<String, i64>,
     ) -> Rules {
@@ -206,7 +211,8 @@ impl Rules {
     /// One partition's changes (in order) merged into its stored states (`rows`: row key → text) as
     /// `engine.merge` merges them; `key`: a change's key (its JSON object), for the partition key values
     /// when no record is stored; `due`: the row keys whose states are due (written even when unchanged);
-    /// `whole`: the partition was read whole. None: the reference merges it.
+    /// `whole`: the partition was read whole; `imaged`: each change's images are made (`images`). None: the
+    /// reference merges it.
     #[allow(clippy::too_many_arguments)]
     pub fn merge(
         &self,
@@ -217,6 +223,7 @@ impl Rules {
         now: i64,
         due: &HashSet<String>,
         whole: bool,
+        imaged: bool,
     ) -> Native<Merged> {
         let mut record = match record_text {
             Some(text) => match parse(text)? {
@@ -238,9 +245,14 @@ impl Rules {
             rows.push((row.clone(), state));
             texts.insert(row, text);
         }
-        for text in changes {
+        let mut images = Vec::new();
+        for (at, text) in changes.iter().enumerate() {
             let Value::Object(change) = parse(text)? else { return None };
-            self.apply(&change, &mut record, &mut rows, &mut index)?;
+            if imaged {
+                self.apply_imaged(at, &change, &mut record, &mut rows, &mut index, now, &mut images)?;
+            } else {
+                self.apply(&change, &mut record, &mut rows, &mut index)?;
+            }
         }
         self.prune(&mut record, &mut rows)?;
 
@@ -256,7 +268,7 @@ impl Rules {
         let which: Vec<usize> = if record_changed { (0..rows.len()).collect() } else { changed };
         let partition_key = record.get("p")?.clone();
         let rows = self.mirror_rows(&record, &rows, &which, whole, now)?;
-        Some(Merged { partition_key, states, rows })
+        Some(Merged { partition_key, states, rows, images })
     }
 
     fn apply(
@@ -416,7 +428,7 @@ impl Rules {
             }
             out.push((Some(parse(row)?), shown));
         }
-        if whole && self.clustering {
+        if whole && !self.clustering.is_empty() {
             let mut any_row = false;
             for (_, state) in rows {
                 if !state.is_empty() && self.read_row(record, state, now)?.1 {
@@ -655,7 +667,7 @@ mod tests {
             ("tags".to_string(), column(Storage::Set, Order::Text)),
             ("v".to_string(), column(Storage::Single, Order::Other)),
         ]);
-        Rules::new(vec!["k".into()], false, columns, HashMap::new())
+        Rules::new(vec!["k".into()], vec![], columns, HashMap::new())
     }
 
     #[test]
@@ -665,7 +677,8 @@ mod tests {
             r#"{"k": [], "s": false, "l": null, "d": null, "c": {"tags": [9, [["y", 10, 0, null, 0, null],
                 ["x", 11, 0, null, 0, null]]], "v": [12, 0, null, 0, "b"]}}"#,
         ];
-        let merged = rules().merge(Some(r#"{"k": 7}"#), None, &[], &changes, 100, &HashSet::new(), false).unwrap();
+        let merged =
+            rules().merge(Some(r#"{"k": 7}"#), None, &[], &changes, 100, &HashSet::new(), false, false).unwrap();
         assert_eq!(merged.partition_key, Value::Array(vec![Value::Int(7)]));
         let states: Vec<_> = merged.states.iter().map(|(row, text, _)| (row.as_str(), text.as_deref())).collect();
         assert_eq!(
@@ -695,8 +708,8 @@ mod tests {
             r#"{"k": [], "s": false, "l": null, "d": null, "c": {"v": [10, 0, null, 0, "b"]}}"#,
         ];
         let key = Some(r#"{"k": 7}"#);
-        assert!(rules().merge(key, None, &[], &changes, 100, &HashSet::new(), false).is_none());
+        assert!(rules().merge(key, None, &[], &changes, 100, &HashSet::new(), false, false).is_none());
         let same = [changes[0], changes[0]];
-        assert!(rules().merge(key, None, &[], &same, 100, &HashSet::new(), false).is_some());
+        assert!(rules().merge(key, None, &[], &same, 100, &HashSet::new(), false, false).is_some());
     }
 }

@@ -1,12 +1,14 @@
 """A mirror store in a dict, for the merge's unit tests (the sinks' stores run against the real databases
 in the integration tests): states by (partition, row), and the mirror's rows by primary key. Every merge
-the tests make runs twice, through the reference and through the native core, which must agree."""
+the tests make runs through the reference and through the native core, with images and without, which must
+agree."""
 from __future__ import annotations
 
 import copy
 import json
 
-from spark.mirror.engine import MirrorRow, StoredState, merge, merge_raw
+from spark.mirror.engine import MirrorRow, StoredState, changes_of, merge, merge_raw
+from spark.mirror.images import Images, RowImage
 from spark.mirror.layout import MirrorLayout
 from spark.mirror.state import Rules
 
@@ -65,28 +67,49 @@ class Counted:
         return done
 
 
-def raw_changes(layout: MirrorLayout, changes) -> list[tuple[bytes, str, str]]:
-    """Changes as a batch carries them: the key and the cells as JSON text."""
+def raw_changes(layout: MirrorLayout, changes) -> list[tuple[bytes, str, str, object]]:
+    """Changes as a batch carries them: the key and the cells as JSON text; with their origins."""
     names = [c.name for c in layout.partition_key]
-    return [(c.partition, json.dumps(dict(zip(names, c.key))), json.dumps(c.cells)) for c in changes]
+    return [(c.partition, json.dumps(dict(zip(names, c.key))), json.dumps(c.cells), c.origin) for c in changes]
 
 
 def mirrored(layout: MirrorLayout, changes, now: int, store: MemoryStore | None = None,
              purge: bool = False, counted: Counted | None = None) -> MemoryStore:
-    """The reference's merge of `changes` into `store`; the native merge of the same changes into a copy of it
-    must leave the same states and rows (`counted`: the native rules, to count what they merged)."""
+    """`imaged`'s store."""
+    return imaged(layout, changes, now, store, purge, counted)[0]
+
+
+def imaged(layout: MirrorLayout, changes, now: int, store: MemoryStore | None = None,
+           purge: bool = False, counted: Counted | None = None) -> tuple[MemoryStore, list[RowImage]]:
+    """The reference's merge of `changes` into `store`, and its images. The native merge of the same changes
+    into copies of it, without images and with, must leave the same states and rows, and make the same images
+    (`counted`: the native rules without images, to count what they merged)."""
     store = store or MemoryStore()
-    native_store = copy.deepcopy(store)
+    plain, with_images = copy.deepcopy(store), copy.deepcopy(store)
     changes = list(changes)
     reference = Rules(layout)
     native = reference.native
     reference.native = None
-    merge(reference, store, changes, now, purge)
+    images = Images(reference, now)
+    # The reference merges as the sinks give it changes: read from their JSON texts (its NaNs one float object).
+    merge(reference, store, changes_of(layout, raw_changes(layout, changes)), now, purge, images)
     rules = Rules(layout)
     rules.native = counted or Counted(native)
-    merge_raw(rules, native_store, raw_changes(layout, changes), now, purge)
-    assert native_store.states == store.states, "the native merge left other states than the reference"
-    # As JSON text: NaN equals NaN there, and a value's keys are in one order.
-    assert json.dumps(native_store.rows, sort_keys=True) == json.dumps(store.rows, sort_keys=True), \
-        "the native merge left other rows than the reference"
-    return store
+    merge_raw(rules, plain, raw_changes(layout, changes), now, purge)
+    native_images = Images(Rules(layout), now)
+    merge_raw(Rules(layout), with_images, raw_changes(layout, changes), now, purge, native_images)
+    for merged in plain, with_images:
+        assert merged.states == store.states, "the native merge left other states than the reference"
+        # As JSON text: NaN equals NaN there, and a value's keys are in one order.
+        assert json.dumps(merged.rows, sort_keys=True) == json.dumps(store.rows, sort_keys=True), \
+            "the native merge left other rows than the reference"
+    assert _images(native_images.images) == _images(images.images), \
+        "the native merge made other images than the reference"
+    return store, images.images
+
+
+def _images(images: list[RowImage]) -> tuple[str, list]:
+    """Images as JSON text in the order made, and each row's columns in their order (as an HTTP sink posts
+    them). A value's own members (a UDT's fields, a duration's) may come in another order: JSON's objects
+    have none."""
+    return json.dumps(images, sort_keys=True), [[list(row or ()) for row in image[1:]] for image in images]

@@ -12,15 +12,14 @@ from spark.mirror.images import Images
 from spark.mirror.state import Rules
 from spark.sinks.images import image_schemas
 from tests.unit.spark.mirror.changes import NOW, PK, T, cell, insert, update
-from tests.unit.spark.mirror.memory import MemoryStore, ordered
+from tests.unit.spark.mirror.memory import MemoryStore, imaged as memory_imaged, ordered
 from tests.unit.spark.mirror.segment import BEFORE_EXPIRY, FIRST_ROW
 
 
 def imaged(layout, changes, store=None):
-    store = store or MemoryStore()
-    images = Images(Rules(layout), BEFORE_EXPIRY)
-    merge(Rules(layout), store, changes, BEFORE_EXPIRY, observer=images)
-    return store, images.images
+    """The images of `changes` merged into `store` as of `BEFORE_EXPIRY`, the same from the reference and the
+    native core (`memory.imaged`)."""
+    return memory_imaged(layout, changes, BEFORE_EXPIRY, store)
 
 
 def key_of(row: dict) -> str:
@@ -51,12 +50,17 @@ def test_a_partition_of_static_values_only_has_no_image_until_its_first_row(layo
 
 
 def ops(images) -> list[list[tuple]]:
-    """Per change, in order: (c1, op) of each row it altered, by c1 (the rows of a partition come in no order)."""
+    """Per change, in order: (c1, op) of each row it altered, by c1 (the rows of a partition come in no order);
+    the changes numbered by their origins (`numbered`)."""
     by_change: dict[int, list] = {}
     for i in images:
         op = "c" if i.before is None else "d" if i.after is None else "u"
-        by_change.setdefault(id(i.change), []).append((i.key["c1"], op))
+        by_change.setdefault(i.origin, []).append((i.key["c1"], op))
     return [sorted(altered) for altered in by_change.values()]
+
+
+def numbered(changes) -> list:
+    return [c._replace(origin=n) for n, c in enumerate(changes)]
 
 
 def test_deletions_image_every_row_they_remove_and_a_static_change_every_row_it_shows_on():
@@ -65,20 +69,19 @@ def test_deletions_image_every_row_they_remove_and_a_static_change_every_row_it_
     store = MemoryStore()
     merge(Rules(T), store, [insert(1, 1, "a", v=cell(1, 1)), insert(1, 2, "a", v=cell(1, 2)),
                             insert(1, 3, "a", v=cell(1, 3))], NOW)
-    observer = Images(Rules(T), NOW)
-    merge(Rules(T), store, [
+    store, images = memory_imaged(T, numbered([
         update(1, "a", v=cell(2, 10)),  # one row
         change(static=True, cells={"s": cell(3, "S")}),  # every row shows it
         change([2, "a"], deletion=4),  # a row deletion
         update(2, "a", v=cell(3, 99)),  # written before the deletion: shadowed, no image
         change(deletion=5, bounds=[[[3], True], None]),  # from c1 = 3 on (c1 descends): rows 3 and 1
         change(deletion=6),  # the partition
-    ], NOW, observer=observer)
-    images = observer.images
+    ]), NOW, store)
     # The partition deletion finds no row left: only the static value, which shows on no row.
     assert ops(images) == [[(1, "u")], [(1, "u"), (2, "u"), (3, "u")], [(2, "d")], [(1, "d"), (3, "d")]]
     assert all(i.after == {**i.before, "s": "S"} for i in images[1:4])
     assert store.select() == []
+
 
 def test_changes_merged_again_make_no_image(layout, changes):
     store, first = imaged(layout, changes)
@@ -135,7 +138,7 @@ def test_rows_whose_cells_expired_are_imaged_as_they_were_and_as_they_are():
     changed = {i.key["c1"]: (i.before, i.after) for i in later.images}
     assert changed[1][0]["v"] == 1 and changed[1][1] is None  # removed
     assert changed[2][0]["w"] == "w" and changed[2][1] == {**changed[2][0], "w": None}  # a cell gone
-    assert all(i.change is None for i in later.images)
+    assert all(i.origin is None for i in later.images)
     early = Images(Rules(T), NOW + 5)
     early.expired(record, rows, NOW)
     assert early.images == []  # nothing expired yet

@@ -1,16 +1,19 @@
 """The native merge (`spark.mirror.native`) against the reference (`spark.mirror.state`): every merge of the
-mirror's unit tests runs through both (`memory.mirrored`); here, that the native core merges what it can
-(the changes of a real node among them), gives way where only the reference can decide, and writes any
-JSON value of a cell as the reference writes it."""
+mirror's unit tests runs through both, with images and without (`memory.imaged`); here, that the native core
+merges and images what it can (the changes of a real node among them), gives way where only the reference
+can decide, and writes any JSON value of a cell as the reference writes it."""
+import json
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from spark.mirror.engine import merge_raw
+from spark.mirror.images import Images
 from spark.mirror.layout import MirrorError, MirrorLayout, read_list_key
 from spark.mirror.state import Rules
 from tests.unit.spark.mirror.changes import NOW, SCHEMA, T, cell, change, insert, update
-from tests.unit.spark.mirror.memory import Counted, mirrored, raw_changes
+from tests.unit.spark.mirror.memory import Counted, MemoryStore, imaged, mirrored, raw_changes
 from tests.unit.spark.mirror.segment import BEFORE_EXPIRY, segment_changes, segment_layout
 
 
@@ -24,6 +27,31 @@ def test_a_real_node_s_changes_are_merged_natively_but_for_the_range_deletion():
     counted = merged_natively(segment_layout(), segment_changes(), BEFORE_EXPIRY)
     # Three partitions: the one holding a range deletion is the reference's.
     assert (counted.merged, counted.gave_way) == (2, 1)
+
+
+def imaged_natively(layout: MirrorLayout, changes, now: int = NOW) -> tuple[Counted, Images]:
+    rules = Rules(layout)
+    counted = rules.native = Counted(rules.native)
+    images = Images(rules, now)
+    merge_raw(rules, MemoryStore(), raw_changes(layout, changes), now, observer=images)
+    return counted, images
+
+
+def test_a_real_node_s_changes_are_imaged_natively_but_for_the_range_deletion():
+    changes = segment_changes()
+    counted, images = imaged_natively(segment_layout(), changes, BEFORE_EXPIRY)
+    assert (counted.merged, counted.gave_way) == (2, 1)
+    assert images.images == imaged(segment_layout(), changes, BEFORE_EXPIRY)[1]  # the reference's
+
+
+def test_a_nan_written_over_a_nan_changes_no_row():
+    """`json.loads` reads every NaN as one float object, which Python's `==` of rows takes as equal to itself."""
+    nan = float("nan")
+    changes = [update(1, "a", w=cell(10, nan)), update(1, "a", w=cell(11, nan))]
+    counted, images = imaged_natively(T, changes)
+    assert (counted.merged, counted.gave_way) == (1, 0)
+    assert [(i.before is None, i.after is None) for i in images.images] == [(True, False)]
+    assert json.dumps(imaged(T, changes, NOW)[1]) == json.dumps(images.images)  # the reference's (NaN as text)
 
 
 def test_rows_cells_collections_and_deletions_are_merged_natively():

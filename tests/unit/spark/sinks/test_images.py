@@ -28,7 +28,7 @@ ORIGIN = {"write_time_us": WRITTEN_US, "change_id": "ab12", "cdc$operation": R.R
 
 
 def image(before, after, operation=R.ROW_UPDATE) -> RowImage:
-    return RowImage(Change(b"\x01", [1, "a"], {}, {**ORIGIN, "cdc$operation": operation}), KEY, before, after)
+    return RowImage({**ORIGIN, "cdc$operation": operation}, KEY, before, after)
 
 
 def test_an_images_envelope_names_its_change_and_an_expirys_names_its_time():
