@@ -112,19 +112,18 @@ class ImageTask:
     name: str
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        store, columns = split_given(batches)
+        store, columns = split_given(batches, ("partition", "write_time_us", "change_id"))
         if not columns:
             return
-        changes = [dict(zip(columns, values)) for values in zip(*columns.values())]
-        changes.sort(key=lambda c: (c["partition"], c["write_time_us"], c["change_id"]))
+        origins = [dict(zip(_ORIGIN, values)) for values in zip(*(columns[name] for name in _ORIGIN))]
         rules = Rules(self.layout)
         images = Images(rules, self.now)
         # Cells that ran out since the purge are imaged first, as the purge would have: each change's image
         # then begins where its row's last one ended. The merge rewrites those states (`purge`), so the
         # purge does not image them again.
         image_expiries(images, store.loaded, store.due_states(self.now), 0)
-        merge_raw(rules, store, [(c["partition"], c["key"], c["cells"], c) for c in changes], self.now, purge=True,
-                  observer=images)
+        merge_raw(rules, store, list(zip(columns["partition"], columns["key"], columns["cells"], origins)), self.now,
+                  purge=True, observer=images)
         out = [{"state": s._asdict(), "record": None} for s in store.states]
         out += [{"state": None, "record": {"key": key, "value": value}}
                 for key, value in encoded(self.encode, self.layout, images, self.name, self.made)]

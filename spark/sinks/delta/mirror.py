@@ -16,12 +16,12 @@ which also lets a column have any name).
 """
 from __future__ import annotations
 
-from collections import defaultdict
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import BinaryType, BooleanType, LongType, StringType, StructField, StructType
@@ -222,36 +222,34 @@ class MergeTask:
     now: int
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        store, changes = split_given(batches)
+        store, changes = split_given(batches, ("partition", "key", "cells"))
         if not changes:
             return
-        raw = sorted(zip(changes["partition"], changes["key"], changes["cells"]))
-        merge_raw(Rules(self.layout), store, raw, self.now)
+        merge_raw(Rules(self.layout), store, list(zip(changes["partition"], changes["key"], changes["cells"])),
+                  self.now)
         rows = MirrorRows.of(self.layout)
         output = [{"state": s._asdict(), "mirror": None} for s in store.states]
         output += [{"state": None, "mirror": rows.values(r)} for r in store.rows]
         yield from pa.Table.from_pylist(output, schema=arrow_schema(_merged(rows))).to_batches()
 
 
-def split_given(batches: Iterator[pa.RecordBatch]) -> tuple[LoadedStates, dict[str, list]]:
+def split_given(batches: Iterator[pa.RecordBatch], order: Sequence[str]) -> tuple[LoadedStates, dict[str, list]]:
     """What a merging task was given (`DeltaMirrorStore.given`): the states, and the changes column by column
-    ({} without any)."""
-    loaded: dict[StateKey, str] = {}
-    expires: dict[StateKey, int] = {}
-    changes: dict[str, list] = defaultdict(list)
-    for batch in batches:
-        columns = batch.to_pydict()
-        names = [name for name in columns if name not in ("row", "state", "expires")]
-        for i, cells in enumerate(columns["cells"]):
-            if cells is None:
-                key = (columns["partition"][i], columns["row"][i])
-                loaded[key] = columns["state"][i]
-                if columns["expires"][i] is not None:
-                    expires[key] = columns["expires"][i]
-            else:
-                for name in names:
-                    changes[name].append(columns[name][i])
-    return LoadedStates(loaded, expires), changes
+    ({} without any), sorted by the columns named in `order` (bytes and text by code point, stably)."""
+    parts = list(batches)  # none at all for a Spark partition no change went to
+    if not any(part.num_rows for part in parts):
+        return LoadedStates({}), {}
+    given = pa.Table.from_batches(parts)
+    is_state = pc.is_null(given.column("cells"))
+    states = given.filter(is_state)
+    keys = list(zip(states.column("partition").to_pylist(), states.column("row").to_pylist()))
+    loaded = dict(zip(keys, states.column("state").to_pylist()))
+    expires = {key: at for key, at in zip(keys, states.column("expires").to_pylist()) if at is not None}
+    changes = given.filter(pc.invert(is_state)).drop_columns(["row", "state", "expires"])
+    if changes.num_rows == 0:
+        return LoadedStates(loaded, expires), {}
+    changes = changes.take(pc.sort_indices(changes, [(name, "ascending") for name in order]))
+    return LoadedStates(loaded, expires), {name: changes.column(name).to_pylist() for name in changes.column_names}
 
 
 class LoadedStates:

@@ -75,3 +75,8 @@ def test_a_delta_task_given_its_partitions_states_merges_as_a_store_does(layout,
     shown = {(row["p1"], row["p2"], row["c1"], row["c2"]) for row in expected.select()}
     assert mirror and all(((row["p1"], row["p2"], row["c1"], row["c2"]) in shown) == row["ringtail$write"]
                           for row in mirror)
+
+
+def test_a_delta_task_given_nothing_gives_nothing(layout):
+    """A task of a Spark partition no change went to is handed no Arrow batch at all."""
+    assert list(MergeTask(layout, BEFORE_EXPIRY)(iter([]))) == []

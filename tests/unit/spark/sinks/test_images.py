@@ -94,12 +94,13 @@ def test_the_purge_mark_keeps_the_last_purge_and_one_begun(tmp_path):
         mark.read()
 
 
-def given(states: dict, changes: list[Change], written_us: int) -> pa.RecordBatch:
+def given(states: dict, changes: list[Change], written_us: int | list[int]) -> pa.RecordBatch:
     """What an image task is given (`DeltaMirrorStore.given`): the partition's states, with when each next
-    expires, beside the batch's changes."""
+    expires, beside the batch's changes (written at `written_us`, or each at its own)."""
+    written = written_us if isinstance(written_us, list) else [written_us] * len(changes)
     rows = [{"partition": c.partition, "row": None, "state": None, "expires": None, "key": json.dumps({"p": 1}),
-             "cells": json.dumps(c.cells), **ORIGIN, "write_time_us": written_us, "change_id": f"c{i}"}
-            for i, c in enumerate(changes)]  # first: the columns are the first row's
+             "cells": json.dumps(c.cells), **ORIGIN, "write_time_us": at, "change_id": f"c{i}"}
+            for i, (c, at) in enumerate(zip(changes, written))]  # first: the columns are the first row's
     rows += [{"partition": p, "row": row, "state": text, "expires": expires, "key": None, "cells": None}
              for (p, row), (text, expires) in states.items()]
     return pa.RecordBatch.from_pylist(rows)
@@ -120,3 +121,20 @@ def test_a_change_to_a_row_whose_cells_ran_out_since_the_purge_comes_after_the_i
     assert images[1]["before"] is None and images[1]["after"]["w"] == "w"  # begins where the expiry ended
     states = {(s["partition"], s["row"]): s for s in (r["state"] for r in out if r["state"])}
     assert all(s["expires"] is None for s in states.values())  # rewritten: the purge has nothing left of them
+
+
+def test_an_image_task_images_a_partition_s_changes_in_write_order_whatever_order_it_is_given_them():
+    from tests.unit.spark.mirror.test_mirror_rules import NOW, T, cell, update
+
+    task = ImageTask(T, NOW, NOW * 1000, JsonImage(), "sub")
+    later, earlier = update(1, "a", v=cell(7, 2)), update(1, "a", v=cell(6, 1))
+    out = pa.Table.from_batches(task(iter([given({}, [later, earlier], [7, 6])]))).to_pylist()
+    images = [json.loads(r["record"]["value"]) for r in out if r["record"]]
+    # Given the later first, it would make one image: the earlier write, older than the row, changes nothing.
+    assert [(i["op"], i["after"]["v"], i["source"]["ts_us"]) for i in images] == [("c", 1, 6), ("u", 2, 7)]
+
+
+def test_an_image_task_given_nothing_gives_nothing():
+    from tests.unit.spark.mirror.test_mirror_rules import NOW, T
+
+    assert list(ImageTask(T, NOW, NOW * 1000, JsonImage(), "sub")(iter([]))) == []
