@@ -12,7 +12,8 @@ from deploy.local.stack import ended, pid_alive, zombie
 def test_a_killed_service_its_parent_has_not_reaped_counts_as_ended(tmp_path):
     # A parent that starts the service and never reaps it; a shell may reap it before its own `exec`.
     never_reaps = (
-        "import subprocess, time; child = subprocess.Popen(['sleep', '60']); print(child.pid, flush=True); time.sleep(60)"
+        "import subprocess, time; child = subprocess.Popen(['sleep', '60']); "
+        "print(child.pid, flush=True); time.sleep(60)"
     )
     parent = subprocess.Popen([sys.executable, "-c", never_reaps], stdout=subprocess.PIPE, text=True)
     service = int(parent.stdout.readline())

@@ -13,7 +13,8 @@ from connector.commitlog import Change
 from deploy.local.endpoints import Stack
 from schemas.avro import ChangeEncoder, ChangeSerializer, SchemaRegistry, SchemaRejected, SourceInfo
 from schemas.tables import SchemaSnapshot, parse_ddl
-from tests.unit.connector.commitlog.testdata import DDL_50, SCHEMA_50 as SCHEMA, SEGMENT_50 as SEGMENT, changes_50 as changes
+from tests.unit.connector.commitlog.testdata import DDL_50, SCHEMA_50 as SCHEMA, SEGMENT_50 as SEGMENT
+from tests.unit.connector.commitlog.testdata import changes_50 as changes
 
 PROCESSED_MS = 1795323700000
 

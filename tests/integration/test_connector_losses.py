@@ -369,7 +369,8 @@ def test_a_segment_lost_while_read_blocks_reading_visibly_and_returns_without_re
         assert status == 503 and body["segment"] == segment.name
         assert [p for p in body["problems"] if segment.name not in p] == []
         assert "ringtail_index_problems_total{" not in metrics_text(connector)
-        assert not [line for line in connector.log.read_text().splitlines() if leftover.name in line and "index" in line]
+        assert not [line for line in connector.log.read_text().splitlines()
+                    if leftover.name in line and "index" in line]
 
         for path in aside.iterdir():  # back, index first: then the segment is complete
             shutil.move(path, connector.cdc_raw / path.name)

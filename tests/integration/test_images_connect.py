@@ -5,10 +5,10 @@ the record's key, deletes on), reads a table's image topic into PostgreSQL throu
 converter. After a seeded random workload of inserts, updates of a few columns, collection changes, row,
 range and partition deletions, a static column and TTLs, the PostgreSQL table equals `SELECT *` of the
 source (but a partition's static-only row, which has no image) once the TTLs have run out, a column has
-been added, changes have come to rows whose cells ran out, and the sink's purge has imaged the rest. The same changes posted as
-images to a real HTTP server, through a batch and a purge each cut short by a refused post, fold into
-`SELECT *` too, each image beginning where its row's last one ended, every repeat under its key with the
-body it had.
+been added, changes have come to rows whose cells ran out, and the sink's purge has imaged the rest. The
+same changes posted as images to a real HTTP server, through a batch and a purge each cut short by a refused
+post, fold into `SELECT *` too, each image beginning where its row's last one ended, every repeat under its
+key with the body it had.
 
 The table holds the types the JDBC sink maps to columns: native values, and lists and sets of them
 (PostgreSQL arrays). A tuple, a UDT, a duration or a map is an Avro record (or array of them), which it

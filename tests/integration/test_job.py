@@ -618,7 +618,8 @@ def test_every_column_type_reaches_every_sink_as_cql_returns_it(spark, cql, keys
     in_delta = merged([{name: json.loads(value) for name, value in row["columns"].items()}
                        for row in log_rows(spark, settings, keyspace, "everything")])
     # The job decoded with the native core; the reference decodes the same records alike.
-    assert assert_decoders_agree(stack.registry_url, records_of(stack, f"{connector.prefix}.{keyspace}.everything")) == 2
+    records = records_of(stack, f"{connector.prefix}.{keyspace}.everything")
+    assert assert_decoders_agree(stack.registry_url, records) == 2
     with psycopg.connect(stack.postgres_dsn, autocommit=True) as conn:
         in_postgres = merged([row for (row,) in conn.execute(
             f'SELECT columns FROM "{schema}".cdc_log WHERE "table" = %s', ("everything",))])

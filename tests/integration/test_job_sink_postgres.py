@@ -87,7 +87,8 @@ def test_rows_and_dead_letters_land_once_with_exact_values(spark, sink: Postgres
     row = dict(zip(names, got))
     assert row["keyspace"] == "shop" and row["table"] == "orders"
     assert row["cdc$stream_id"] == STREAM_A and row["cdc$time"] == uuid.UUID(expected["cdc$time"])
-    assert (row["cdc$batch_seq_no"], row["cdc$operation"], row["cdc$ttl"], row["cdc$end_of_batch"]) == (0, 1, 3600, True)
+    assert (row["cdc$batch_seq_no"], row["cdc$operation"], row["cdc$ttl"], row["cdc$end_of_batch"]) \
+        == (0, 1, 3600, True)
     assert row["key"] == {"id": 1, "region": "eu"}
     assert row["columns"] == {
         "name": "O'Brien, \"Bob\"\nline two\t\\ é 😀", "items": {ELEMENT: 5}, "tags": ["a", "b"],

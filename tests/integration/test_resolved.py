@@ -41,8 +41,8 @@ class Oracle:
         self._thread = threading.Thread(target=self._watch, daemon=True)
 
     def resolved(self, conn) -> int | None:
-        row = conn.execute(f"SELECT resolved_us FROM {self.schema}.resolved WHERE keyspace_name = %s AND table_name = %s",
-                           (self.keyspace, self.table)).fetchone()
+        row = conn.execute(f"SELECT resolved_us FROM {self.schema}.resolved"
+                           " WHERE keyspace_name = %s AND table_name = %s", (self.keyspace, self.table)).fetchone()
         return row[0] if row else None
 
     def held(self, conn) -> set[int]:

@@ -121,9 +121,10 @@ class Write:
 
 
 class Workload:
-    """Seeded random writes at QUORUM (or `consistency`) to `kv (k int PRIMARY KEY, a int, b text)`: inserts, updates of one
-    column, deletions (of a partition: the key is the partition key); each with a timestamp of its own. A write that fails is retried with the same
-    timestamp (the same change), so every write of the list was acknowledged once."""
+    """Seeded random writes at QUORUM (or `consistency`) to `kv (k int PRIMARY KEY, a int, b text)`: inserts,
+    updates of one column, deletions (of a partition: the key is the partition key); each with a timestamp of its
+    own. A write that fails is retried with the same timestamp (the same change), so every write of the list was
+    acknowledged once."""
 
     def __init__(self, cql, keyspace: str, seed: int, consistency: int = ConsistencyLevel.QUORUM) -> None:
         self.cql, self.keyspace, self.consistency = cql, keyspace, consistency
@@ -519,7 +520,8 @@ def test_the_resolved_timestamp_waits_for_every_nodes_connector(spark, ring, rin
     def resolved() -> int:
         with psycopg.connect(described.postgres_dsn) as conn:
             exists = conn.execute("SELECT to_regclass(%s)", (f"{schema}.resolved",)).fetchone()[0]
-            row = exists and conn.execute(f"SELECT resolved_us FROM {schema}.resolved WHERE table_name = 'kv'").fetchone()
+            row = exists and conn.execute(
+                f"SELECT resolved_us FROM {schema}.resolved WHERE table_name = 'kv'").fetchone()
         return row[0] if row else 0
 
     def passes(us: int, timeout: float, what: str) -> int:

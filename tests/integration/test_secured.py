@@ -188,7 +188,8 @@ def test_the_kafka_and_mysql_sinks_deliver_exactly_once_over_authentication_and_
         wait_for(lambda: len(kafka_messages(secured.stack.kafka_bootstrap, topic, security)) >= 25, 60, "25 events")
     finally:
         connector.stop()
-    settings = JobSettings(**{**job_config(secured, prefix, keyspace, tmp_path), "spark_jars": secured.stack.spark_jars})
+    settings = JobSettings(**{**job_config(secured, prefix, keyspace, tmp_path),
+                              "spark_jars": secured.stack.spark_jars})
     target = f"{prefix}-log"
     database = f"{keyspace}_log"
     mysql_dsn = secured.stack.mysql_dsn.replace("/ringtail?", f"/{database}?")
@@ -341,7 +342,8 @@ def test_subscriptions_to_kafka_and_https_deliver_through_a_runner_and_no_output
         connector.stop()
         receiver.close()
     texts = {**{f"the runner's {path}": text for path, text in served.items()},
-             "the runner's log": (tmp_path / "runner-a.log").read_text(), "the connector's log": connector.log.read_text(),
+             "the runner's log": (tmp_path / "runner-a.log").read_text(),
+             "the connector's log": connector.log.read_text(),
              **{f"the CLI's output {i}": out.stdout + out.stderr for i, out in enumerate(outputs)}}
     for where, text in texts.items():
         secured.assert_no_secret(text, where, receiver_token=token.read_text())

@@ -33,8 +33,8 @@ def kafka_values(bootstrap: str, topic: str) -> list[bytes]:
 
 
 def context(stack, app_id: str) -> SinkContext:
-    return SinkContext(app_id=app_id, cluster=CassandraCluster((stack.cassandra_host,), stack.cassandra_port), keyspace="unused",
-                       kafka=stack.kafka_bootstrap, registry=stack.registry_url)
+    return SinkContext(app_id=app_id, cluster=CassandraCluster((stack.cassandra_host,), stack.cassandra_port),
+                       keyspace="unused", kafka=stack.kafka_bootstrap, registry=stack.registry_url)
 
 
 @pytest.fixture(params=["postgres", "mysql", "kafka", "delta"])
@@ -218,7 +218,8 @@ def test_a_kafka_batch_cut_between_its_slots_is_finished_by_its_replay_each_row_
     sink.close()
     held = ids()
     assert 0 < len(held) < 12
-    lost = Producer({"bootstrap.servers": stack.kafka_bootstrap, "transactional.id": transactional_id("slots.1", other)})
+    lost = Producer({"bootstrap.servers": stack.kafka_bootstrap,
+                     "transactional.id": transactional_id("slots.1", other)})
     lost.init_transactions(30)
     lost.begin_transaction()
     lost.produce(topic, key=b"lost", value=json.dumps({"key": {"id": 100}}).encode())
@@ -242,7 +243,8 @@ def resolved_held(stack, kind: str, config: dict) -> dict[tuple[str, str, str], 
     """(app id, keyspace, table) → resolved µs, as each sink holds them (Kafka: its newest marker of each)."""
     if kind == "postgres":
         with psycopg.connect(stack.postgres_dsn) as conn:
-            rows = conn.execute(f"SELECT app_id, keyspace_name, table_name, resolved_us FROM {config['schema']}.resolved")
+            rows = conn.execute(
+                f"SELECT app_id, keyspace_name, table_name, resolved_us FROM {config['schema']}.resolved")
             return {tuple(r[:3]): r[3] for r in rows}
     if kind == "mysql":
         conn = connect_dsn(config["dsn"])

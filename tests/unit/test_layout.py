@@ -11,7 +11,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 FORBIDDEN = {"schemas": {"connector", "spark"}, "connector": {"spark"}, "spark": {"connector"}}
-CRATES = {"schemas/native": "ringtail-contract", "connector/native": "ringtail-commitlog", "spark/native": "ringtail-events"}
+CRATES = {"schemas/native": "ringtail-contract", "connector/native": "ringtail-commitlog",
+          "spark/native": "ringtail-events"}
 CRATE_FORBIDDEN = {"ringtail-contract": {"ringtail-commitlog", "ringtail-events"},
                    "ringtail-commitlog": {"ringtail-events"}, "ringtail-events": {"ringtail-commitlog"}}
 

@@ -94,7 +94,8 @@ class GoldenWorkload:
         cql.execute(f"CREATE TABLE {ks}.hits (page text PRIMARY KEY, n counter) WITH cdc = true")
         cql.execute(f"CREATE TABLE {ks}.audit (id int PRIMARY KEY, what text) WITH cdc = false")
         statements = [
-            f"INSERT INTO {ks}.scalars (k, a, b, c, d, e, f, g, h, i, j, l, m, n, o, p, q, r, s{', v' if vector else ''})"
+            f"INSERT INTO {ks}.scalars"
+            f" (k, a, b, c, d, e, f, g, h, i, j, l, m, n, o, p, q, r, s{', v' if vector else ''})"
             " VALUES (1, 'ascii', -9000000000, 0xcafe, true, '2024-02-29', 12.345, 2.5, 1mo2d3h4m5s6ms7us8ns, 1.5,"
             " '10.0.0.1', -32768, 'héllo', '13:14:15.123456789', '2024-01-02T03:04:05.678Z',"
             " 50554d6e-29bb-11e5-b345-feff819cdc9f, -128, 0b7f3b2c-1c1a-4b6e-9a8e-9d3b0c1e2f3a,"

@@ -6,7 +6,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from connector.commitlog import CommitLogError, SegmentReader
-from tests.unit.connector.commitlog.damage import DATA_END, FUZZ, ORIGINAL, damaged_row_segments, entry_spans, with_fixed_crcs
+from tests.unit.connector.commitlog.damage import (DATA_END, FUZZ, ORIGINAL, damaged_row_segments, entry_spans,
+                                                  with_fixed_crcs)
 from tests.unit.connector.commitlog.mutations import SCHEMA as ROWS_SCHEMA, SEGMENT_ID as ROWS_ID
 from tests.unit.connector.commitlog.testdata import SCHEMA_40, skip_unknown
 

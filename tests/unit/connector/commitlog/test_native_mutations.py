@@ -14,13 +14,15 @@ from hypothesis import strategies as st
 
 from connector.commitlog import skip_unknown_tables
 from schemas.tables import parse_ddl
-from tests.unit.connector.commitlog.damage import DATA_END, FUZZ, ORIGINAL, ROW_DAMAGE, damaged_row_segments, damaged_rows
-from tests.unit.connector.commitlog.mutations import CK, SCHEMA as ROWS, SEGMENT_ID as ROWS_ID, TABLE_ID, TS, sample_mutations
+from tests.unit.connector.commitlog.damage import (DATA_END, FUZZ, ORIGINAL, ROW_DAMAGE, damaged_row_segments,
+                                                  damaged_rows)
+from tests.unit.connector.commitlog.mutations import (CK, SCHEMA as ROWS, SEGMENT_ID as ROWS_ID, TABLE_ID, TS,
+                                                     sample_mutations)
 from tests.unit.connector.commitlog.native_oracle import native_changes, native_events, outcome, reference_changes, \
     reference_events
 from tests.unit.connector.commitlog.segment_builder import cell, mutation, partition_update, row, segment
-from tests.unit.connector.commitlog.testdata import LEGACY, SCHEMA_40, SCHEMA_50, SCHEMA_50_NONE, SEGMENT_40, SEGMENT_50, \
-    SEGMENT_50_NONE, standard1
+from tests.unit.connector.commitlog.testdata import (LEGACY, SCHEMA_40, SCHEMA_50, SCHEMA_50_NONE, SEGMENT_40,
+                                                    SEGMENT_50, SEGMENT_50_NONE, standard1)
 from tests.unit.schemas.cql.samples import i32
 
 

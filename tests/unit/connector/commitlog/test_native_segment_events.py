@@ -15,7 +15,8 @@ from tests.unit.connector.commitlog.native_oracle import SOURCE, TS_MS, event_ro
 from tests.unit.connector.commitlog.damage import damaged_row_segments
 from tests.unit.connector.commitlog.mutations import SCHEMA as ROWS, SEGMENT_ID as ROWS_ID, sample_mutations
 from tests.unit.connector.commitlog.segment_builder import segment
-from tests.unit.connector.commitlog.testdata import SCHEMA_40, SCHEMA_50, SCHEMA_50_NONE, SEGMENT_40, SEGMENT_50, SEGMENT_50_NONE
+from tests.unit.connector.commitlog.testdata import (SCHEMA_40, SCHEMA_50, SCHEMA_50_NONE, SEGMENT_40, SEGMENT_50,
+                                                    SEGMENT_50_NONE)
 
 REAL = [(SEGMENT_50, SCHEMA_50), (SEGMENT_50_NONE, SCHEMA_50_NONE), (SEGMENT_40, SCHEMA_40)]
 

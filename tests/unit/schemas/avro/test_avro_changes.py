@@ -11,8 +11,8 @@ from schemas.change import write_time
 from schemas.cql import ListType, SetType, hashable, parse_type
 from tests.unit.schemas.avro.support import (EVERYTHING, EXAMPLE, PROCESSED_MS, SOURCE, decode_segment, frozen_list,
                                      frozen_map, restore, round_trip)
-from tests.unit.connector.commitlog.segment_builder import (cell, clustering, complex_cells, mutation, partition_update, row,
-                                                  svint, uvint)
+from tests.unit.connector.commitlog.segment_builder import (cell, clustering, complex_cells, mutation,
+                                                           partition_update, row, svint, uvint)
 from tests.unit.connector.commitlog.testdata import SCHEMA_50 as SCHEMA, SEGMENT_50 as SEGMENT, changes_50 as changes
 from tests.unit.schemas.cql.samples import TIMEUUID, UUID4, elements, i32
 

@@ -7,9 +7,10 @@ from fastavro.read import SchemaResolutionError
 
 from schemas.avro import ChangeEncoder, TableEncoder
 from schemas.tables import parse_ddl
-from tests.unit.schemas.avro.support import (EVERYTHING, EXAMPLE, PROCESSED_MS, SOURCE, decode_segment, read, record_names,
-                                     write)
-from tests.unit.connector.commitlog.segment_builder import cell, clustering, complex_cells, mutation, partition_update, row
+from tests.unit.schemas.avro.support import (EVERYTHING, EXAMPLE, PROCESSED_MS, SOURCE, decode_segment, read,
+                                             record_names, write)
+from tests.unit.connector.commitlog.segment_builder import (cell, clustering, complex_cells, mutation,
+                                                           partition_update, row)
 from tests.unit.schemas.cql.samples import elements, i32
 
 TABLE_ID = uuid.UUID("7e0a1b00-e700-11f1-8000-000000000002")

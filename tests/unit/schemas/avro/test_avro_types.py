@@ -9,8 +9,8 @@ from schemas.avro.names import avro_name, define_once, field, record
 from schemas.avro.types import avro_type
 from schemas.cql import NATIVE_TYPES, parse_type
 from schemas.tables import parse_ddl
-from tests.unit.schemas.avro.support import (PROCESSED_MS, SOURCE, decode_segment, frozen_list, frozen_map, read, restore,
-                                     round_trip, write)
+from tests.unit.schemas.avro.support import (PROCESSED_MS, SOURCE, decode_segment, frozen_list, frozen_map, read,
+                                             restore, round_trip, write)
 from tests.unit.connector.commitlog.segment_builder import cell, mutation, partition_update, row
 from tests.unit.schemas.cql.samples import SAMPLES, elements, i32
 

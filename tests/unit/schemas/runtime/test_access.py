@@ -15,8 +15,8 @@ from spark.job.config import JobSettings
 def pem(tmp_path_factory):
     """A self-signed certificate and its key, made by openssl."""
     where = tmp_path_factory.mktemp("pem")
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=ringtail-test",
-                    "-keyout", str(where / "key.pem"), "-out", str(where / "cert.pem")],
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+                    "-subj", "/CN=ringtail-test", "-keyout", str(where / "key.pem"), "-out", str(where / "cert.pem")],
                    check=True, capture_output=True)
     return where / "cert.pem", where / "key.pem"
 

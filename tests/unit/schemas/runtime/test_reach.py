@@ -94,7 +94,8 @@ def test_an_expired_server_certificate_is_refused_by_every_client_naming_the_add
                                    "certificate has expired")
     with pytest.raises(AccessDenied) as cassandra:
         check_cassandra(["127.0.0.1"], port, CassandraSecurity(tls=True, tls_ca=ca))
-    assert str(cassandra.value) == f"Cassandra at 127.0.0.1:{port}: TLS certificate not trusted: certificate has expired"
+    assert str(cassandra.value) == (f"Cassandra at 127.0.0.1:{port}: TLS certificate not trusted:"
+                                    " certificate has expired")
     with pytest.raises(AccessDenied) as kafka:  # librdkafka does not say why it could not verify
         check_kafka(f"127.0.0.1:{port}", KafkaSecurity(protocol="SSL", tls_ca=ca), timeout=5)
     assert kafka.value.refusal is Refusal.CERTIFICATE and kafka.value.address == f"127.0.0.1:{port}"

@@ -142,8 +142,8 @@ def test_columns_and_udt_fields_keep_their_cql_names(tmp_path):
     them as `cql_name`), so no sink has to guess or drops the column."""
     from schemas.tables import parse_ddl
     from tests.unit.schemas.avro.support import decode_segment
-    from tests.unit.connector.commitlog.segment_builder import (cell, clustering, complex_cells, mutation, partition_update,
-                                                      row)
+    from tests.unit.connector.commitlog.segment_builder import (cell, clustering, complex_cells, mutation,
+                                                               partition_update, row)
     from tests.unit.schemas.cql.samples import elements, i32
 
     schema = parse_ddl(ODD_DDL)

@@ -19,7 +19,8 @@ from tests.unit.connector.commitlog.conftest import write_segment  # noqa: F401 
 from tests.unit.connector.commitlog.mutations import SCHEMA as ROWS, SEGMENT_ID as ROWS_ID, sample_mutations
 from tests.unit.connector.commitlog.native_oracle import reference_events
 from tests.unit.connector.commitlog.segment_builder import segment
-from tests.unit.connector.commitlog.testdata import SCHEMA_40, SCHEMA_50, SCHEMA_50_NONE, SEGMENT_40, SEGMENT_50, SEGMENT_50_NONE
+from tests.unit.connector.commitlog.testdata import (SCHEMA_40, SCHEMA_50, SCHEMA_50_NONE, SEGMENT_40, SEGMENT_50,
+                                                    SEGMENT_50_NONE)
 from tests.unit.spark.delivery.decoding import assert_same, records, value_schemas
 
 EXAMPLES = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow,
@@ -125,7 +126,8 @@ def values_event(f, d, t, b, n, vi, c, ttl, doubles_, keys, removed) -> bytes:
              "source": {"version": "1", "connector": "cassandra", "name": "ringtail", "cluster": "c", "node": t,
                         "keyspace": "ks", "table": "v", "file": "CommitLog-7-1.log",
                         "position": {"segment_id": 1, "entry_offset": 2, "update_index": 0, "row_index": 0},
-                        "ts_ms": 1_700_000_000_000, "ts_us": 1_700_000_000_000_001, "partition_key": b"\x00\x00\x00\x01"},
+                        "ts_ms": 1_700_000_000_000, "ts_us": 1_700_000_000_000_001,
+                        "partition_key": b"\x00\x00\x00\x01"},
              "liveness": {"timestamp": 1_700_000_000_000_001, "ttl": ttl, "local_deletion_time": 5 if ttl else None},
              "deletion": None, "range": None}
     return frame(7, fastavro.parse_schema(schema), value), schema

@@ -12,9 +12,11 @@ import pytest
 from spark.sinks.json_rows import NotJsonError, log_row_texts
 
 SCHEMAS = sorted((Path(__file__).resolve().parents[4] / "schemas").glob("*.avsc"))
-LOG_ROW = ('{"keyspace":"shop","table":"orders","cdc$stream_id":"0x01ab","cdc$time":"8f0c5a3e-7cbb-11ee-9858-c9aa1eb53e69",'
+LOG_ROW = ('{"keyspace":"shop","table":"orders","cdc$stream_id":"0x01ab",'
+           '"cdc$time":"8f0c5a3e-7cbb-11ee-9858-c9aa1eb53e69",'
            '"cdc$batch_seq_no":0,"cdc$operation":2,"cdc$ttl":null,"cdc$end_of_batch":true,"key":{"id":7},'
-           '"columns":{"amount":-12.5e-3,"ratio":NaN,"big":Infinity,"small":-Infinity,"name":"O\'Brien \\"Bob\\"\\n é 😀",'
+           '"columns":{"amount":-12.5e-3,"ratio":NaN,"big":Infinity,"small":-Infinity,'
+           '"name":"O\'Brien \\"Bob\\"\\n é 😀",'
            '"items":{"757e5210-7cbb-11ee-9858-c9aa1eb53e69":5},"attrs":[["k",1],["l",null]],"lone":"\\ud800"},'
            '"deleted_columns":[],"deleted_elements":{},"write_time":"2026-11-28T10:00:00.000001Z"}')
 EDGES = [

@@ -41,7 +41,8 @@ def test_the_newest_batch_again_with_its_offsets_is_a_replay_and_with_others_is_
 
 def test_a_batch_older_than_the_newest_held_is_never_a_replay():
     # Spark replays only the newest batch a sink holds: an older id comes from another checkpoint.
-    with pytest.raises(BatchMismatch, match="holds batch 9 of audit.1 already, so batch 0 cannot be a replay") as caught:
+    with pytest.raises(BatchMismatch,
+                       match="holds batch 9 of audit.1 already, so batch 0 cannot be a replay") as caught:
         is_newest_replay("audit.1", 0, "x", 9, "x")
     assert caught.value.newest == 9
 

@@ -59,7 +59,8 @@ def test_schema_statements() -> None:
     assert "streams bytea[] NOT NULL, PRIMARY KEY (time, range_end)" in statements[8]
     assert "resolved_us bigint NOT NULL, PRIMARY KEY (app_id, keyspace_name, table_name)" in statements[9]
     assert '"my ""schema""".lenient_jsonb' in statements[10]
-    assert 'FUNCTION "my ""schema""".json_value' in statements[11] and '"my ""schema""".lenient_jsonb(v)' in statements[11]
+    assert 'FUNCTION "my ""schema""".json_value' in statements[11]
+    assert '"my ""schema""".lenient_jsonb(v)' in statements[11]
 
 
 def test_staging_copy_and_insert_statements() -> None:

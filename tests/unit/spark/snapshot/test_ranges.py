@@ -48,7 +48,8 @@ def test_refining_keeps_exactly_what_was_delivered_whatever_the_cuts():
     tokens = sorted(rand.randrange(MIN_TOKEN + 1, MAX_TOKEN) for _ in range(2000))
     for _ in range(50):
         ends = sorted(rand.sample(tokens, 8))
-        ranges = [TokenRange(r.start, r.end, rand.choice([r.start, r.end, *[t for t in tokens if r.start < t <= r.end]]))
+        ranges = [TokenRange(r.start, r.end,
+                             rand.choice([r.start, r.end, *[t for t in tokens if r.start < t <= r.end]]))
                   for r in ring_ranges(ends)]
         cuts = rand.sample(tokens, 12)
         children = refine(ranges, cuts)

@@ -105,7 +105,8 @@ def test_for_a_mirror_each_row_carries_its_cells_with_their_write_times_and_ttls
               Column("note", "text", R_), Column("tags", "set<text>", R_), Column("items", "list<int>", R_))
     rows = TableRows(t, {}, cells=True)
     assert rows.select == ("SELECT token(id), id, line, owner, maxwritetime(owner), ttl(owner), note,"
-                           " maxwritetime(note), ttl(note), tags, maxwritetime(tags), writetime(tags), ttl(tags), items,"
+                           " maxwritetime(note), ttl(note), tags, maxwritetime(tags), writetime(tags), ttl(tags),"
+                           " items,"
                            " maxwritetime(items), writetime(items), ttl(items) FROM shop.orders"
                            " WHERE token(id) > ? AND token(id) <= ?")
     key = enc("int", 7)
@@ -169,7 +170,8 @@ def test_a_key_of_many_types_is_the_json_text_of_its_values_and_rows_with_other_
             (token, key, enc("double", -2.0), enc("uuid", ids[1]), None, None, None, enc("bigint", 9), big(6), None)]
     first, second = rows.log_rows(raws, GENERATION, VERSION_US).to_pylist()
     alone = [rows.log_rows([raw], GENERATION, VERSION_US).to_pylist()[0] for raw in raws]
-    assert [(r["change_id"], r["cdc$time"]) for r in (first, second)] == [(r["change_id"], r["cdc$time"]) for r in alone]
+    made = [(r["change_id"], r["cdc$time"]) for r in (first, second)]
+    assert made == [(r["change_id"], r["cdc$time"]) for r in alone]
     for row, at, id_ in ((first, 1.5e-7, ids[0]), (second, -2.0, ids[1])):
         assert row["key"] == json.dumps({"name": 'a "quoted" ünïcode\n', "at": at, "id": str(id_)}, ensure_ascii=False)
     assert (first["columns"], first["write_time_us"]) == ([("note", '"x"')], 5)

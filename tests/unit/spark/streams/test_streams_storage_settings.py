@@ -55,6 +55,7 @@ def test_the_default_replication_is_three_copies_per_data_centre_or_as_many_as_i
     assert replication_of(["dc1", "dc1", None]) == {"class": "NetworkTopologyStrategy", "dc1": 2}
     assert replication_of(["eu-west-1"] * 5 + ["us-east-1"] * 2) == {
         "class": "NetworkTopologyStrategy", "eu-west-1": 3, "us-east-1": 2}
-    assert replication_literal(replication_of(["us-east-1"])) == "{'class': 'NetworkTopologyStrategy', 'us-east-1': '1'}"
+    assert replication_literal(replication_of(["us-east-1"])) \
+        == "{'class': 'NetworkTopologyStrategy', 'us-east-1': '1'}"
     with pytest.raises(InvalidStoreSetting, match="no data centre"):
         replication_of([None])

@@ -61,7 +61,8 @@ def test_ordering_is_unsigned_blob_order():
 
 def test_ordering_matches_bytes_on_random_ids():
     rng = random.Random(3)
-    ids = [StreamId.create(rng.randrange(MIN_TOKEN, MAX_TOKEN), rng.randrange(MAX_INDEX), rng.getrandbits(64)) for _ in range(500)]
+    ids = [StreamId.create(rng.randrange(MIN_TOKEN, MAX_TOKEN), rng.randrange(MAX_INDEX), rng.getrandbits(64))
+           for _ in range(500)]
     assert [bytes(s) for s in sorted(ids)] == sorted(bytes(s) for s in ids)
     assert len(set(ids)) == len(ids)
 

@@ -98,7 +98,8 @@ def test_sink_settings_are_typed_and_refused_at_create(setting, message):
 def test_missing_and_unknown_settings_are_named():
     with pytest.raises(InvalidSubscription, match="sink delta needs path"):
         Subscription.create("d", Change(table="shop.orders", sink="delta", sink_config={"layout": "log"}))
-    with pytest.raises(InvalidSubscription, match=re.escape("sink delta has no setting 'layot' (settings: concurrent_tables, layout, path)")):
+    with pytest.raises(InvalidSubscription, match=re.escape(
+            "sink delta has no setting 'layot' (settings: concurrent_tables, layout, path)")):
         Subscription.create("d", Change(table="shop.orders", sink="delta", sink_config={"path": "/l", "layot": "log"}))
     with pytest.raises(InvalidSubscription, match="unknown sink 'parquet'; sinks: cassandra, delta, http, kafka"):
         Subscription.create("d", Change(table="shop.orders", sink="parquet", sink_config={}))
@@ -168,7 +169,8 @@ def test_a_kafka_format_is_checked_at_create():
 
 
 def test_a_delta_layout_is_checked_at_create():
-    with pytest.raises(InvalidSubscription, match=re.escape("layout = 'wide': Input should be 'log', 'typed' or 'mirror'")):
+    with pytest.raises(InvalidSubscription,
+                       match=re.escape("layout = 'wide': Input should be 'log', 'typed' or 'mirror'")):
         Subscription.create("d", Change(table="shop.orders", sink="delta",
                                         sink_config={"path": "/l", "layout": "wide"}))
     assert Subscription.create("d", Change(table="shop.orders", sink="delta", sink_config={
@@ -196,7 +198,8 @@ def test_a_mirror_is_the_whole_table(sink, config):
                             (Change(operations=("insert",)), "no filter, columns or operations")):
         with pytest.raises(InvalidSubscription, match=refused):
             Subscription.create("m", replace(change, table="shop.orders", sink=sink, sink_config=config))
-    with pytest.raises(InvalidSubscription, match=re.escape("layout = 'wide': Input should be 'log', 'typed' or 'mirror'")):
+    with pytest.raises(InvalidSubscription,
+                       match=re.escape("layout = 'wide': Input should be 'log', 'typed' or 'mirror'")):
         Subscription.create("m", Change(table="shop.orders", sink="postgres",
                                         sink_config={"dsn": "postgresql://h/d", "layout": "wide"}))
 
