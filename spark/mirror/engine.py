@@ -1,10 +1,10 @@
 """Merging a micro-batch of changes into a mirror, through a store that keeps the states and the mirror
 table (`MirrorStore`: one per sink, PostgreSQL, MySQL, Delta).
 
-For each chunk of changes: load the states they touch (each partition's record, each row named), the
-whole partition where a change reaches beyond one row (a partition or range deletion, a static row:
-its values are on every row, and a partition of static values only shows as one row); merge; prune;
-save the states that changed and the mirror rows they decide, as of now. A purge (`purge=True`, no
+For each chunk of changes: load the states they touch (each partition's record where it has one, each
+row named), the whole partition where a change reaches beyond one row (a partition or range deletion, a
+static row: its values are on every row, and a partition of static values only shows as one row); merge;
+prune; save the states that changed and the mirror rows they decide, as of now. A purge (`purge=True`, no
 changes needed) reads again the states whose cells have expired since they were saved
 (`MirrorStore.due`), so an expired value leaves the mirror.
 
@@ -236,11 +236,15 @@ def _merged(rules: Rules, p: bytes, changes: list[Change], record_text: str | No
                               f" {exc}): {canonical(change.cells)[:1000]}") from exc
     rules.prune(record, rows)
     states: list[StoredState] = []
-    record_changed = _save(states, p, RECORD, record, record_text, RECORD in due, rules, now)
+    # A new record of nothing but the partition key is stored only beside a state that can expire (`state`).
+    bare = record_text is None and record.keys() == {"p"}
+    record_changed = not bare and _save(states, p, RECORD, record, record_text, RECORD in due, rules, now)
     changed = []
     for row, state in rows.items():
         if _save(states, p, row, state if state else None, texts.get(row), row in due, rules, now):
             changed.append(row)
+    if bare and any(s.expires is not None for s in states):
+        states.insert(0, StoredState(p, RECORD, canonical(record), None))
     return states, _mirror_rows(rules, p, record, rows, rows if record_changed else changed, whole, now)
 
 

@@ -13,6 +13,11 @@ text, `row_key`), each a JSON object:
   ``x`` each multi-cell column's ``[deletion timestamp, {element key: cell}]`` (a key the event carries
   as a string as that string, any other as its canonical JSON text).
 
+A record holding nothing but ``p`` is stored only once a state of its partition can expire: a purge,
+which merges no change, reads the partition key there; a change carries it. A partition of new rows
+without deletions or static cells (every insert of a table without clustering columns) so keeps one
+state a row, not two.
+
 Merging keeps, per cell, the one Cassandra's reconciliation keeps (`Rules.wins`): the newer timestamp;
 at equal timestamps a tombstone over an expiring cell over a live one, then the later expiry, then the
 greater serialized value. Deletions keep their newest timestamp and shadow everything written at or

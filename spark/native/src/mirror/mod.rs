@@ -257,13 +257,20 @@ impl Rules {
         self.prune(&mut record, &mut rows)?;
 
         let mut states = Vec::new();
-        let record_changed = save(&mut states, "", Some(&record), record_text, due.contains(""), now)?;
+        // A new record of nothing but the partition key is stored only beside a state that can expire.
+        let bare = record_text.is_none() && record.len() == 1;
+        let record_changed = !bare && save(&mut states, "", Some(&record), record_text, due.contains(""), now)?;
         let mut changed = Vec::new();
         for (i, (row, state)) in rows.iter().enumerate() {
             let state = (!state.is_empty()).then_some(state);
             if save(&mut states, row, state, texts.get(row.as_str()).copied(), due.contains(row), now)? {
                 changed.push(i);
             }
+        }
+        if bare && states.iter().any(|s| s.2.is_some()) {
+            let mut text = String::new();
+            Value::write_object(&mut text, &record);
+            states.insert(0, (String::new(), Some(text), None));
         }
         let which: Vec<usize> = if record_changed { (0..rows.len()).collect() } else { changed };
         let partition_key = record.get("p")?.clone();
@@ -683,22 +690,45 @@ mod tests {
         let states: Vec<_> = merged.states.iter().map(|(row, text, _)| (row.as_str(), text.as_deref())).collect();
         assert_eq!(
             states,
-            [
-                ("", Some(r#"{"p":[7]}"#)),
-                (
-                    "[]",
-                    Some(concat!(
-                        r#"{"c":{"v":[12,0,null,0,"b"]},"l":[10,0,null],"#,
-                        r#""x":{"tags":[9,{"x":[11,0,null,0,null],"y":[10,0,null,0,null]}]}}"#
-                    ))
-                ),
-            ]
+            [(
+                "[]",
+                Some(concat!(
+                    r#"{"c":{"v":[12,0,null,0,"b"]},"l":[10,0,null],"#,
+                    r#""x":{"tags":[9,{"x":[11,0,null,0,null],"y":[10,0,null,0,null]}]}}"#
+                ))
+            )],
+            "a new record of nothing but the partition key is not stored"
         );
         let (clustering, values) = &merged.rows[0];
         assert_eq!(clustering, &Some(Value::Array(vec![])));
         let values = values.as_ref().unwrap();
         assert_eq!(values["v"], Value::Str("b".into()));
         assert_eq!(values["tags"], Value::Array(vec![Value::Str("x".into()), Value::Str("y".into())]));
+    }
+
+    #[test]
+    fn a_new_record_is_stored_beside_a_state_that_can_expire() {
+        let changes = [r#"{"k": [], "s": false, "l": [10, 60, 160], "d": null, "c": {"v": [10, 60, 160, 0, "a"]}}"#];
+        let merged =
+            rules().merge(Some(r#"{"k": 7}"#), None, &[], &changes, 100, &HashSet::new(), false, false).unwrap();
+        let states: Vec<_> = merged.states.iter().map(|(row, text, at)| (row.as_str(), text.as_deref(), *at)).collect();
+        assert_eq!(
+            states,
+            [
+                ("", Some(r#"{"p":[7]}"#), None),
+                ("[]", Some(r#"{"c":{"v":[10,60,160,0,"a"]},"l":[10,60,160]}"#), Some(160)),
+            ]
+        );
+        let stored = [("[]".to_string(), states[1].1.unwrap().to_string())];
+        let later = [r#"{"k": [], "s": false, "l": null, "d": null, "c": {"v": [11, 60, 161, 0, "b"]}}"#];
+        let merged = rules()
+            .merge(Some(r#"{"k": 7}"#), Some(r#"{"p":[7]}"#), &stored, &later, 100, &HashSet::new(), false, false)
+            .unwrap();
+        assert_eq!(
+            merged.states.iter().map(|(row, _, _)| row.as_str()).collect::<Vec<_>>(),
+            ["[]"],
+            "a stored record is written only when it changes"
+        );
     }
 
     #[test]

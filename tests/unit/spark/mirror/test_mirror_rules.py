@@ -1,6 +1,7 @@
 """Cassandra's rules, one at a time, on changes as the Spark job decodes them (`cell_changes`): what the
 mirror shows after them, and that it is the same in every order of arrival."""
 import itertools
+import json
 import random
 
 from hypothesis import given, settings
@@ -8,8 +9,9 @@ from hypothesis import strategies as st
 
 from schemas.tables import parse_ddl
 from spark.mirror.layout import MirrorLayout, read_list_key
-from tests.unit.spark.mirror.changes import (DDL, KV, NOW, SCHEMA, T, cell, change, insert, row, select, tombstone,
-                                             update)
+from spark.mirror.state import RECORD
+from tests.unit.spark.mirror.changes import (DDL, KV, NOW, PK, SCHEMA, T, cell, change, insert, row, select,
+                                             tombstone, update)
 from tests.unit.spark.mirror.memory import mirrored, ordered
 
 def test_the_newest_write_wins_whatever_arrives_first():
@@ -148,6 +150,22 @@ def test_values_and_rows_expire():
     # The expired cells stay, as the tombstones they now are: an older write arriving late stays dead.
     mirrored(T, [update(1, "a", v=cell(5, 2))], NOW + 60, store)
     assert store.select() == []
+
+
+def test_a_record_of_nothing_but_the_partition_key_is_stored_beside_a_state_that_can_expire():
+    store = mirrored(T, [insert(10, 1, "a", v=cell(10, 1))], NOW)
+    assert list(store.states) == [(PK, '[1,"a"]')], "one state for the row, none for a bare record"
+    mirrored(T, [insert(11, 2, "b")], NOW, store)
+    assert store.select() == ordered([row(1, "a", v=1), row(2, "b")])
+    assert (PK, RECORD) not in store.states
+    mirrored(T, [insert(12, 3, "c", ttl=60)], NOW, store)
+    assert json.loads(store.states[(PK, RECORD)][0]) == {"p": [1]}, "a purge reads the partition key there"
+    mirrored(T, [], NOW + 60, store, purge=True)
+    assert store.select() == ordered([row(1, "a", v=1), row(2, "b")])
+    # A record holding more than the key is stored at once: a partition deletion reaches rows stored without it.
+    deleted = mirrored(T, [insert(10, 1, "a", v=cell(10, 1))], NOW)
+    mirrored(T, [change(deletion=20)], NOW, deleted)
+    assert json.loads(deleted.states[(PK, RECORD)][0]) == {"p": [1], "d": 20} and deleted.select() == []
 
 
 def test_a_table_without_clustering():
