@@ -16,13 +16,14 @@ text, `row_key`), each a JSON object:
 A record holding nothing but ``p`` is stored only once a state of its partition can expire: a purge,
 which merges no change, reads the partition key there; a change carries it. A partition of new rows
 without deletions or static cells (every insert of a table without clustering columns) so keeps one
-state a row, not two.
+state a row, not two. Once stored, a record stays.
 
 Merging keeps, per cell, the one Cassandra's reconciliation keeps (`Rules.wins`): the newer timestamp;
 at equal timestamps a tombstone over an expiring cell over a live one, then the later expiry, then the
 greater serialized value. Deletions keep their newest timestamp and shadow everything written at or
 before it (a tombstone wins a tie). So a merge is commutative, associative and idempotent: any order of
-arrival, any replay and any replica's copy give the same state. What a deletion shadows is dropped from
+arrival, any replay and any replica's copy give the same state (but for a record of nothing but ``p``,
+stored or not by when a cell with a TTL came, which decides nothing a read shows). What a deletion shadows is dropped from
 the state (`Rules.prune`); the deletion stays, so a late copy of what it shadowed stays shadowed.
 Tombstones are kept as long as the mirror is (a mirror has no gc_grace_seconds: a late change may arrive
 at any time).

@@ -44,7 +44,7 @@ from spark.mirror.state import RECORD, Rules
 from spark.mirror.tables import Layouts, prepare_tables
 from spark.rows import arrow_schema
 
-from .delta.mirror import STATE, DeltaMirrorStore, known_mirrors, split_given
+from .delta.mirror import STATE, DeltaMirrorStore, beside, known_mirrors, split_given, state_arrays
 from .mirror_parts import table_changes, table_counts
 
 # What a task gives: a state to write, or an image's record to send (key, value; a null value: a tombstone).
@@ -124,10 +124,13 @@ class ImageTask:
         image_expiries(images, store.loaded, store.due_states(self.now), 0)
         merge_raw(rules, store, list(zip(columns["partition"], columns["key"], columns["cells"], origins)), self.now,
                   purge=True, observer=images)
-        out = [{"state": s._asdict(), "record": None} for s in store.states]
-        out += [{"state": None, "record": {"key": key, "value": value}}
-                for key, value in encoded(self.encode, self.layout, images, self.name, self.made)]
-        yield from pa.Table.from_pylist(out, schema=arrow_schema(IMAGED)).to_batches()
+        schema = arrow_schema(IMAGED)
+        if store.states:
+            yield beside(schema, "state", state_arrays(store.states))
+        records = encoded(self.encode, self.layout, images, self.name, self.made)
+        if records:
+            keys, values = zip(*records)
+            yield beside(schema, "record", [pa.array(keys, pa.binary()), pa.array(values, pa.binary())])
 
 
 def encoded(encode: ImageEncoder, layout: MirrorLayout, images: Images, name: str, made: int) -> Encoded:

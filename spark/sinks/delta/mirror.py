@@ -27,9 +27,9 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import BinaryType, BooleanType, LongType, StringType, StructField, StructType
 
 from spark.mirror.engine import MirrorRow, StateKey, StoredState, merge_raw
-from spark.mirror.layout import MirrorLayout
+from spark.mirror.layout import MirrorError, MirrorLayout
 from spark.mirror.state import Rules
-from spark.mirror.values import StoreColumn, row_values
+from spark.mirror.values import StoreColumn, row_name, row_values
 from spark.rows import arrow_schema
 
 from ..cql_values import converter
@@ -128,11 +128,11 @@ class DeltaMirrorStore:
         """Write the mirror rows, then the states (in the order the module explains)."""
         if rows:
             self.replace(self.spark.createDataFrame(
-                pa.Table.from_pylist([self.rows.values(r) for r in rows], schema=arrow_schema(self.rows.with_flag)),
+                pa.Table.from_arrays(self.rows.arrays(rows), schema=arrow_schema(self.rows.with_flag)),
                 self.rows.with_flag))
         if states:
-            self.merge_states(self.spark.createDataFrame(pa.Table.from_pylist(
-                [s._asdict() for s in states], schema=arrow_schema(STATE)), STATE))
+            self.merge_states(self.spark.createDataFrame(
+                pa.Table.from_arrays(state_arrays(states), schema=arrow_schema(STATE)), STATE))
 
     def merge_states(self, updates: DataFrame) -> None:
         """Write `STATE` rows: a null state removes its key's."""
@@ -186,6 +186,23 @@ class MirrorRows:
         values = row_values(self.layout, self.columns, row, "Delta")
         return {**dict(zip(self.schema.fieldNames(), values)), _WRITE: row.values is not None}
 
+    def arrays(self, rows: Sequence[MirrorRow]) -> list[pa.Array]:
+        """`rows` as the columns of `with_flag`, converted a column at a time; a value that does not fit raises
+        a `MirrorError` naming its row."""
+        schema = arrow_schema(self.with_flag)
+        by_name = [{**row.key, **(row.values or {})} for row in rows]
+        try:
+            arrays = [pa.array([None if (v := values.get(column.name)) is None else column.convert(v)
+                                for values in by_name], schema.field(column.name).type) for column in self.columns]
+        except (ValueError, TypeError, KeyError, OverflowError, pa.ArrowException):
+            for row in rows:  # the first that does not fit, named
+                try:
+                    pa.Table.from_pylist([self.values(row)], schema=schema)
+                except pa.ArrowException as exc:
+                    raise MirrorError(f"{row_name(self.layout, row)} does not fit Delta: {exc}") from exc
+            raise
+        return [*arrays, pa.array([row.values is not None for row in rows], pa.bool_())]
+
 
 def _composed(to_driver: Callable[[Any], Any], to_arrow: Callable[[Any], Any]) -> Callable[[Any], Any]:
     """The event's value → the driver's (the CQL type layer the typed log uses) → Arrow's."""
@@ -228,9 +245,27 @@ class MergeTask:
         merge_raw(Rules(self.layout), store, list(zip(changes["partition"], changes["key"], changes["cells"])),
                   self.now)
         rows = MirrorRows.of(self.layout)
-        output = [{"state": s._asdict(), "mirror": None} for s in store.states]
-        output += [{"state": None, "mirror": rows.values(r)} for r in store.rows]
-        yield from pa.Table.from_pylist(output, schema=arrow_schema(_merged(rows))).to_batches()
+        schema = arrow_schema(_merged(rows))
+        if store.states:
+            yield beside(schema, "state", state_arrays(store.states))
+        if store.rows:
+            yield beside(schema, "mirror", rows.arrays(store.rows))
+
+
+def state_arrays(states: Sequence[StoredState]) -> list[pa.Array]:
+    """`states` as the columns of `STATE`."""
+    partitions, rows, texts, expires = zip(*states)
+    return [pa.array(partitions, pa.binary()), pa.array(rows, pa.string()), pa.array(texts, pa.string()),
+            pa.array(expires, pa.int64())]
+
+
+def beside(schema: pa.Schema, name: str, children: list[pa.Array]) -> pa.RecordBatch:
+    """A batch of `schema`, whose struct columns are each one kind of output: `children` the columns of the one
+    `name`d, every other column null."""
+    length = len(children[0])
+    columns = [pa.StructArray.from_arrays(children, fields=list(field.type)) if field.name == name
+               else pa.nulls(length, field.type) for field in schema]
+    return pa.RecordBatch.from_arrays(columns, schema=schema)
 
 
 def split_given(batches: Iterator[pa.RecordBatch], order: Sequence[str]) -> tuple[LoadedStates, dict[str, list]]:

@@ -7,10 +7,12 @@ import random
 import pyarrow as pa
 import pytest
 
-from spark.mirror.engine import StoredState
+from spark.mirror.engine import MirrorRow, StoredState
 from spark.mirror.layout import MirrorError, MirrorLayout
-from spark.sinks.delta.mirror import MergeTask
+from spark.rows import arrow_schema
+from spark.sinks.delta.mirror import MergeTask, MirrorRows
 from tests.unit.connector.commitlog.testdata import SCHEMA_50 as SCHEMA
+from tests.unit.spark.mirror.changes import PK, T
 from tests.unit.spark.mirror.memory import mirrored, ordered
 from tests.unit.spark.mirror.segment import AFTER_EXPIRY, BEFORE_EXPIRY, FIRST_ROW, NULLS
 
@@ -80,3 +82,13 @@ def test_a_delta_task_given_its_partitions_states_merges_as_a_store_does(layout,
 def test_a_delta_task_given_nothing_gives_nothing(layout):
     """A task of a Spark partition no change went to is handed no Arrow batch at all."""
     assert list(MergeTask(layout, BEFORE_EXPIRY)(iter([]))) == []
+
+
+def test_a_delta_mirror_row_that_does_not_fit_is_named():
+    rows = MirrorRows.of(T)
+    fits = MirrorRow(PK, {"p": 1, "c1": 2, "c2": "a"}, {"v": 3})
+    written = pa.Table.from_arrays(rows.arrays([fits]), schema=arrow_schema(rows.with_flag)).to_pylist()
+    assert written == [rows.values(fits)] and written[0]["v"] == 3 and written[0]["ringtail$write"]
+    too_large = MirrorRow(PK, {"p": 1, "c1": 3, "c2": "b"}, {"v": 2**40})  # v is an int
+    with pytest.raises(MirrorError, match=r"^ks.t row \{'p': 1, 'c1': 3, 'c2': 'b'\} does not fit Delta: .*too large"):
+        rows.arrays([fits, too_large])
