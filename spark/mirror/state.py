@@ -23,10 +23,10 @@ at equal timestamps a tombstone over an expiring cell over a live one, then the 
 greater serialized value. Deletions keep their newest timestamp and shadow everything written at or
 before it (a tombstone wins a tie). So a merge is commutative, associative and idempotent: any order of
 arrival, any replay and any replica's copy give the same state (but for a record of nothing but ``p``,
-stored or not by when a cell with a TTL came, which decides nothing a read shows). What a deletion shadows is dropped from
-the state (`Rules.prune`); the deletion stays, so a late copy of what it shadowed stays shadowed.
-Tombstones are kept as long as the mirror is (a mirror has no gc_grace_seconds: a late change may arrive
-at any time).
+stored or not by when a cell with a TTL came, which decides nothing a read shows). What a deletion
+shadows is dropped from the state (`Rules.prune`); the deletion stays, so a late copy of what it
+shadowed stays shadowed. Tombstones are kept as long as the mirror is (a mirror has no gc_grace_seconds:
+a late change may arrive at any time).
 
 A row is in `SELECT *` when its liveness or any of its cells is live (not shadowed, not a tombstone, not
 expired: an expiring cell is live while now < its expiry); a partition with a live static row and no
