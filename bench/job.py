@@ -250,7 +250,7 @@ class Run:
     jvm_peak: int | None
     driver_peak: int | None
     worker_peak: int | None
-    state_keys: int = 0  # held by the replica-copy step at the end (its state operator's numRowsTotal)
+    state_keys: int = 0  # held by the replica-copy step at the end (read from its checkpoint: `state_keys`)
     state_bytes: int = 0  # its RocksDB files and memory then
 
     @property
@@ -307,7 +307,13 @@ def run_job(spark, settings: JobSettings, keyspace: str, jvm: int | None, varian
     state_bytes = state.get("memoryUsedBytes", 0) + state.get("customMetrics", {}).get("rocksdbSstFileSize", 0)
     return Run(variant, set_up - started, finished - set_up, sum(p["numInputRows"] for p in later),
                sum(p["durationMs"]["triggerExecution"] for p in later) / 1000, rows, with_stream_id, dead, jvm_peak,
-               driver_peak, worker_peak, state.get("numRowsTotal", 0), state_bytes)
+               driver_peak, worker_peak, state_keys(spark, settings) if state else 0, state_bytes)
+
+
+def state_keys(spark, settings: JobSettings) -> int:
+    """The keys the replica-copy step holds after the last micro-batch, read from the query's checkpoint with
+    Spark's state data source (the job does not have RocksDB count them as it writes: `spark_session`)."""
+    return spark.read.format("statestore").load(str(settings.checkpoint_dir)).count()
 
 
 def run_floor(spark, settings: JobSettings, keyspace: str, jvm: int | None, variant: str) -> Run:

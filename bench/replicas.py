@@ -22,8 +22,8 @@ checkpoint and Delta path:
 The cost of replica handling is RF=3's time per unique change over RF=1's (the goal: at most 1.3x).
 A micro-batch has a fixed cost (the sink's and the state's commits, planning) that a backlog read in
 three times the micro-batches pays three times: the last variant shows it.
-The state is what the replica-copy step holds at the end of an RF=3 run (its state operator's
-`numRowsTotal`, and RocksDB's memory plus its SST files): bounded by the keys of the last
+The state is what the replica-copy step holds at the end of an RF=3 run (its keys, read from the
+checkpoint, and RocksDB's memory plus its SST files): bounded by the keys of the last
 `dedup_watermark` of reading, here every change of the run. Medians of R runs with their spread.
 
 Needs the local stack (`deploy/local/start`); prints figures, asserts nothing.
@@ -46,7 +46,8 @@ from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 from deploy.local.processes import ConnectorProcess  # noqa: E402
 from schemas.avro.reader import event_readers  # noqa: E402
 from schemas.avro.wire import frame, schema_id_of, unframe  # noqa: E402
-from job import (TABLE, Run, base_settings, capture, cleanup, close_clients, delete_topics,  # noqa: E402
+from cluster import LOCAL  # noqa: E402 - bench/ is the script's directory
+from job import (SPARK_CONF, TABLE, Run, base_settings, capture, cleanup, close_clients, delete_topics,  # noqa: E402
                  driver_jvm, end_offsets, local_stack, open_clients, prefix_topics, run_in_turns)
 from spark.job.config import JobSettings  # noqa: E402
 
@@ -140,7 +141,7 @@ def main() -> int:
 
             from spark.delivery.pipeline import spark_session
 
-            base = base_settings(stack, prefixes[1], f"{keyspace}_gen", args.max_changes)
+            base = base_settings(stack, prefixes[1], f"{keyspace}_gen", args.max_changes, LOCAL, SPARK_CONF)
             spark = spark_session(base)
             spark.sparkContext.setLogLevel("ERROR")
             variants = {FLOOR: {"topic_prefix": prefixes[1], "dedup": False}, ONE: {"topic_prefix": prefixes[1]},
