@@ -250,8 +250,8 @@ class Run:
     jvm_peak: int | None
     driver_peak: int | None
     worker_peak: int | None
-    state_keys: int = 0  # held by the replica-copy step at the end (read from its checkpoint: `state_keys`)
-    state_bytes: int = 0  # its RocksDB files and memory then
+    checkpoint: str  # the query's, kept until the scratch directory goes (`state_keys` reads it)
+    state_bytes: int = 0  # the replica-copy step's RocksDB files and memory at the end
 
     @property
     def seconds(self) -> float:
@@ -307,13 +307,13 @@ def run_job(spark, settings: JobSettings, keyspace: str, jvm: int | None, varian
     state_bytes = state.get("memoryUsedBytes", 0) + state.get("customMetrics", {}).get("rocksdbSstFileSize", 0)
     return Run(variant, set_up - started, finished - set_up, sum(p["numInputRows"] for p in later),
                sum(p["durationMs"]["triggerExecution"] for p in later) / 1000, rows, with_stream_id, dead, jvm_peak,
-               driver_peak, worker_peak, state_keys(spark, settings) if state else 0, state_bytes)
+               driver_peak, worker_peak, str(settings.checkpoint_dir), state_bytes)
 
 
-def state_keys(spark, settings: JobSettings) -> int:
-    """The keys the replica-copy step holds after the last micro-batch, read from the query's checkpoint with
-    Spark's state data source (the job does not have RocksDB count them as it writes: `spark_session`)."""
-    return spark.read.format("statestore").load(str(settings.checkpoint_dir)).count()
+def state_keys(spark, run: Run) -> int:
+    """The keys a run's replica-copy step held after its last micro-batch, read from its checkpoint with Spark's
+    state data source (the job does not have RocksDB count them as it writes: `spark_session`)."""
+    return spark.read.format("statestore").load(run.checkpoint).count()
 
 
 def run_floor(spark, settings: JobSettings, keyspace: str, jvm: int | None, variant: str) -> Run:
@@ -339,7 +339,7 @@ def run_floor(spark, settings: JobSettings, keyspace: str, jvm: int | None, vari
     rows = spark.read.format("delta").load(path).count()
     return Run(variant, set_up - started, finished - set_up, sum(p["numInputRows"] for p in later),
                sum(p["durationMs"]["triggerExecution"] for p in later) / 1000, rows, 0, 0, peak_rss(jvm),
-               peak_rss(os.getpid()), worker_peak)
+               peak_rss(os.getpid()), worker_peak, str(settings.checkpoint_dir))
 
 
 def in_process(records: list[pa.RecordBatch], settings: JobSettings, cql, repeat: int

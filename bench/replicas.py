@@ -48,7 +48,7 @@ from schemas.avro.reader import event_readers  # noqa: E402
 from schemas.avro.wire import frame, schema_id_of, unframe  # noqa: E402
 from cluster import LOCAL  # noqa: E402 - bench/ is the script's directory
 from job import (SPARK_CONF, TABLE, Run, base_settings, capture, cleanup, close_clients, delete_topics,  # noqa: E402
-                 driver_jvm, end_offsets, local_stack, open_clients, prefix_topics, run_in_turns)
+                 driver_jvm, end_offsets, local_stack, open_clients, prefix_topics, run_in_turns, state_keys)
 from spark.job.config import JobSettings  # noqa: E402
 
 FLOOR, ONE, THREE, NARROW = "RF=1, copies kept", "RF=1", "RF=3", "RF=3, M records a batch"
@@ -127,6 +127,7 @@ def main() -> int:
     prefixes = {1: f"{prefix}one", 3: f"{prefix}three"}
     spark = None
     runs: list[Run] = []
+    keys: dict[int, int] = {}  # the RF=3 runs' state keys, by run number
     with tempfile.TemporaryDirectory(prefix="ringtail-bench-replicas-") as scratch_dir:
         scratch = Path(scratch_dir)
         connector = ConnectorProcess(stack, scratch / "state", prefix)
@@ -149,8 +150,10 @@ def main() -> int:
                         NARROW: {"topic_prefix": prefixes[3]}}
 
             def report(number: int, run: Run) -> None:
-                state = (f"  state {run.state_keys:,} keys, {run.state_bytes / (1 << 20):.1f} MiB" if run.state_keys
-                         else "")
+                state = ""
+                if run.variant in (THREE, NARROW):
+                    keys[number] = state_keys(spark, run)
+                    state = f"  state {keys[number]:,} keys, {run.state_bytes / (1 << 20):.1f} MiB"
                 print(f"  run {number}: {run.variant:<18} {run.seconds:6.2f} s  {run.rows:>9,} log rows{state}"
                       + ("  (warm-up, not counted)" if not number else ""), flush=True)
 
@@ -171,14 +174,14 @@ def main() -> int:
         per_change = statistics.median(values) * 1e6 / args.rows
         print(f"  {variant:<18} {spread(values):>22}  {per_change:7.1f} µs per unique change")
     three = [r for r in runs if r.variant in (THREE, NARROW)]
-    keys = statistics.median(r.state_keys for r in three)
+    held_keys = statistics.median(keys[n] for n in keys if n)
     held = statistics.median(r.state_bytes for r in three)
     one = statistics.median(seconds[ONE])
     print(f"  RF=3 / RF=1: {statistics.median(seconds[THREE]) / one:.2f}x the time per unique change (goal: at most"
           f" 1.3x); {statistics.median(seconds[NARROW]) / one:.2f}x with M records a micro-batch;"
           f" RF=1 / floor: {one / statistics.median(seconds[FLOOR]):.2f}x")
-    print(f"  state at the end of an RF=3 run: {keys:,.0f} keys, {held / (1 << 20):.1f} MiB,"
-          f" {held / keys if keys else float('nan'):.0f} bytes per change")
+    print(f"  state at the end of an RF=3 run: {held_keys:,.0f} keys, {held / (1 << 20):.1f} MiB,"
+          f" {held / held_keys if held_keys else float('nan'):.0f} bytes per change")
     if wrong:
         print(f"  WARNING: runs logged {wrong} rows, not {args.rows:,}: a copy was kept or a change lost")
     return 0

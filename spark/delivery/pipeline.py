@@ -103,8 +103,8 @@ def spark_session(settings: StreamSettings) -> SparkSession:
         # a figure the job does not use: without the count the job took 0.95× the time (bench/job.py).
         "spark.sql.streaming.stateStore.rocksdb.trackTotalNumberOfRows": "false",
         # A Python function's input goes in Arrow batches of at most `maxRecordsPerBatch` records. Spark 4 bounds
-        # them in bytes too, measuring the batch after each row it adds: 3 % of the decoding stage's JVM time for
-        # Kafka records of a few hundred bytes. Int.MaxValue is the value Spark reads as no bound.
+        # them in bytes too, measuring the batch after each row it adds: 8 % of the decoding stage's JVM samples
+        # for Kafka records of a few hundred bytes. Int.MaxValue is the value Spark reads as no bound.
         "spark.sql.execution.arrow.maxBytesPerBatch": str(2**31 - 1),
         # ringtail caches a micro-batch (or a mirror's merge result) for the one or two reads that follow, then
         # drops it: compressing the cache (dictionary statistics per column) was a tenth of the job's JVM time,
