@@ -24,6 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from deploy.local.endpoints import ROOT, Stack, nodes_of
 
 STACK = ROOT / "deploy" / "local" / "stack.py"
@@ -140,13 +142,19 @@ def started(side: SideStack, main_run_dir: Path | None) -> Path:
 
 
 @contextmanager
-def running(side: SideStack, main: Stack) -> Iterator[Stack]:
+def running(side: SideStack, main: Stack, request: pytest.FixtureRequest) -> Iterator[Stack]:
     """`side` up (`started`) and described (`SideStack.describe`); killed and thrown away after: its data
-    is not kept, so there is no need to stop it gently."""
+    is not kept, so there is no need to stop it gently. If a test failed meanwhile (`request`'s session
+    counts them), its Cassandra nodes' warnings and errors are reported first: the logs go with the stack."""
+    failed = request.session.testsfailed
     try:
         started(side, main.run_dir)
         yield side.describe(main)
     finally:
+        if request.session.testsfailed > failed:
+            terminal = request.config.pluginmanager.get_plugin("terminalreporter")
+            for line in node_log_report(side.run_dir(main.run_dir)):
+                terminal.write_line(line)
         side.command(main.run_dir, "kill", check=False)
         forget(side)
         shutil.rmtree(side.run_dir(main.run_dir), ignore_errors=True)
@@ -162,6 +170,25 @@ def session_on(stack: Stack) -> Iterator[Any]:
         yield session
     finally:
         cluster.shutdown()
+
+
+_LEVELS = {"TRACE", "DEBUG", "INFO", "WARN", "ERROR"}
+
+
+def node_log_report(run_dir: Path, lines: int = 60) -> list[str]:
+    """The last `lines` warnings and errors (with the stack traces after them) of each Cassandra node's
+    `system.log` under `run_dir`, each node's under a heading."""
+    report = []
+    for log in sorted(run_dir.glob("cassandra@*/logs/system.log")):
+        kept: list[str] = []
+        keeping = False
+        for line in log.read_text(errors="replace").splitlines():
+            if line[:5].rstrip() in _LEVELS:  # a new entry (a trace's lines begin otherwise)
+                keeping = line.startswith(("WARN ", "ERROR "))
+            if keeping:
+                kept.append(line)
+        report += [f"--- {log.parent.parent.name}: its last {lines} warning and error lines ---", *kept[-lines:]]
+    return report
 
 
 def forget(side: SideStack) -> None:

@@ -41,7 +41,7 @@ from tests.unit.connector.commitlog.native_oracle import reference_changes
 @pytest.fixture(scope="module", params=[CASSANDRA_40, CASSANDRA_41], ids=lambda side: side.name)
 def node(request, stack):
     """The stack with the node of one older version in place of the main one's (started in turn)."""
-    with running(request.param, stack) as described:
+    with running(request.param, stack, request) as described:
         yield described
 
 

@@ -40,9 +40,9 @@ from tests.support import new_keyspace, wait_for
 
 
 @pytest.fixture(scope="module")
-def cluster(stack):
+def cluster(request, stack):
     """The cluster's stack (a Stack whose Cassandra and Kafka are its own) and its master's description."""
-    with running(CLUSTER, stack) as described:
+    with running(CLUSTER, stack, request) as described:
         yield described, json.loads((described.run_dir / "stack.json").read_text())["spark-master"]
 
 
