@@ -176,10 +176,16 @@ _LEVELS = {"TRACE", "DEBUG", "INFO", "WARN", "ERROR"}
 
 
 def node_log_report(run_dir: Path, lines: int = 60) -> list[str]:
-    """The last `lines` warnings and errors (with the stack traces after them) of each Cassandra node's
-    `system.log` under `run_dir`, each node's under a heading."""
+    """The last `lines` warnings and errors (with the stack traces after them) of the `system.log` of each
+    Cassandra node that the stack in `run_dir` describes (`stack.json`), each node's under a heading; none
+    for a stack that never described itself."""
+    description = run_dir / "stack.json"
+    nodes = json.loads(description.read_text()).get("cassandra", {}).get("nodes", []) if description.exists() else []
     report = []
-    for log in sorted(run_dir.glob("cassandra@*/logs/system.log")):
+    for node in nodes:
+        log = Path(node["logs"]) / "system.log"
+        if not log.exists():
+            continue
         kept: list[str] = []
         keeping = False
         for line in log.read_text(errors="replace").splitlines():
@@ -187,7 +193,7 @@ def node_log_report(run_dir: Path, lines: int = 60) -> list[str]:
                 keeping = line.startswith(("WARN ", "ERROR "))
             if keeping:
                 kept.append(line)
-        report += [f"--- {log.parent.parent.name}: its last {lines} warning and error lines ---", *kept[-lines:]]
+        report += [f"--- {node['name']}: its last {lines} warning and error lines ---", *kept[-lines:]]
     return report
 
 

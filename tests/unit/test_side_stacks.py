@@ -1,4 +1,5 @@
 """What a side stack's failed module reports of its Cassandra nodes' logs (`side_stacks.node_log_report`)."""
+import json
 from pathlib import Path
 
 from tests.integration.side_stacks import node_log_report
@@ -18,12 +19,17 @@ INFO  [main] 2026-12-01 11:02:41,000 Gossiper.java:2100 - No gossip backlog
 
 
 def test_a_nodes_warnings_and_errors_are_reported_with_their_traces_and_nothing_else(tmp_path: Path):
-    for node, text in (("cassandra@2", LOG.replace("jemalloc", "JMX")), ("cassandra@1", LOG)):
-        (tmp_path / node / "logs").mkdir(parents=True)
-        (tmp_path / node / "logs" / "system.log").write_text(text)
+    assert node_log_report(tmp_path) == []  # a stack that never described itself
+    nodes = []
+    for node, text in (("cassandra@1", LOG), ("cassandra@2", LOG.replace("jemalloc", "JMX")), ("cassandra@3", None)):
+        logs = tmp_path / node / "logs"
+        logs.mkdir(parents=True)
+        if text is not None:  # the third never started
+            (logs / "system.log").write_text(text)
+        nodes.append({"name": node, "logs": str(logs)})
+    (tmp_path / "stack.json").write_text(json.dumps({"cassandra": {"nodes": nodes}}))
     report = node_log_report(tmp_path, lines=4)
     lines = LOG.splitlines()
     assert report == ["--- cassandra@1: its last 4 warning and error lines ---", *lines[4:8],
                       "--- cassandra@2: its last 4 warning and error lines ---", *lines[4:8]]
     assert node_log_report(tmp_path, lines=5)[1] == lines[1]
-    assert node_log_report(tmp_path / "cassandra@3") == []
