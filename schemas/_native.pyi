@@ -246,6 +246,17 @@ class RawCell:
 ColumnAddress: TypeAlias = tuple[int, int, int, int, int, int]
 
 
+class AvroFramer:
+    """Values in the log's JSON forms as datums of a registered schema, in Confluent's wire format: fastavro's bytes
+    for the datums `schemas.avro.json_values` makes of them (`spark.sinks.kafka.images`)."""
+
+    def __init__(self, schema_id: int, schema: str) -> None:
+        """`schema`: its JSON text; ValueError for one the decoder cannot read (records, arrays, maps, nullable
+        unions and primitive types only)."""
+    def frame(self, value: object) -> bytes:
+        """The magic byte, the schema id, then `value`'s datum; ValueError naming where a value does not fit."""
+
+
 class EventDecoder:
     """A Kafka batch's Confluent-framed Avro values → the `DECODED` columns' Arrow buffers."""
 
@@ -332,6 +343,11 @@ class LogInsertValues:
 # values as int64, a time in µs); "json_map" (the map's validity, offsets, keys, values); "text_list" (the
 # list's validity, offsets, items); "row" (the struct's validity, then its fields as the entries after it).
 JsonFieldSpec: TypeAlias = tuple[str, str, list[ColumnAddress], int]
+
+
+def json_bytes(value: object) -> bytes | None:
+    """`value`'s JSON as `json.JSONEncoder(separators=(",", ":"), allow_nan=False)` writes it; None for a value
+    left to that encoder (NaN or an infinity, a str with a lone surrogate, a key not a str, another type)."""
 
 
 def log_row_texts(fields: list[JsonFieldSpec], len: int) -> tuple[bytes, bytes] | int:

@@ -76,6 +76,9 @@ class ImageSchemas:
         return cls(keyspace, table, define_once(record("Key", namespace, [f for f, _ in key])),
                    define_once(envelope), tuple(c for _, c in key), tuple(c for _, c in every))
 
+    # The datums of an image, as fastavro writes them: the reference for the native core, which the Kafka sink
+    # gives the rows' JSON forms as they are (`spark.sinks.kafka.images`).
+
     def key(self, row: Mapping[str, Any]) -> dict:
         """The key datum of a row (its key columns, by CQL name, in the JSON forms)."""
         return {avro: convert(row.get(name)) for name, avro, convert in self.key_columns}

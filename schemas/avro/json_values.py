@@ -4,7 +4,8 @@ The JSON forms are those of the Spark side's log rows and mirrors: timestamps in
 times in ns since their epochs, a blob as ``"0x…"``, uuid, varint, decimal and inet as strings, NaN and
 the infinities as strings, a duration as ``{months, days, nanoseconds}``, lists, sets, vectors and tuples
 as arrays, a map as an object (text keys) or an array of ``[key, value]`` pairs, a UDT as an object of
-field names. Each is built once per type; None stays None.
+field names. Each is built once per type; None stays None. The native core reads the same forms as it writes
+images (`spark/native/src/datum_writer.rs`); these are the reference it is tested against.
 """
 from __future__ import annotations
 

@@ -158,29 +158,36 @@ fn float(value: &Value) -> Option<f64> {
     match value {
         Value::Int(i) => Some(*i as f64),
         Value::Float(f) => Some(*f),
-        Value::Str(s) => match s.as_str() {
-            "NaN" => Some(f64::NAN),
-            "Infinity" => Some(f64::INFINITY),
-            "-Infinity" => Some(f64::NEG_INFINITY),
-            _ => {
-                let (mantissa, exponent) = s.split_once(['e', 'E']).unwrap_or((s, "0"));
-                let (whole, fraction) = mantissa.split_once('.').unwrap_or((mantissa, "0"));
-                let plain = digits(whole).is_some()
-                    && fraction.bytes().all(|b| b.is_ascii_digit())
-                    && !fraction.is_empty()
-                    && self::exponent(exponent).is_some();
-                if plain {
-                    s.parse().ok()
-                } else {
-                    None
-                }
-            }
-        },
+        Value::Str(s) => float_text(s),
         _ => None,
     }
 }
 
-fn blob(text: &str, out: &mut Vec<u8>) -> Option<()> {
+/// A float's text: "NaN", "Infinity", "-Infinity" (JSON has no number for them), or plain decimal digits
+/// with an optional exponent; None for any other.
+pub fn float_text(s: &str) -> Option<f64> {
+    match s {
+        "NaN" => Some(f64::NAN),
+        "Infinity" => Some(f64::INFINITY),
+        "-Infinity" => Some(f64::NEG_INFINITY),
+        _ => {
+            let (mantissa, exponent) = s.split_once(['e', 'E']).unwrap_or((s, "0"));
+            let (whole, fraction) = mantissa.split_once('.').unwrap_or((mantissa, "0"));
+            let plain = digits(whole).is_some()
+                && fraction.bytes().all(|b| b.is_ascii_digit())
+                && !fraction.is_empty()
+                && self::exponent(exponent).is_some();
+            if plain {
+                s.parse().ok()
+            } else {
+                None
+            }
+        }
+    }
+}
+
+/// The bytes of a blob's hex digits after an optional `0x`, appended to `out`; None if they are not.
+pub fn blob(text: &str, out: &mut Vec<u8>) -> Option<()> {
     let hex = text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")).unwrap_or(text).as_bytes();
     hex.len().is_multiple_of(2).then_some(())?;
     for pair in hex.chunks_exact(2) {

@@ -12,14 +12,18 @@ use pyo3::IntoPyObjectExt;
 use crate::batch::{Decoded, Decoder, FixedIn, Flags, Records, Valid, VarIn};
 use crate::columns::{Bits, Fixed, Items, Pairs, Var};
 use crate::copies::Copies;
+use crate::datum_writer;
 use crate::error::EventError;
+use crate::json_writer;
 use crate::log_batch::Batches;
 use crate::log_insert::{Elements, LogInsert, SinkRow, Slot};
 use crate::log_json::{self, Field, Member, Number, Refused};
 use crate::mirror::order::Order;
 use crate::mirror::value::Value;
 use crate::mirror::{Column, Merged, Rules, Storage};
+use crate::schema::Schema;
 use crate::snapshot::{CellColumn, KeyColumn, ReadRows, TableRows, ValueJson};
+use ringtail_contract::avro::Writer;
 use ringtail_contract::cql::CqlType;
 
 /// The one place an `EventError` becomes a Python exception. A record's own error never gets here (it
@@ -614,11 +618,47 @@ impl LogInsertValues {
     }
 }
 
+/// Values in the log's JSON forms as datums of a registered schema, in Confluent's wire format (`datum_writer`).
+#[pyclass(module = "schemas._native", frozen)]
+pub struct AvroFramer {
+    schema: Schema,
+    header: [u8; 5],
+}
+
+#[pymethods]
+impl AvroFramer {
+    #[new]
+    fn new(schema_id: i32, schema: &str) -> PyResult<Self> {
+        let parsed = Schema::parse(schema).map_err(|why| raise(EventError::UnreadableSchema { id: schema_id, why }))?;
+        let mut header = [0u8; 5];
+        header[1..].copy_from_slice(&schema_id.to_be_bytes());
+        Ok(AvroFramer { schema: parsed, header })
+    }
+
+    fn frame<'py>(&self, py: Python<'py>, value: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyBytes>> {
+        let mut w = Writer { buf: self.header.to_vec() };
+        datum_writer::write(&self.schema, self.schema.root, value, &mut w)
+            .map_err(|error| PyValueError::new_err(error.to_string()))?;
+        Ok(PyBytes::new(py, &w.buf))
+    }
+}
+
+/// The JSON text of `value` as `json.JSONEncoder(separators=(",", ":"), allow_nan=False)` writes it (`json_writer`);
+/// None for a value left to that encoder.
+#[pyfunction]
+fn json_bytes<'py>(py: Python<'py>, value: &Bound<'py, PyAny>) -> Option<Bound<'py, PyBytes>> {
+    let mut out = Vec::new();
+    json_writer::write(value, &mut out)?;
+    Some(PyBytes::new(py, &out))
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<AvroFramer>()?;
     m.add_class::<EventDecoder>()?;
     m.add_class::<LogInsertValues>()?;
     m.add_class::<MirrorRules>()?;
     m.add_class::<ReplicaCopies>()?;
     m.add_class::<SnapshotRows>()?;
+    m.add_function(wrap_pyfunction!(json_bytes, m)?)?;
     m.add_function(wrap_pyfunction!(log_row_texts, m)?)
 }

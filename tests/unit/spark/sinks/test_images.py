@@ -10,7 +10,11 @@ import pyarrow as pa
 import pytest
 from fastavro import parse_schema, schemaless_reader
 
+from schemas.avro.image import ImageSchemas
+from schemas.avro.registry import schema_text
 from schemas.avro.table import CONNECTOR, VERSION
+from schemas.avro.wire import frame
+from schemas.cql.parser import parse_type
 from spark import rows as R
 from spark.mirror.engine import Change, merge
 from spark.mirror.images import RowImage
@@ -53,7 +57,7 @@ def decoded(schema: dict, payload: bytes) -> dict:
 def test_a_kafka_image_is_avro_and_a_removal_is_followed_by_a_tombstone():
     schemas = image_schemas(LAYOUT)
     key_schema, value_schema = parse_schema(schemas.key_schema), parse_schema(schemas.value_schema)
-    encode = AvroImage(11, key_schema, 12, value_schema)
+    encode = AvroImage(11, schema_text(schemas.key_schema), 12, schema_text(schemas.value_schema))
     removal = image(FIRST_ROW, None)
     (key, value), (tombstone_key, tombstone) = encode(schemas, removal, Envelope.of(removal, "s", 5_000))
     assert int.from_bytes(key[1:5], "big") == 11 and int.from_bytes(value[1:5], "big") == 12
@@ -64,6 +68,42 @@ def test_a_kafka_image_is_avro_and_a_removal_is_followed_by_a_tombstone():
     assert envelope["before"]["v_text"] == "héllo" and envelope["source"]["table"] == LAYOUT.table
     update = image(FIRST_ROW, {**FIRST_ROW, "v_int": 3})
     assert len(encode(schemas, update, Envelope.of(update, "s", 5_000))) == 1  # no tombstone
+
+
+def test_a_kafka_image_is_fastavros_datum_to_the_byte_for_a_value_of_every_cql_type():
+    """The native core writes the images (`AvroFramer`); fastavro, writing the same datums, is the reference.
+    The segment's row holds a value of every CQL type, collections, tuples and UDTs among them."""
+    schemas = image_schemas(LAYOUT)
+    key_schema, value_schema = parse_schema(schemas.key_schema), parse_schema(schemas.value_schema)
+    encode = AvroImage(11, schema_text(schemas.key_schema), 12, schema_text(schemas.value_schema))
+    emptied = {**{name: None for name in FIRST_ROW}, **KEY}
+    for before, after in ((None, FIRST_ROW), (FIRST_ROW, emptied), (emptied, None)):
+        made = image(before, after)
+        envelope = Envelope.of(made, "s", 5_000)
+        [(key, value), *_] = encode(schemas, made, envelope)
+        assert key == frame(11, key_schema, schemas.key(KEY))
+        assert value == frame(12, value_schema, schemas.value(envelope.op, before, after, envelope.source, 5_000))
+
+
+def test_text_keyed_maps_floats_out_of_json_and_short_tuples_are_fastavros_to_the_byte_too():
+    schemas = ImageSchemas.of("ks", "t", [("k", parse_type("int"))], [
+        ("m", parse_type("map<text, int>")), ("f", parse_type("float")), ("d", parse_type("double")),
+        ("b", parse_type("blob")), ("t", parse_type("tuple<int, text>")), ("o", parse_type("boolean"))])
+    value_schema = parse_schema(schemas.value_schema)
+    framer = AvroImage(1, schema_text(schemas.key_schema), 2, schema_text(schemas.value_schema))
+    after = {"k": 1, "m": {"a": 1, "é": None}, "f": "NaN", "d": "-Infinity", "b": "0x00ff", "t": [7], "o": False}
+    made = RowImage(ORIGIN, {"k": 1}, {"k": 1, "m": {}, "f": 1.5, "d": 2**60, "o": True}, after)
+    envelope = Envelope.of(made, "s", 5_000)
+    [(_, value)] = framer(schemas, made, envelope)
+    assert value == frame(2, value_schema, schemas.value("u", made.before, after, envelope.source, 5_000))
+
+
+def test_a_value_that_does_not_fit_its_image_schema_is_refused_where_it_sits():
+    schemas = image_schemas(LAYOUT)
+    encode = AvroImage(11, schema_text(schemas.key_schema), 12, schema_text(schemas.value_schema))
+    wrong = image(None, {**FIRST_ROW, "v_int": "three"})
+    with pytest.raises(ValueError, match=r"^after\.v_int: an int of 64 bits expected, not str$"):
+        encode(schemas, wrong, Envelope.of(wrong, "s", 5_000))
 
 
 def test_an_http_image_is_one_json_object_of_the_rows_json_forms():
@@ -79,6 +119,25 @@ def test_an_http_image_is_one_json_object_of_the_rows_json_forms():
     # A float JSON has no number for is a defect upstream (the mirror's values hold them as strings).
     with pytest.raises(ValueError):
         JsonImage()(schemas, image(None, {**FIRST_ROW, "v_double": float("nan")}), Envelope("c", {}, 1))
+
+
+def test_an_http_image_is_the_json_encoders_text_to_the_byte():
+    """The native core writes the HTTP images' JSON (`json_bytes`); Python's encoder, the reference, writes what
+    the core leaves to it."""
+    from schemas._native import json_bytes
+
+    reference = json.JSONEncoder(separators=(",", ":"), allow_nan=False).encode
+    values = [FIRST_ROW, KEY, None, True, 0, -1, 2**63 - 1, 2**64, -(2**70), "", "a\"b\\c/\n\r\t\b\f\x01\x7f",
+              "héllo € 𝄞 \u2028", [1, [2, (3, {})]], {"é": [None, False]},
+              *[float(text) for text in ("0.0", "-0.0", "1.5", "0.1", "1e16", "1e15", "123456789012345.6", "1e-4",
+                                         "1e-5", "2.5e-300", "1.7976931348623157e308", "3.4028234663852886e38")]]
+    for value in values:
+        assert json_bytes(value) == reference(value).encode(), value
+    for left in (float("nan"), {"v": float("inf")}, "\ud800", {1: "a"}, {"s": {1, 2}}):
+        assert json_bytes(left) is None
+    created = image(None, {**FIRST_ROW, "v_text": "\ud800"})  # left to the encoder: a lone surrogate
+    [(_, value)] = JsonImage()(image_schemas(LAYOUT), created, Envelope.of(created, "s", 5_000))
+    assert json.loads(value)["after"]["v_text"] == "\ud800"
 
 
 def test_the_purge_mark_keeps_the_last_purge_and_one_begun(tmp_path):
