@@ -77,7 +77,7 @@ class ImageSchemas:
                    define_once(envelope), tuple(c for _, c in key), tuple(c for _, c in every))
 
     # The datums of an image, as fastavro writes them: the reference for the native core, which the Kafka sink
-    # gives the rows' JSON forms as they are (`spark.sinks.kafka.images`).
+    # gives the rows' JSON forms as they are (`envelope`, `spark.sinks.kafka.images`).
 
     def key(self, row: Mapping[str, Any]) -> dict:
         """The key datum of a row (its key columns, by CQL name, in the JSON forms)."""
@@ -89,8 +89,12 @@ class ImageSchemas:
     def value(self, op: str, before: Mapping[str, Any] | None, after: Mapping[str, Any] | None,
               source: Mapping[str, Any], ts_ms: int) -> dict:
         """The envelope datum; `source` holds the per-change fields (name, node, position, times, id)."""
-        return {"before": self.row(before), "after": self.row(after), "op": op, "ts_ms": ts_ms,
-                "source": self.source(source)}
+        return self.envelope(op, self.row(before), self.row(after), source, ts_ms)
+
+    def envelope(self, op: str, before: Any, after: Any, source: Mapping[str, Any], ts_ms: int) -> dict:
+        """The envelope around `before` and `after` as given: `value`'s datums, or the rows' JSON forms as the
+        sinks give them (the native core reads those, the HTTP sink posts them)."""
+        return {"before": before, "after": after, "op": op, "ts_ms": ts_ms, "source": self.source(source)}
 
     def source(self, fields: Mapping[str, Any]) -> dict:
         """The `source` of an image whose per-change fields are `fields`."""

@@ -29,8 +29,8 @@ class JsonImage:
     """An image as the JSON object posted (`ImageEncoder`), keyed by its key's JSON; picklable."""
 
     def __call__(self, schemas: ImageSchemas, image: RowImage, envelope: Envelope) -> Encoded:
-        value = {"key": image.key, "before": image.before, "after": image.after, "op": envelope.op,
-                 "ts_ms": envelope.made, "source": schemas.source(envelope.source)}
+        value = {"key": image.key, **schemas.envelope(envelope.op, image.before, image.after, envelope.source,
+                                                      envelope.made)}
         return [(_json(image.key), _json(value))]
 
 

@@ -30,8 +30,7 @@ class AvroImage:
         # The rows as they are, in their JSON forms: the native core reads those (the datums `schemas.key` and
         # `schemas.value` make of them are fastavro's input, the reference the tests hold it to).
         key = _framer(self.key_id, self.key_schema).frame(image.key)
-        value = {"before": image.before, "after": image.after, "op": envelope.op, "ts_ms": envelope.made,
-                 "source": schemas.source(envelope.source)}
+        value = schemas.envelope(envelope.op, image.before, image.after, envelope.source, envelope.made)
         records = [(key, _framer(self.value_id, self.value_schema).frame(value))]
         if image.after is None:
             records.append((key, None))
