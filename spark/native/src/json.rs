@@ -1,7 +1,7 @@
 //! JSON text exactly as Python's `json` module writes it with `ensure_ascii=False`, so the native
 //! decoder's text equals the reference decoder's byte for byte: floats as `repr` gives them (shortest
 //! round trip, `1e+16`, `1.5e-05`, `0.0`, `NaN`, `Infinity`), only `"`, `\` and control characters
-//! escaped.
+//! escaped (`ascii_string`: as `ensure_ascii=True` escapes, for `json_writer`).
 
 use std::fmt::Write;
 
@@ -17,6 +17,16 @@ pub const SPACED: Style = Style { item: ", ", key: ": " };
 pub const COMPACT: Style = Style { item: ",", key: ":" };
 
 pub fn string(out: &mut String, s: &str) {
+    escaped(out, s, false);
+}
+
+/// A string as `ensure_ascii=True` writes it: every character past `~` escaped too, as `\uXXXX` (a pair of
+/// surrogates past U+FFFF).
+pub fn ascii_string(out: &mut String, s: &str) {
+    escaped(out, s, true);
+}
+
+fn escaped(out: &mut String, s: &str, ascii: bool) {
     out.push('"');
     let mut start = 0;
     for (i, c) in s.char_indices() {
@@ -28,12 +38,14 @@ pub fn string(out: &mut String, s: &str) {
             '\t' => "\\t",
             '\u{8}' => "\\b",
             '\u{c}' => "\\f",
-            c if (c as u32) < 0x20 => "",
+            c if (c as u32) < 0x20 || (ascii && c > '~') => "",
             _ => continue,
         };
         out.push_str(&s[start..i]);
         if escaped.is_empty() {
-            let _ = write!(out, "\\u{:04x}", c as u32);
+            for unit in c.encode_utf16(&mut [0u16; 2]) {
+                let _ = write!(out, "\\u{:04x}", unit);
+            }
         } else {
             out.push_str(escaped);
         }
@@ -148,7 +160,7 @@ pub fn hex(out: &mut String, bytes: &[u8]) {
 
 #[cfg(test)]
 mod tests {
-    use super::{float, string};
+    use super::{ascii_string, float, string};
 
     fn repr(x: f64) -> String {
         let mut out = String::new();
@@ -177,6 +189,21 @@ mod tests {
         for (x, expected) in cases {
             assert_eq!(repr(x), expected, "{x:e}");
         }
+    }
+
+    #[test]
+    fn strings_are_escaped_as_ensure_ascii_escapes_them() {
+        // json.dumps's output for the same texts.
+        let written = |text: &str| {
+            let mut out = String::new();
+            ascii_string(&mut out, text);
+            out
+        };
+        assert_eq!(written("plain ~"), r#""plain ~""#);
+        assert_eq!(written("a\"b\\c/"), r#""a\"b\\c/""#);
+        assert_eq!(written("\n\r\t\u{8}\u{c}\u{1}\u{7f}"), r#""\n\r\t\b\f\u0001\u007f""#);
+        assert_eq!(written("héllo €"), r#""h\u00e9llo \u20ac""#);
+        assert_eq!(written("𝄞"), r#""\ud834\udd1e""#);
     }
 
     #[test]

@@ -647,9 +647,9 @@ impl AvroFramer {
 /// None for a value left to that encoder.
 #[pyfunction]
 fn json_bytes<'py>(py: Python<'py>, value: &Bound<'py, PyAny>) -> Option<Bound<'py, PyBytes>> {
-    let mut out = Vec::new();
+    let mut out = String::new();
     json_writer::write(value, &mut out)?;
-    Some(PyBytes::new(py, &out))
+    Some(PyBytes::new(py, out.as_bytes()))
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
